@@ -1,0 +1,45 @@
+"""pyg_sar: exact distributed full-batch training of PyG models (Sequential Aggregation and
+Rematerialization).
+
+Public API (see DESIGN): :func:`init`, :func:`partition_graph`, :func:`load_partition`,
+:func:`convert`, :class:`SARConfig`, :func:`broadcast_parameters`, :func:`all_reduce_gradients`.
+Heavy submodules are imported on first use so ``import pyg_sar`` stays cheap.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from pyg_sar.config import SARConfig
+from pyg_sar.graph import Block, DistGraph
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "init": "pyg_sar.distributed.context",
+    "DistContext": "pyg_sar.distributed.context",
+    "get_context": "pyg_sar.distributed.context",
+    "shutdown": "pyg_sar.distributed.context",
+    "all_reduce_gradients": "pyg_sar.distributed.sync",
+    "broadcast_parameters": "pyg_sar.distributed.sync",
+    "partition_graph": "pyg_sar.partition",
+    "load_partition": "pyg_sar.partition",
+    "LocalPartition": "pyg_sar.partition",
+    "convert": "pyg_sar.nn.convert",
+    "nn": "pyg_sar.nn",
+    "datasets": "pyg_sar.datasets",
+    "ops": "pyg_sar.ops",
+}
+
+__all__ = ["SARConfig", "DistGraph", "Block", "__version__", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pyg_sar' has no attribute {name!r}")
+    mod = importlib.import_module(module)
+    # Entries naming a subpackage (``pyg_sar.nn``) export the module itself.
+    value = mod if module == f"pyg_sar.{name}" else getattr(mod, name)
+    globals()[name] = value
+    return value

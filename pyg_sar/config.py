@@ -1,0 +1,31 @@
+"""Configuration of the SAR engine (passed explicitly; never read from global state)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MODES = ("sar", "sa", "halo")
+
+
+@dataclass(frozen=True)
+class SARConfig:
+    """How converted layers run their distributed propagate.
+
+    Args:
+        mode: ``"sar"`` (sequential aggregation + rematerialization: nothing remote is kept for
+            backward), ``"sa"`` (sequential aggregation, fetched rows kept for backward) or
+            ``"halo"`` (one all-to-all of the whole halo per layer: the vanilla baseline).
+        pipeline_depth: number of block fetches kept in flight ahead of the block being
+            computed (0 disables prefetching).
+        use_kernels: use the fused native kernels where a layer's message allows it.
+    """
+
+    mode: str = "sar"
+    pipeline_depth: int = 1
+    use_kernels: bool = True
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"SARConfig: mode must be one of {MODES} (got {self.mode!r})")
+        if not isinstance(self.pipeline_depth, int) or self.pipeline_depth < 0:
+            raise ValueError(f"SARConfig: pipeline_depth must be an integer >= 0 "
+                             f"(got {self.pipeline_depth!r})")

@@ -1,0 +1,117 @@
+"""Rules that fold per-block partial aggregates into the exact global aggregate.
+
+A rule sees one block of messages at a time (``msgs[e]`` goes to local destination ``row[e]``) and
+must give the same result, and the same gradients, as PyG's single-process ``scatter`` over all
+edges at once:
+
+* ``sum`` / ``mean`` add block partials; mean divides by the node's in-degree in the whole graph
+  (known locally: every in-edge of a node is stored on its owner).
+* ``max`` / ``min`` keep the running extreme and the number of messages that attain it, so the
+  backward pass splits each gradient evenly between all tied messages across blocks, exactly as
+  ``torch.scatter_reduce(..., "amax", include_self=False)`` does in single-process PyG. Rows with
+  no messages are 0.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+
+def _expand(index: Tensor, like: Tensor) -> Tensor:
+    return index.view(-1, *([1] * (like.dim() - 1))).expand_as(like)
+
+
+class SumRule:
+    """Sum (``mean=False``) or mean (``mean=True``) of all messages of a node."""
+
+    name = "sum"
+    needs_forward_output = False
+
+    def __init__(self, mean: bool, in_degree: Tensor) -> None:
+        self.mean = mean
+        self.in_degree = in_degree
+
+    def init(self, num_nodes: int, msg_shape, like: Tensor) -> Tensor:
+        return like.new_zeros((num_nodes, *msg_shape))
+
+    def fold(self, acc: Tensor, msgs: Tensor, row: Tensor) -> Tensor:
+        return acc.index_add_(0, row, msgs)
+
+    def fold_partial(self, acc: Tensor, partial: Tensor) -> Tensor:
+        """Add a block's already-aggregated partial (fused kernel path)."""
+        return acc.add_(partial)
+
+    def _scale(self, like: Tensor) -> Tensor:
+        deg = self.in_degree.clamp(min=1).to(like.dtype)
+        return deg.view(-1, *([1] * (like.dim() - 1)))
+
+    def finalize(self, acc: Tensor) -> Tensor:
+        return acc / self._scale(acc) if self.mean else acc
+
+    def node_grad(self, grad_out: Tensor) -> Tensor:
+        """Gradient with respect to each block's partial sum."""
+        return grad_out / self._scale(grad_out) if self.mean else grad_out
+
+    def message_grad(self, grad_out: Tensor, msgs: Tensor, row: Tensor, state) -> Tensor:
+        return self.node_grad(grad_out).index_select(0, row)
+
+    def save(self, out: Tensor, acc_state) -> None:
+        return None
+
+
+class ExtremeRule:
+    """Element-wise max or min over a node's messages, with exact tie handling."""
+
+    needs_forward_output = True
+
+    def __init__(self, largest: bool) -> None:
+        self.largest = largest
+        self.name = "max" if largest else "min"
+        self._reduce = "amax" if largest else "amin"
+
+    def init(self, num_nodes: int, msg_shape, like: Tensor):
+        fill = float("-inf") if self.largest else float("inf")
+        value = like.new_full((num_nodes, *msg_shape), fill)
+        count = like.new_zeros((num_nodes, *msg_shape))
+        return value, count
+
+    def fold(self, acc, msgs: Tensor, row: Tensor):
+        value, count = acc
+        if msgs.numel() == 0:
+            return acc
+        fill = float("-inf") if self.largest else float("inf")
+        block = msgs.new_full(value.shape, fill).scatter_reduce_(
+            0, _expand(row, msgs), msgs, reduce=self._reduce, include_self=True)
+        ties = (msgs == block.index_select(0, row)).to(msgs.dtype)
+        block_count = torch.zeros_like(count).index_add_(0, row, ties)
+        better = block > value if self.largest else block < value
+        equal = block == value
+        count = torch.where(better, block_count, torch.where(equal, count + block_count, count))
+        value = torch.where(better, block, value)
+        return value, count
+
+    def finalize(self, acc) -> Tensor:
+        value, count = acc
+        return torch.where(count > 0, value, torch.zeros_like(value))
+
+    def message_grad(self, grad_out: Tensor, msgs: Tensor, row: Tensor, state) -> Tensor:
+        out, count = state
+        winner = (msgs == out.index_select(0, row)) & (count.index_select(0, row) > 0)
+        share = grad_out / count.clamp(min=1)
+        return torch.where(winner, share.index_select(0, row), torch.zeros_like(msgs))
+
+
+def make_rule(aggr: str, in_degree: Optional[Tensor]):
+    """The combine rule for a PyG aggregation name (``sum``/``add``/``mean``/``max``/``min``)."""
+    if aggr in ("sum", "add"):
+        return SumRule(False, in_degree)
+    if aggr == "mean":
+        return SumRule(True, in_degree)
+    if aggr == "max":
+        return ExtremeRule(True)
+    if aggr == "min":
+        return ExtremeRule(False)
+    raise ValueError(f"make_rule: aggregation {aggr!r} cannot be combined across blocks exactly "
+                     f"(supported: sum, add, mean, max, min)")

@@ -1,0 +1,139 @@
+"""Block-wise row traffic of the engine: fetch a peer's boundary rows, return gradients to owners.
+
+Step ``k`` of the ring schedule (DESIGN 6): rank ``r`` sends rows to ``(r - k) % P`` and receives
+the rows of ``(r + k) % P``; gradients travel the opposite way. Both sides know every message
+size from the partition (``send_idx`` on one side, ``Block.num_src`` on the other), so empty
+messages are skipped symmetrically.
+"""
+from __future__ import annotations
+
+from collections import deque
+from typing import Optional, Sequence
+
+import torch
+from torch import Tensor
+
+from pyg_sar.distributed.streaming import ring_peers, start_exchange
+from pyg_sar.graph import DistGraph
+
+
+class _Ready:
+    """A finished exchange (nothing to send or receive)."""
+
+    def __init__(self, value: Optional[Tensor]) -> None:
+        self.value = value
+
+    def wait(self) -> Optional[Tensor]:
+        return self.value
+
+
+def exchange_rows(graph: DistGraph, step: int, send: Sequence[Tensor],
+                  recv_like: Sequence[Tensor], recv_rows: int, reverse: bool = False) -> list:
+    """Start one step's exchange of several tensors (one message per tensor).
+
+    ``send[i]`` goes to this step's destination; a buffer shaped like ``recv_like[i]`` with
+    ``recv_rows`` rows is filled from this step's source. ``reverse`` swaps the two peers (the
+    gradient direction).
+    """
+    comm = graph.context.comm
+    send_to, recv_from = ring_peers(graph.rank, graph.world_size, step)
+    if reverse:
+        send_to, recv_from = recv_from, send_to
+    pending = []
+    for i, (s, like) in enumerate(zip(send, recv_like)):
+        recv = like.new_empty((recv_rows, *like.shape[1:]))
+        if s.shape[0] == 0 and recv_rows == 0:
+            pending.append(_Ready(recv))
+            continue
+        pending.append(start_exchange(comm, s.contiguous() if s.shape[0] else None, send_to,
+                                      recv if recv_rows else None, recv_from, tag=i))
+        if recv_rows == 0:
+            pending[-1] = _EmptyRecv(pending[-1], recv)
+    return pending
+
+
+class _EmptyRecv:
+    """Waits for a send-only exchange and hands back the empty receive buffer."""
+
+    def __init__(self, pending, recv: Tensor) -> None:
+        self.pending, self.recv = pending, recv
+
+    def wait(self) -> Tensor:
+        self.pending.wait()
+        return self.recv
+
+
+class RowFetcher:
+    """Fetches the boundary rows of every remote block, ``depth`` steps ahead of the consumer."""
+
+    def __init__(self, graph: DistGraph, tensors: Sequence[Tensor], depth: int) -> None:
+        self.graph = graph
+        self.tensors = list(tensors)
+        self.depth = depth
+        self.next_step = 1
+        self.in_flight: deque = deque()
+
+    def _launch(self, step: int) -> None:
+        g = self.graph
+        send_to, recv_from = ring_peers(g.rank, g.world_size, step)
+        idx = g.send_idx[send_to]
+        send = [t.index_select(0, idx) for t in self.tensors]
+        rows = g.blocks[recv_from].num_src
+        self.in_flight.append((step, exchange_rows(g, step, send, self.tensors, rows)))
+
+    def prefetch(self, upto: int) -> None:
+        """Launch every step up to ``upto`` (inclusive) that is not launched yet."""
+        while self.next_step <= min(upto, self.graph.world_size - 1):
+            self._launch(self.next_step)
+            self.next_step += 1
+
+    def start(self) -> "RowFetcher":
+        self.prefetch(self.depth)
+        return self
+
+    def get(self, step: int) -> list[Tensor]:
+        """Rows of the block of step ``step`` (steps must be consumed in order)."""
+        self.prefetch(step)
+        got_step, pending = self.in_flight.popleft()
+        assert got_step == step, (got_step, step)
+        rows = [p.wait() for p in pending]
+        self.prefetch(step + self.depth)
+        return rows
+
+
+class GradReturner:
+    """Sends gradients of fetched rows back to their owners and adds what comes back.
+
+    At most one step's exchange is kept in flight, so the pending gradient buffers stay the
+    size of one block.
+    """
+
+    def __init__(self, graph: DistGraph, grads: Sequence[Optional[Tensor]]) -> None:
+        self.graph = graph
+        self.grads = list(grads)
+        self.pending: Optional[tuple] = None
+
+    def send(self, step: int, block_grads: Sequence[Tensor]) -> None:
+        """Return ``block_grads`` (grads of the rows fetched at ``step``) to their owner."""
+        self.flush()
+        g = self.graph
+        send_to, recv_from = ring_peers(g.rank, g.world_size, step)
+        idx = g.send_idx[send_to]  # my rows that the peer of this step used
+        live = [i for i, gr in enumerate(self.grads) if gr is not None]
+        pending = exchange_rows(g, step, [block_grads[i] for i in live],
+                                [self.grads[i] for i in live], int(idx.numel()), reverse=True)
+        self.pending = (idx, live, pending)
+
+    def flush(self) -> None:
+        if self.pending is None:
+            return
+        idx, live, pending = self.pending
+        for i, p in zip(live, pending):
+            got = p.wait()
+            if got.shape[0]:
+                self.grads[i].index_add_(0, idx, got)
+        self.pending = None
+
+
+def zeros_like_or_none(t: Tensor, needed: bool) -> Optional[Tensor]:
+    return torch.zeros_like(t) if needed else None

@@ -1,0 +1,273 @@
+"""The SAR autograd Function: one call per propagate, block by block over the source ranks.
+
+Forward: for step k = 0..P-1 the block of source rank ``(r + k) % P`` is processed (k = 0 is the
+local block); its boundary rows are fetched (``pipeline_depth`` steps ahead), its messages are
+computed and folded into the accumulator by the combine rule, and the rows are freed.
+
+Backward (mode ``"sar"``): the same walk; each remote block's rows are fetched again, the block
+is recomputed under autograd (with the forward's RNG state, so dropout replays exactly), and the
+gradients of the fetched rows are sent back to their owners, which add them to their own rows.
+Mode ``"sa"`` keeps the fetched rows from the forward pass instead of fetching them again. Where
+the message is linear in ``x_j`` (a copy, or scaled by an edge weight) and the aggregation is a
+sum or mean, forward runs the fused gather-aggregate kernel and backward needs no rows at all:
+``grad x_j = block^T @ grad_out``.
+
+Parameters used inside ``message`` are explicit inputs, so their gradients are returned by
+``backward`` (visible to DDP, hooks and ``torch.autograd.grad``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Protocol, Sequence
+
+import torch
+from torch import Tensor
+
+from pyg_sar.core.exchange import GradReturner, RowFetcher
+from pyg_sar.core.kernels import block_sum, block_sum_transpose, edge_weight_grad
+from pyg_sar.core.views import GraphView, ViewBlock
+
+
+@dataclass(frozen=True)
+class LinearMessage:
+    """The message is ``x_j`` (source tensor ``src``) scaled by edge tensor ``weight`` if given."""
+
+    src: int = 0
+    weight: Optional[int] = None
+
+
+class BlockProgram(Protocol):
+    """Computes the messages of one block from the layer's own message function."""
+
+    linear: Optional[LinearMessage]
+
+    def messages(self, block: ViewBlock, src: Sequence[Tensor], dst: Sequence[Tensor],
+                 edge: Sequence[Tensor]) -> Tensor: ...
+
+
+@dataclass
+class Propagation:
+    """Everything one SAR propagate call needs besides its tensors."""
+
+    view: GraphView
+    program: BlockProgram
+    rule: object
+    mode: str = "sar"
+    pipeline_depth: int = 1
+    replay_rng: bool = False
+
+
+def _rng_state(device: torch.device):
+    if device.type == "cuda":
+        return torch.get_rng_state(), torch.cuda.get_rng_state(device)
+    return torch.get_rng_state(), None
+
+
+class _Replay:
+    """Restores a block's RNG state for its recomputation without disturbing the global RNG."""
+
+    def __init__(self, state, device: torch.device) -> None:
+        self.state, self.device = state, device
+        self._fork = None
+
+    def __enter__(self):
+        if self.state is None:
+            return self
+        devices = [self.device] if self.device.type == "cuda" else []
+        self._fork = torch.random.fork_rng(devices=devices)
+        self._fork.__enter__()
+        torch.set_rng_state(self.state[0])
+        if self.state[1] is not None:
+            torch.cuda.set_rng_state(self.state[1], self.device)
+        return self
+
+    def __exit__(self, *exc):
+        if self._fork is not None:
+            self._fork.__exit__(*exc)
+        return False
+
+
+def _slices(edge: Sequence[Tensor], block: ViewBlock) -> list[Tensor]:
+    return [e[block.edge_slice] for e in edge]
+
+
+class SARPropagate(torch.autograd.Function):
+    """Distributed propagate over all blocks; see the module docstring."""
+
+    @staticmethod
+    def forward(ctx, prop: Propagation, n_src: int, n_dst: int, n_edge: int, *inputs: Tensor):
+        src = list(inputs[:n_src])
+        dst = list(inputs[n_src:n_src + n_dst])
+        edge = list(inputs[n_src + n_dst:n_src + n_dst + n_edge])
+        view, program, rule = prop.view, prop.program, prop.rule
+        g = view.graph
+        world, rank = g.world_size, g.rank
+        linear = program.linear
+        fetcher = RowFetcher(g, src, prop.pipeline_depth).start() if world > 1 else None
+        acc, kept, rng = None, [], [None] * world
+        for k in range(world):
+            block = view.blocks[(rank + k) % world]
+            rows = src if k == 0 else fetcher.get(k)
+            if prop.mode == "sa" and k > 0:
+                kept.extend(rows)
+            if k > 0 and block.num_edges == 0:
+                continue
+            if linear is not None:
+                w = None if linear.weight is None else edge[linear.weight][block.edge_slice]
+                partial = block_sum(block.rowptr, block.col, rows[linear.src], w)
+                acc = partial if acc is None else rule.fold_partial(acc, partial)
+                continue
+            if prop.replay_rng:
+                rng[k] = _rng_state(rows[0].device if rows else g.device)
+            msgs = program.messages(block, rows, dst, _slices(edge, block))
+            if acc is None:
+                acc = rule.init(g.num_nodes, msgs.shape[1:], msgs)
+            acc = rule.fold(acc, msgs, block.row)
+        out = rule.finalize(acc)
+        state: list[Tensor] = []
+        if getattr(rule, "needs_forward_output", False):
+            state = [out, acc[1]]
+        ctx.prop, ctx.counts, ctx.rng = prop, (n_src, n_dst, n_edge, len(kept)), rng
+        ctx.save_for_backward(*inputs, *kept, *state)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out: Tensor):
+        prop: Propagation = ctx.prop
+        n_src, n_dst, n_edge, n_kept = ctx.counts
+        saved = ctx.saved_tensors
+        n_in = len(ctx.needs_input_grad) - 4
+        inputs, kept, state = saved[:n_in], saved[n_in:n_in + n_kept], saved[n_in + n_kept:]
+        src = list(inputs[:n_src])
+        dst = list(inputs[n_src:n_src + n_dst])
+        edge = list(inputs[n_src + n_dst:n_src + n_dst + n_edge])
+        params = list(inputs[n_src + n_dst + n_edge:])
+        needs = ctx.needs_input_grad[4:]
+        need_src = needs[:n_src]
+        need_dst = needs[n_src:n_src + n_dst]
+        need_edge = needs[n_src + n_dst:n_src + n_dst + n_edge]
+        need_par = needs[n_src + n_dst + n_edge:]
+        grad_out = grad_out.contiguous()
+
+        grad_src = [torch.zeros_like(t) if n else None for t, n in zip(src, need_src)]
+        grad_dst = [torch.zeros_like(t) if n else None for t, n in zip(dst, need_dst)]
+        grad_edge = [torch.zeros_like(t) if n else None for t, n in zip(edge, need_edge)]
+        grad_par = [torch.zeros_like(t) if n else None for t, n in zip(params, need_par)]
+
+        if prop.program.linear is not None:
+            _linear_backward(prop, grad_out, src, edge, kept, grad_src, grad_edge)
+        else:
+            _generic_backward(prop, ctx.rng, grad_out, src, dst, edge, params, kept, state,
+                              grad_src, grad_dst, grad_edge, grad_par)
+        return (None, None, None, None, *grad_src, *grad_dst, *grad_edge, *grad_par)
+
+
+def _kept_rows(kept: Sequence[Tensor], n_src: int, k: int) -> list[Tensor]:
+    return list(kept[(k - 1) * n_src:k * n_src])
+
+
+def _linear_backward(prop: Propagation, grad_out, src, edge, kept, grad_src, grad_edge) -> None:
+    view, rule, linear = prop.view, prop.rule, prop.program.linear
+    g = view.graph
+    world, rank = g.world_size, g.rank
+    node_grad = rule.node_grad(grad_out)
+    weight = None if linear.weight is None else edge[linear.weight]
+    need_w = linear.weight is not None and grad_edge[linear.weight] is not None
+    need_x = grad_src[linear.src] is not None
+    # Rows are only needed for the edge-weight gradient.
+    fetcher = None
+    if need_w and prop.mode == "sar" and world > 1:
+        fetcher = RowFetcher(g, [src[linear.src]], prop.pipeline_depth).start()
+    returner = GradReturner(g, [grad_src[linear.src]]) if world > 1 else None
+    for k in range(world):
+        block = view.blocks[(rank + k) % world]
+        w = None if weight is None else weight[block.edge_slice]
+        if need_w:
+            if k == 0:
+                rows = src[linear.src]
+            elif prop.mode == "sa":
+                rows = _kept_rows(kept, len(src), k)[linear.src]
+            else:
+                rows = fetcher.get(k)[0]
+            if block.num_edges:
+                grad_edge[linear.weight][block.edge_slice] = edge_weight_grad(
+                    node_grad, block.row, block.col, rows)
+        gx = None
+        if need_x:
+            gx = block_sum_transpose(node_grad, block.rowptr, block.col, w, block.num_src)
+        if k == 0:
+            if gx is not None:
+                grad_src[linear.src].add_(gx)
+        else:
+            returner.send(k, [gx])
+    if returner is not None:
+        returner.flush()
+
+
+def _generic_backward(prop: Propagation, rng, grad_out, src, dst, edge, params, kept, state,
+                      grad_src, grad_dst, grad_edge, grad_par) -> None:
+    view, rule, program = prop.view, prop.rule, prop.program
+    g = view.graph
+    world, rank = g.world_size, g.rank
+    fetcher = None
+    if prop.mode == "sar" and world > 1:
+        fetcher = RowFetcher(g, src, prop.pipeline_depth).start()
+    returner = GradReturner(g, grad_src) if world > 1 else None
+    dst_leaf = [t.detach().requires_grad_(gr is not None) for t, gr in zip(dst, grad_dst)]
+    live_par = [i for i, gr in enumerate(grad_par) if gr is not None]
+    for k in range(world):
+        block = view.blocks[(rank + k) % world]
+        if k == 0:
+            rows = src
+        elif prop.mode == "sa":
+            rows = _kept_rows(kept, len(src), k)
+        else:
+            rows = fetcher.get(k)
+        if k > 0 and block.num_edges == 0:
+            returner.send(k, [r.new_zeros((0, *r.shape[1:])) for r in rows])
+            continue
+        with torch.enable_grad():
+            src_leaf = [t.detach().requires_grad_(gr is not None)
+                        for t, gr in zip(rows, grad_src)]
+            edge_leaf = [e.detach().requires_grad_(gr is not None)
+                         for e, gr in zip(_slices(edge, block), grad_edge)]
+            with _Replay(rng[k], g.device):
+                msgs = program.messages(block, src_leaf, dst_leaf, edge_leaf)
+            grad_msgs = rule.message_grad(grad_out, msgs.detach(), block.row, state)
+            wrt = ([t for t in src_leaf if t.requires_grad] + [t for t in dst_leaf if t.requires_grad]
+                   + [t for t in edge_leaf if t.requires_grad] + [params[i] for i in live_par])
+            grads = list(torch.autograd.grad(msgs, wrt, grad_msgs, allow_unused=True)
+                         if wrt and msgs.requires_grad else [None] * len(wrt))
+        block_src = []
+        for t, gr in zip(src_leaf, grad_src):
+            got = grads.pop(0) if gr is not None else None
+            block_src.append(torch.zeros_like(t) if got is None and gr is not None else got)
+        for gr, leaf in zip(grad_dst, dst_leaf):
+            if gr is not None:
+                got = grads.pop(0)
+                if got is not None:
+                    gr.add_(got)
+        for gr in grad_edge:
+            if gr is not None:
+                got = grads.pop(0)
+                if got is not None:
+                    gr[block.edge_slice] = got
+        for i in live_par:
+            got = grads.pop(0)
+            if got is not None:
+                grad_par[i].add_(got)
+        if k == 0:
+            for acc, got in zip(grad_src, block_src):
+                if acc is not None:
+                    acc.add_(got)
+        else:
+            returner.send(k, [b if b is not None else r.new_zeros((0,) + r.shape[1:])
+                              for b, r in zip(block_src, rows)])
+    if returner is not None:
+        returner.flush()
+
+
+def sar_propagate(prop: Propagation, src: Sequence[Tensor], dst: Sequence[Tensor],
+                  edge: Sequence[Tensor], params: Sequence[Tensor]) -> Tensor:
+    """Run one distributed propagate; differentiable in all tensors given."""
+    return SARPropagate.apply(prop, len(src), len(dst), len(edge), *src, *dst, *edge, *params)

@@ -1,0 +1,179 @@
+r"""The per-rank view of a partitioned graph that SAR layers receive instead of ``edge_index``.
+
+Rank ``r`` owns a contiguous range of new node ids ``[node_offsets[r], node_offsets[r + 1])``.
+Every edge is stored on the rank that owns its destination, so all in-edges of a local node are
+local. The edges of rank ``r`` that come from rank ``s`` form **block (r, s)**: a CSR matrix by
+local destination whose columns are positions in the list of ``s``'s nodes that ``r`` needs (the
+``recv`` list, ordered exactly as ``s``'s ``send_idx[r]``). For the local block (``s == r``) the
+columns are local node ids.
+
+The rank's stored edge order is the blocks concatenated by source rank, each block sorted by
+(destination, source): block ``s`` occupies ``[block.edge_start, block.edge_start +
+block.num_edges)``. Edge attributes (``LocalPartition.edge_attr``) follow that order.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Optional
+
+import torch
+from torch import Tensor
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyg_sar.distributed.context import DistContext
+
+
+@dataclass
+class Block:
+    """Edges from rank ``src_rank`` into this rank's nodes, CSR by local destination.
+
+    Attributes:
+        src_rank: the rank that owns the source nodes of these edges.
+        rowptr: ``int64 [num_dst + 1]`` CSR row pointer over local destinations.
+        col: ``int64 [num_edges]`` position of each edge's source in the recv list of
+            ``src_rank`` (a local node id when ``src_rank`` is this rank).
+        num_src: number of source rows the block refers to (length of the recv list; the
+            number of local nodes for the local block).
+        edge_start: offset of this block's first edge in the rank's stored edge order.
+        src_in_degree: ``int64 [num_src]`` global in-degree of each source row (written at
+            partition time, so source-degree normalisations such as GCN's are exact).
+    """
+
+    src_rank: int
+    rowptr: Tensor
+    col: Tensor
+    num_src: int
+    edge_start: int
+    src_in_degree: Tensor
+    _row: Optional[Tensor] = field(default=None, repr=False)
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.col.numel())
+
+    @property
+    def num_dst(self) -> int:
+        return int(self.rowptr.numel()) - 1
+
+    @property
+    def edge_slice(self) -> slice:
+        return slice(self.edge_start, self.edge_start + self.num_edges)
+
+    @property
+    def row(self) -> Tensor:
+        """Local destination of every edge (``int64 [num_edges]``), computed once."""
+        if self._row is None:
+            counts = self.rowptr[1:] - self.rowptr[:-1]
+            self._row = torch.repeat_interleave(
+                torch.arange(self.num_dst, device=self.rowptr.device), counts)
+        return self._row
+
+    def to(self, device: torch.device) -> "Block":
+        return Block(self.src_rank, self.rowptr.to(device), self.col.to(device), self.num_src,
+                     self.edge_start, self.src_in_degree.to(device))
+
+
+class DistGraph:
+    r"""What a converted PyG layer receives where it expects ``edge_index``.
+
+    Args:
+        rank: this process's rank.
+        world_size: number of ranks (= number of parts).
+        node_offsets: ``P + 1`` boundaries of the contiguous new-id ranges owned by each rank.
+        blocks: the ``P`` blocks of this rank, indexed by source rank (empty blocks included).
+        send_idx: for every rank ``q``, the local ids of this rank's nodes that ``q`` needs, in
+            the order ``q`` stores them as its recv list (``send_idx[rank]`` is empty).
+        in_degree: ``int64 [num_nodes]`` global in-degree of every local node.
+        context: the communication context; resolved from :func:`pyg_sar.init` when ``None``.
+    """
+
+    def __init__(self, rank: int, world_size: int, node_offsets: list[int], blocks: list[Block],
+                 send_idx: list[Tensor], in_degree: Tensor,
+                 context: Optional["DistContext"] = None) -> None:
+        if len(blocks) != world_size or len(send_idx) != world_size:
+            raise ValueError(f"DistGraph: expected {world_size} blocks and send lists "
+                             f"(got {len(blocks)} and {len(send_idx)})")
+        if len(node_offsets) != world_size + 1:
+            raise ValueError(f"DistGraph: expected {world_size + 1} node offsets "
+                             f"(got {len(node_offsets)})")
+        self.rank = rank
+        self.world_size = world_size
+        self.node_offsets = [int(o) for o in node_offsets]
+        self.blocks = blocks
+        self.send_idx = send_idx
+        self.in_degree = in_degree
+        self._context = context
+        self._cache: dict = {}
+
+    # ------------------------------------------------------------------ sizes
+    @property
+    def num_nodes(self) -> int:
+        """Number of nodes this rank owns."""
+        return self.node_offsets[self.rank + 1] - self.node_offsets[self.rank]
+
+    @property
+    def num_global_nodes(self) -> int:
+        return self.node_offsets[-1]
+
+    @property
+    def num_edges(self) -> int:
+        """Number of edges stored on this rank (all in-edges of its nodes)."""
+        return sum(b.num_edges for b in self.blocks)
+
+    @property
+    def device(self) -> torch.device:
+        return self.in_degree.device
+
+    @property
+    def recv_counts(self) -> list[int]:
+        """Rows received from every rank (0 for this rank itself)."""
+        return [0 if s == self.rank else b.num_src for s, b in enumerate(self.blocks)]
+
+    @property
+    def send_counts(self) -> list[int]:
+        return [int(i.numel()) for i in self.send_idx]
+
+    # ------------------------------------------------------------ context
+    @property
+    def context(self) -> "DistContext":
+        """The communication context (the one from :func:`pyg_sar.init` unless bound)."""
+        if self._context is None:
+            from pyg_sar.distributed.context import get_context
+            ctx = get_context()
+            if ctx is None:
+                if self.world_size != 1:
+                    raise RuntimeError(
+                        f"DistGraph of rank {self.rank} (world size {self.world_size}) has no "
+                        f"communication context: call pyg_sar.init() first")
+                from pyg_sar.distributed.context import init
+                ctx = init()
+            self._context = ctx
+        if self._context.world_size != self.world_size or self._context.rank != self.rank:
+            raise RuntimeError(
+                f"DistGraph was partitioned for rank {self.rank} of {self.world_size}, but the "
+                f"process is rank {self._context.rank} of {self._context.world_size}")
+        return self._context
+
+    def bind(self, context: "DistContext") -> "DistGraph":
+        """Use ``context`` for this graph's communication; returns ``self``."""
+        self._context = context
+        return self
+
+    # ------------------------------------------------------------- helpers
+    def cached(self, key, build):
+        """Memoise a derived structure (halo layout, self-loop blocks, ...) on this graph."""
+        if key not in self._cache:
+            self._cache[key] = build()
+        return self._cache[key]
+
+    def to(self, device) -> "DistGraph":
+        device = torch.device(device)
+        return DistGraph(self.rank, self.world_size, self.node_offsets,
+                         [b.to(device) for b in self.blocks],
+                         [i.to(device) for i in self.send_idx], self.in_degree.to(device),
+                         self._context)
+
+    def __repr__(self) -> str:
+        return (f"DistGraph(rank={self.rank}, world_size={self.world_size}, "
+                f"num_nodes={self.num_nodes}, num_edges={self.num_edges}, "
+                f"recv={self.recv_counts})")

@@ -1,0 +1,158 @@
+"""The instance-level ``propagate`` that :func:`pyg_sar.convert` gives every MessagePassing layer.
+
+Called with a plain ``edge_index`` it defers to PyG's own propagate; called with a
+:class:`~pyg_sar.graph.DistGraph` it runs the layer's own ``message`` block by block through the
+SAR engine (modes ``sar``/``sa``) or fetches the whole halo and runs PyG's propagate on it
+(mode ``halo``). Arguments with source role (``x_j``, ...) are what crosses the network;
+destination (``x_i``) and edge tensors stay local.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from torch import Tensor
+from torch_geometric.nn.conv import MessagePassing
+
+from pyg_sar.config import SARConfig
+from pyg_sar.core.combine import make_rule
+from pyg_sar.core.halo import halo_offsets, with_halo
+from pyg_sar.core.sar import LinearMessage, Propagation, sar_propagate
+from pyg_sar.core.views import GraphView, ViewBlock
+from pyg_sar.graph import DistGraph
+from pyg_sar.nn.layers import LayerSpec, node_tensor
+
+_SPECIAL = {"index", "ptr", "dim_size", "size_i", "size_j", "edge_index_i", "edge_index_j",
+            "size", "edge_index", "adj_t"}
+
+
+class LayerProgram:
+    """Computes one block's messages with the layer's own ``message``."""
+
+    def __init__(self, layer: MessagePassing, plan: list[tuple[str, str, Any]],
+                 linear: Optional[LinearMessage]) -> None:
+        self.layer, self.plan, self.linear = layer, plan, linear
+
+    def messages(self, block: ViewBlock, src, dst, edge) -> Tensor:
+        kwargs: dict[str, Any] = {}
+        for name, role, ref in self.plan:
+            if role == "src":
+                kwargs[name] = src[ref].index_select(0, block.col)
+            elif role == "dst":
+                kwargs[name] = dst[ref].index_select(0, block.row)
+            elif role == "edge":
+                kwargs[name] = edge[ref]
+            elif role == "const":
+                kwargs[name] = ref
+            else:
+                kwargs[name] = _special(name, block)
+        return self.layer.message(**kwargs)
+
+
+def _special(name: str, block: ViewBlock) -> Any:
+    num_dst = block.rowptr.numel() - 1
+    if name in ("index", "edge_index_i"):
+        return block.row
+    if name == "edge_index_j":
+        return block.col
+    if name in ("dim_size", "size_i"):
+        return num_dst
+    if name == "size_j":
+        return block.num_src
+    if name == "ptr":
+        return None
+    raise ValueError(f"pyg_sar: message argument {name!r} is not supported over a DistGraph")
+
+
+def _check_rows(t: Tensor, layer: MessagePassing, name: str, rows: int) -> Tensor:
+    if t.dim() == 0 or layer.node_dim % t.dim() != 0:
+        raise ValueError(f"pyg_sar: {type(layer).__name__} argument {name!r} must have its "
+                         f"nodes in dimension 0 (node_dim={layer.node_dim}, shape "
+                         f"{tuple(t.shape)})")
+    if t.shape[0] != rows:
+        raise ValueError(f"pyg_sar: {type(layer).__name__} argument {name!r} has {t.shape[0]} "
+                         f"rows, expected {rows} (the rank's local nodes)")
+    return t
+
+
+def _plan(layer: MessagePassing, view: GraphView, kwargs: dict):
+    """Split the message's arguments into source, destination, edge and constant inputs."""
+    plan, src, dst, edge = [], [], [], []
+    src_of: dict[str, int] = {}
+    dst_of: dict[str, int] = {}
+    n = view.graph.num_nodes
+    for name in layer.inspector.get_param_names("message"):
+        if name in _SPECIAL:
+            plan.append((name, "special", None))
+        elif name.endswith("_j") or name.endswith("_i"):
+            base, is_src = name[:-2], name.endswith("_j")
+            if base not in kwargs:
+                raise ValueError(f"pyg_sar: {type(layer).__name__}.message needs {name!r} but "
+                                 f"propagate got no {base!r}")
+            table, store = (src_of, src) if is_src else (dst_of, dst)
+            if base not in table:
+                t = node_tensor(kwargs[base], 0 if is_src else 1)
+                table[base] = len(store)
+                store.append(_check_rows(t, layer, base, n))
+            plan.append((name, "src" if is_src else "dst", table[base]))
+        else:
+            value = kwargs.get(name)
+            if isinstance(value, Tensor) and value.dim() > 0 and value.shape[0] == view.num_edges:
+                plan.append((name, "edge", len(edge)))
+                edge.append(value)
+            elif isinstance(value, Tensor) and value.dim() > 0 and (
+                    value.shape[0] == view.graph.num_edges):
+                raise ValueError(f"pyg_sar: {type(layer).__name__} edge argument {name!r} is in "
+                                 f"stored edge order but the layer propagates over a view with "
+                                 f"self-loops")
+            else:
+                plan.append((name, "const", value))
+    return plan, src, dst, edge
+
+
+def dist_propagate(layer: MessagePassing, edge_index: Any, size=None, **kwargs: Any) -> Tensor:
+    """``layer.propagate`` after conversion (see the module docstring)."""
+    if not isinstance(edge_index, DistGraph):
+        return layer._sar_original_propagate(edge_index, size=size, **kwargs)
+    graph = edge_index
+    config: SARConfig = layer._sar_config
+    spec: LayerSpec = layer._sar_spec
+    if size is not None and tuple(size) != (graph.num_nodes, graph.num_nodes):
+        raise ValueError(f"pyg_sar: bipartite propagate (size={tuple(size)}) is not supported "
+                         f"over a DistGraph with {graph.num_nodes} local nodes")
+    view, kwargs = spec.prepare(layer, graph, kwargs)
+    if config.mode == "halo":
+        return _halo_propagate(layer, view, kwargs)
+    plan, src, dst, edge = _plan(layer, view, kwargs)
+    linear = None
+    if spec.linear and config.use_kernels:
+        weight = None
+        if spec.weight_arg is not None and kwargs.get(spec.weight_arg) is not None:
+            weight = next(ref for name, role, ref in plan if name == spec.weight_arg)
+        linear = LinearMessage(src=0, weight=weight)
+    params = [] if linear is not None else [p for p in layer.parameters() if p.requires_grad]
+    rule = make_rule(spec.aggr, view.in_degree)
+    prop = Propagation(view, LayerProgram(layer, plan, linear), rule, config.mode,
+                       config.pipeline_depth, replay_rng=layer.training)
+    out = sar_propagate(prop, src, dst, edge, params)
+    if type(layer).update is not MessagePassing.update:
+        out = layer.update(out)
+    return out
+
+
+def _halo_propagate(layer: MessagePassing, view: GraphView, kwargs: dict) -> Tensor:
+    """Vanilla baseline: fetch every remote source row once, run PyG's own propagate."""
+    graph = view.graph
+    offsets = halo_offsets(graph)
+    edge_index = graph.cached(("halo_edge_index", id(view)), lambda: view.edge_index(offsets))
+    num_ext = graph.num_nodes + sum(graph.recv_counts)
+    bases = {name[:-2] for name in layer.inspector.get_param_names("message")
+             if name.endswith("_j") or name.endswith("_i")}
+    new_kwargs = dict(kwargs)
+    for base in bases:
+        data = kwargs.get(base)
+        src, dst = node_tensor(data, 0), node_tensor(data, 1)
+        if isinstance(src, Tensor):
+            _check_rows(src, layer, base, graph.num_nodes)
+            new_kwargs[base] = (with_halo(graph, src), dst)
+    return layer._sar_original_propagate(edge_index, size=(num_ext, graph.num_nodes),
+                                         **new_kwargs)
