@@ -68,7 +68,7 @@ class Block:
                 torch.arange(self.num_dst, device=self.rowptr.device), counts)
         return self._row
 
-    def to(self, device: torch.device) -> "Block":
+    def to(self, device: torch.device) -> Block:
         return Block(self.src_rank, self.rowptr.to(device), self.col.to(device), self.num_src,
                      self.edge_start, self.src_in_degree.to(device))
 
@@ -89,7 +89,7 @@ class DistGraph:
 
     def __init__(self, rank: int, world_size: int, node_offsets: list[int], blocks: list[Block],
                  send_idx: list[Tensor], in_degree: Tensor,
-                 context: Optional["DistContext"] = None) -> None:
+                 context: Optional[DistContext] = None) -> None:
         if len(blocks) != world_size or len(send_idx) != world_size:
             raise ValueError(f"DistGraph: expected {world_size} blocks and send lists "
                              f"(got {len(blocks)} and {len(send_idx)})")
@@ -135,7 +135,7 @@ class DistGraph:
 
     # ------------------------------------------------------------ context
     @property
-    def context(self) -> "DistContext":
+    def context(self) -> DistContext:
         """The communication context (the one from :func:`pyg_sar.init` unless bound)."""
         if self._context is None:
             from pyg_sar.distributed.context import get_context
@@ -154,7 +154,7 @@ class DistGraph:
                 f"process is rank {self._context.rank} of {self._context.world_size}")
         return self._context
 
-    def bind(self, context: "DistContext") -> "DistGraph":
+    def bind(self, context: DistContext) -> DistGraph:
         """Use ``context`` for this graph's communication; returns ``self``."""
         self._context = context
         return self
@@ -166,7 +166,7 @@ class DistGraph:
             self._cache[key] = build()
         return self._cache[key]
 
-    def to(self, device) -> "DistGraph":
+    def to(self, device) -> DistGraph:
         device = torch.device(device)
         return DistGraph(self.rank, self.world_size, self.node_offsets,
                          [b.to(device) for b in self.blocks],

@@ -8,7 +8,8 @@ messages are skipped symmetrically.
 from __future__ import annotations
 
 from collections import deque
-from typing import Optional, Sequence
+from collections.abc import Sequence
+from typing import Optional
 
 import torch
 from torch import Tensor
@@ -87,7 +88,7 @@ class RowFetcher:
             self._launch(self.next_step)
             self.next_step += 1
 
-    def start(self) -> "RowFetcher":
+    def start(self) -> RowFetcher:
         self.prefetch(self.depth)
         return self
 

@@ -17,8 +17,9 @@ Parameters used inside ``message`` are explicit inputs, so their gradients are r
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional, Protocol, Sequence
+from typing import Optional, Protocol
 
 import torch
 from torch import Tensor
@@ -234,15 +235,15 @@ def _generic_backward(prop: Propagation, rng, grad_out, src, dst, edge, params, 
             with _Replay(rng[k], g.device):
                 msgs = program.messages(block, src_leaf, dst_leaf, edge_leaf)
             grad_msgs = rule.message_grad(grad_out, msgs.detach(), block.row, state)
-            wrt = ([t for t in src_leaf if t.requires_grad] + [t for t in dst_leaf if t.requires_grad]
-                   + [t for t in edge_leaf if t.requires_grad] + [params[i] for i in live_par])
+            wrt = [t for t in (*src_leaf, *dst_leaf, *edge_leaf) if t.requires_grad]
+            wrt += [params[i] for i in live_par]
             grads = list(torch.autograd.grad(msgs, wrt, grad_msgs, allow_unused=True)
                          if wrt and msgs.requires_grad else [None] * len(wrt))
         block_src = []
         for t, gr in zip(src_leaf, grad_src):
             got = grads.pop(0) if gr is not None else None
             block_src.append(torch.zeros_like(t) if got is None and gr is not None else got)
-        for gr, leaf in zip(grad_dst, dst_leaf):
+        for gr in grad_dst:
             if gr is not None:
                 got = grads.pop(0)
                 if got is not None:

@@ -1,4 +1,4 @@
-"""Layer-specific views of a rank's blocks (the stored graph, or with self-loops in the local block).
+"""Layer-specific views of a rank's blocks: as stored, or with self-loops in the local block.
 
 Layers such as GCN and GAT propagate over the graph with self-loops; since a self-loop's source
 is local, the loops live in the local block only and the remote blocks stay as stored. A view

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import torch
-
 from torch import Tensor
 
 from pyg_sar.core.collectives import all_reduce_sum, world_comm
@@ -22,7 +21,7 @@ class DistributedBatchNorm(torch.nn.BatchNorm1d):
     """
 
     @classmethod
-    def from_batch_norm(cls, bn: torch.nn.modules.batchnorm._BatchNorm) -> "DistributedBatchNorm":
+    def from_batch_norm(cls, bn: torch.nn.modules.batchnorm._BatchNorm) -> DistributedBatchNorm:
         """A distributed copy of ``bn`` sharing its parameters and buffers."""
         new = cls(bn.num_features, bn.eps, bn.momentum, bn.affine, bn.track_running_stats)
         new.weight, new.bias = bn.weight, bn.bias

@@ -1,0 +1,172 @@
+"""The main job: full-batch node classification with an unchanged PyG model over P ranks.
+
+Examples::
+
+    python -m pyg_sar.partition --dataset cora --num-parts 2 --out parts/cora-2
+    mpiexec -n 2 python -m pyg_sar.train --parts parts/cora-2 --model gcn
+    python -m pyg_sar.train --dataset cora --model gcn          # one process, no launcher
+
+With ``--dataset`` and several ranks, rank 0 partitions the dataset into ``--parts-dir`` first.
+Only the public API is used here.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import torch
+
+import pyg_sar
+from pyg_sar.nn.functional import accuracy, cross_entropy
+
+MODELS = ("gcn", "sage", "gin", "gat")
+DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m pyg_sar.train", description=__doc__.split("\n")[0])
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--parts", help="partition folder written by pyg_sar.partition")
+    src.add_argument("--dataset", default=None,
+                     help="built-in dataset (default: cora) partitioned on the fly")
+    p.add_argument("--parts-dir", default=None,
+                   help="where --dataset is partitioned (default: runs/parts-<dataset>-<P>)")
+    p.add_argument("--method", default="metis", help="partition method for --dataset")
+    p.add_argument("--model", choices=MODELS, default="gcn")
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--hidden", type=int, default=16)
+    p.add_argument("--heads", type=int, default=8, help="attention heads (gat)")
+    p.add_argument("--dropout", type=float, default=0.5)
+    p.add_argument("--norm", choices=("none", "batch_norm"), default="none")
+    p.add_argument("--epochs", type=int, default=200)
+    p.add_argument("--lr", type=float, default=0.01)
+    p.add_argument("--weight-decay", type=float, default=5e-4)
+    p.add_argument("--mode", choices=("sar", "sa", "halo"), default="sar")
+    p.add_argument("--pipeline-depth", type=int, default=1)
+    p.add_argument("--dtype", choices=tuple(DTYPES), default="float32")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--backend", default=None, help="mpi, gloo or nccl (default: by launcher)")
+    p.add_argument("--metrics", default=None, help="write per-epoch metrics JSON here")
+    p.add_argument("--log-every", type=int, default=10)
+    return p
+
+
+def build_model(args: argparse.Namespace, in_channels: int, num_classes: int) -> torch.nn.Module:
+    """A PyG BasicGNN (GCN/GraphSAGE/GIN/GAT) exactly as a single-process user would build it."""
+    from torch_geometric.nn import GAT, GCN, GIN, GraphSAGE
+    kwargs = dict(in_channels=in_channels, hidden_channels=args.hidden, num_layers=args.layers,
+                  out_channels=num_classes, dropout=args.dropout,
+                  norm=None if args.norm == "none" else args.norm)
+    if args.model == "gcn":
+        return GCN(**kwargs)
+    if args.model == "sage":
+        return GraphSAGE(**kwargs)
+    if args.model == "gin":
+        return GIN(**kwargs)
+    return GAT(heads=args.heads, **kwargs)
+
+
+def _load(args: argparse.Namespace, ctx) -> pyg_sar.LocalPartition:
+    if args.parts:
+        return pyg_sar.load_partition(args.parts, ctx.rank)
+    name = args.dataset or "cora"
+    out = Path(args.parts_dir or f"runs/parts-{name}-{ctx.world_size}-{args.method}")
+    if ctx.rank == 0:
+        from pyg_sar.datasets import load_dataset
+        data = load_dataset(name)
+        t = time.perf_counter()
+        pyg_sar.partition_graph(data, ctx.world_size, out, method=args.method, seed=args.seed,
+                                overwrite=True)
+        print(f"partitioned {name} into {ctx.world_size} part(s) at {out} "
+              f"in {time.perf_counter() - t:.2f} s", flush=True)
+    ctx.comm.barrier()
+    return pyg_sar.load_partition(out, ctx.rank)
+
+
+def _peak_rss_mb() -> float:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
+def run(args: argparse.Namespace) -> dict:
+    """Train and evaluate; returns the metrics (rank 0 also prints and writes them)."""
+    ctx = pyg_sar.init(backend=args.backend)
+    part = _load(args, ctx)
+    dtype = DTYPES[args.dtype]
+    num_classes = int(part.meta.get("num_classes") or int(part.y.max()) + 1)
+    torch.manual_seed(args.seed)  # identical initial parameters on every rank
+    model = build_model(args, part.x.shape[1], num_classes).to(dtype)
+    config = pyg_sar.SARConfig(mode=args.mode, pipeline_depth=args.pipeline_depth)
+    pyg_sar.convert(model, config)
+    pyg_sar.broadcast_parameters(model)
+    torch.manual_seed(args.seed + 1 + ctx.rank)  # independent dropout masks per rank
+    optimizer = torch.optim.Adam(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
+    x, y, graph = part.x.to(dtype), part.y, part.graph
+    lead = ctx.rank == 0
+    if lead:
+        print(f"training {args.model} ({args.layers} layers, hidden {args.hidden}) on "
+              f"{ctx.world_size} rank(s), mode={args.mode}, backend={ctx.backend}, "
+              f"threads/rank={ctx.num_threads}", flush=True)
+
+    history, best_val, test_at_best = [], -1.0, float("nan")
+    for epoch in range(1, args.epochs + 1):
+        t0 = time.perf_counter()
+        model.train()
+        optimizer.zero_grad()
+        out = model(x, graph)
+        loss = cross_entropy(out, y, part.train_mask)
+        loss.backward()
+        pyg_sar.all_reduce_gradients(model)
+        optimizer.step()
+        step_time = time.perf_counter() - t0
+        model.eval()
+        with torch.no_grad():
+            out = model(x, graph)
+        train_acc = accuracy(out, y, part.train_mask)
+        val_acc = accuracy(out, y, part.val_mask)
+        test_acc = accuracy(out, y, part.test_mask)
+        if val_acc > best_val:
+            best_val, test_at_best = val_acc, test_acc
+        history.append(dict(epoch=epoch, loss=float(loss.detach()), train_acc=train_acc,
+                            val_acc=val_acc, step_time_s=step_time))
+        if lead and (epoch % args.log_every == 0 or epoch == 1 or epoch == args.epochs):
+            print(f"epoch {epoch:4d}/{args.epochs}  loss {float(loss.detach()):.4f}  train "
+                  f"{train_acc:.4f}  val {val_acc:.4f}  ({step_time * 1e3:.1f} ms/step)",
+                  flush=True)
+
+    metrics = dict(config=vars(args), world_size=ctx.world_size, backend=ctx.backend,
+                   final_test_acc=test_acc, best_val_acc=best_val,
+                   test_acc_at_best_val=test_at_best, history=history,
+                   peak_rss_mb=ctx.comm.allgather_object(_peak_rss_mb()))
+    if lead:
+        print(f"final test accuracy: {test_acc:.4f}  (test at best val {test_at_best:.4f}, "
+              f"best val {best_val:.4f})", flush=True)
+        if args.metrics:
+            _write_json(Path(args.metrics), metrics)
+    return metrics
+
+
+def _write_json(path: Path, obj: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps(obj, indent=1))
+    os.replace(tmp, path)
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    run(build_parser().parse_args(argv))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
