@@ -27,14 +27,13 @@ class SumRule:
     """Sum (``mean=False``) or mean (``mean=True``) of all messages of a node."""
 
     name = "sum"
-    needs_forward_output = False
 
     def __init__(self, mean: bool, in_degree: Tensor) -> None:
         self.mean = mean
         self.in_degree = in_degree
 
-    def init(self, num_nodes: int, msg_shape, like: Tensor) -> Tensor:
-        return like.new_zeros((num_nodes, *msg_shape))
+    def init(self, num_nodes: int, msgs: Tensor) -> Tensor:
+        return msgs.new_zeros((num_nodes, *msgs.shape[1:]))
 
     def fold(self, acc: Tensor, msgs: Tensor, row: Tensor) -> Tensor:
         return acc.index_add_(0, row, msgs)
@@ -57,24 +56,23 @@ class SumRule:
     def message_grad(self, grad_out: Tensor, msgs: Tensor, row: Tensor, state) -> Tensor:
         return self.node_grad(grad_out).index_select(0, row)
 
-    def save(self, out: Tensor, acc_state) -> None:
-        return None
+    def state(self, out: Tensor, acc) -> list[Tensor]:
+        """Local tensors the backward pass needs (none for a sum)."""
+        return []
 
 
 class ExtremeRule:
     """Element-wise max or min over a node's messages, with exact tie handling."""
-
-    needs_forward_output = True
 
     def __init__(self, largest: bool) -> None:
         self.largest = largest
         self.name = "max" if largest else "min"
         self._reduce = "amax" if largest else "amin"
 
-    def init(self, num_nodes: int, msg_shape, like: Tensor):
+    def init(self, num_nodes: int, msgs: Tensor):
         fill = float("-inf") if self.largest else float("inf")
-        value = like.new_full((num_nodes, *msg_shape), fill)
-        count = like.new_zeros((num_nodes, *msg_shape))
+        value = msgs.new_full((num_nodes, *msgs.shape[1:]), fill)
+        count = msgs.new_zeros((num_nodes, *msgs.shape[1:]))
         return value, count
 
     def fold(self, acc, msgs: Tensor, row: Tensor):
@@ -96,11 +94,76 @@ class ExtremeRule:
         value, count = acc
         return torch.where(count > 0, value, torch.zeros_like(value))
 
+    def state(self, out: Tensor, acc) -> list[Tensor]:
+        return [out, acc[1]]
+
     def message_grad(self, grad_out: Tensor, msgs: Tensor, row: Tensor, state) -> Tensor:
         out, count = state
         winner = (msgs == out.index_select(0, row)) & (count.index_select(0, row) > 0)
         share = grad_out / count.clamp(min=1)
         return torch.where(winner, share.index_select(0, row), torch.zeros_like(msgs))
+
+
+class SoftmaxRule:
+    r"""Attention: ``out_i = sum_e drop_e * softmax_i(s)_e * v_e`` with an online softmax.
+
+    Messages are ``(scores [E, H], values [E, H, C], drop [E, H] or None)``, where ``drop`` is
+    the dropout multiplier of each attention coefficient (0 or 1 / (1 - p)), applied after the
+    normalisation as PyG does. Across blocks the rule keeps the running max ``m``, denominator
+    ``l`` and accumulator (rescaled whenever ``m`` grows), so the result is exact and no
+    per-edge tensor outlives its block. Backward uses the saved ``(out, m, l)``:
+    ``a_e = exp(s_e - m_i) / l_i``, ``dv_e = drop_e a_e g_i`` and
+    ``ds_e = a_e (drop_e <g_i, v_e> - <g_i, out_i>)``.
+    """
+
+    name = "softmax"
+
+    def init(self, num_nodes: int, msgs):
+        scores, values, _ = msgs
+        heads = scores.shape[1:]
+        m = scores.new_full((num_nodes, *heads), float("-inf"))
+        return m, scores.new_zeros((num_nodes, *heads)), values.new_zeros(
+            (num_nodes, *values.shape[1:]))
+
+    def fold(self, acc, msgs, row: Tensor):
+        m, l, total = acc
+        scores, values, drop = msgs
+        if scores.numel() == 0:
+            return acc
+        block_max = scores.new_full(m.shape, float("-inf")).scatter_reduce_(
+            0, _expand(row, scores), scores, reduce="amax", include_self=True)
+        m_new = torch.maximum(m, block_max)
+        # exp(-inf - -inf) is NaN: rows without any score yet keep a zero scale.
+        scale = torch.where(torch.isinf(m_new), torch.zeros_like(m), torch.exp(m - m_new))
+        p = torch.exp(scores - m_new.index_select(0, row))
+        l = l * scale + torch.zeros_like(l).index_add_(0, row, p)
+        weight = p if drop is None else p * drop
+        total = total * scale.unsqueeze(-1) + torch.zeros_like(total).index_add_(
+            0, row, weight.unsqueeze(-1) * values)
+        return m_new, l, total
+
+    def finalize(self, acc) -> Tensor:
+        _, l, total = acc
+        safe = torch.where(l > 0, l, torch.ones_like(l))
+        return total / safe.unsqueeze(-1)
+
+    def state(self, out: Tensor, acc) -> list[Tensor]:
+        return [out, acc[0], acc[1]]
+
+    def message_grad(self, grad_out: Tensor, msgs, row: Tensor, state):
+        out, m, l = state
+        scores, values, drop = msgs
+        g = grad_out.index_select(0, row)
+        safe = torch.where(l > 0, l, torch.ones_like(l))
+        a = torch.exp(scores - m.index_select(0, row)) / safe.index_select(0, row)
+        ad = a if drop is None else a * drop
+        grad_values = ad.unsqueeze(-1) * g
+        dot = (g * values).sum(-1)
+        if drop is not None:
+            dot = dot * drop
+        big_d = (grad_out * out).sum(-1).index_select(0, row)
+        grad_scores = a * (dot - big_d)
+        return grad_scores, grad_values, None
 
 
 def make_rule(aggr: str, in_degree: Optional[Tensor]):
@@ -113,5 +176,7 @@ def make_rule(aggr: str, in_degree: Optional[Tensor]):
         return ExtremeRule(True)
     if aggr == "min":
         return ExtremeRule(False)
+    if aggr == "softmax":
+        return SoftmaxRule()
     raise ValueError(f"make_rule: aggregation {aggr!r} cannot be combined across blocks exactly "
                      f"(supported: sum, add, mean, max, min)")

@@ -122,12 +122,10 @@ class SARPropagate(torch.autograd.Function):
                 rng[k] = _rng_state(rows[0].device if rows else g.device)
             msgs = program.messages(block, rows, dst, _slices(edge, block))
             if acc is None:
-                acc = rule.init(g.num_nodes, msgs.shape[1:], msgs)
+                acc = rule.init(g.num_nodes, msgs)
             acc = rule.fold(acc, msgs, block.row)
         out = rule.finalize(acc)
-        state: list[Tensor] = []
-        if getattr(rule, "needs_forward_output", False):
-            state = [out, acc[1]]
+        state = [] if linear is not None else rule.state(out, acc)
         ctx.prop, ctx.counts, ctx.rng = prop, (n_src, n_dst, n_edge, len(kept)), rng
         ctx.save_for_backward(*inputs, *kept, *state)
         return out
@@ -234,11 +232,12 @@ def _generic_backward(prop: Propagation, rng, grad_out, src, dst, edge, params, 
                          for e, gr in zip(_slices(edge, block), grad_edge)]
             with _Replay(rng[k], g.device):
                 msgs = program.messages(block, src_leaf, dst_leaf, edge_leaf)
-            grad_msgs = rule.message_grad(grad_out, msgs.detach(), block.row, state)
+            grad_msgs = rule.message_grad(grad_out, _detach(msgs), block.row, state)
             wrt = [t for t in (*src_leaf, *dst_leaf, *edge_leaf) if t.requires_grad]
             wrt += [params[i] for i in live_par]
-            grads = list(torch.autograd.grad(msgs, wrt, grad_msgs, allow_unused=True)
-                         if wrt and msgs.requires_grad else [None] * len(wrt))
+            outs, gouts = _differentiable(msgs, grad_msgs)
+            grads = list(torch.autograd.grad(outs, wrt, gouts, allow_unused=True)
+                         if wrt and outs else [None] * len(wrt))
         block_src = []
         for t, gr in zip(src_leaf, grad_src):
             got = grads.pop(0) if gr is not None else None
@@ -266,6 +265,23 @@ def _generic_backward(prop: Propagation, rng, grad_out, src, dst, edge, params, 
                               for b, r in zip(block_src, rows)])
     if returner is not None:
         returner.flush()
+
+
+def _as_tuple(msgs) -> tuple:
+    return tuple(msgs) if isinstance(msgs, (tuple, list)) else (msgs,)
+
+
+def _detach(msgs):
+    if isinstance(msgs, (tuple, list)):
+        return type(msgs)(None if m is None else m.detach() for m in msgs)
+    return msgs.detach()
+
+
+def _differentiable(msgs, grads) -> tuple[list[Tensor], list[Tensor]]:
+    """The message tensors that carry gradient, paired with their incoming gradients."""
+    pairs = [(m, g) for m, g in zip(_as_tuple(msgs), _as_tuple(grads))
+             if m is not None and g is not None and m.requires_grad]
+    return [m for m, _ in pairs], [g for _, g in pairs]
 
 
 def sar_propagate(prop: Propagation, src: Sequence[Tensor], dst: Sequence[Tensor],

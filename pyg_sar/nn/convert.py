@@ -6,9 +6,10 @@ from typing import Optional
 
 import torch
 from torch_geometric.nn import norm as pyg_norm
-from torch_geometric.nn.conv import MessagePassing
+from torch_geometric.nn.conv import GATConv, GATv2Conv, MessagePassing
 
 from pyg_sar.config import SARConfig
+from pyg_sar.nn.attention import dist_edge_updater
 from pyg_sar.nn.layers import UnsupportedLayerError, inspect_layer
 from pyg_sar.nn.norm import DistributedBatchNorm
 from pyg_sar.nn.propagate import dist_propagate
@@ -61,6 +62,9 @@ def convert(model: torch.nn.Module, config: Optional[SARConfig] = None) -> torch
             if not hasattr(module, "_sar_original_propagate"):
                 module._sar_original_propagate = module.propagate
                 module.propagate = types.MethodType(dist_propagate, module)
+                if isinstance(module, (GATConv, GATv2Conv)):
+                    module._sar_original_edge_updater = module.edge_updater
+                    module.edge_updater = types.MethodType(dist_edge_updater, module)
             module._sar_spec = specs[name]
             module._sar_config = config
     _replace_batch_norms(model)

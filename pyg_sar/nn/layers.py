@@ -46,9 +46,8 @@ _LINEAR_MESSAGES: dict[Callable, Optional[str]] = {
     GraphConv.message: "edge_weight",
 }
 
-# Layers whose attention softmax spans all of a node's in-edges: they need the online-softmax
-# path of the attention issue; refused until then rather than run with a blockwise softmax.
-_ATTENTION = (GATConv, GATv2Conv, TransformerConv)
+# Attention layers: their softmax spans all of a node's in-edges (online softmax over blocks).
+ATTENTION = (GATConv, GATv2Conv, TransformerConv)
 
 Prepare = Callable[[MessagePassing, DistGraph, dict], tuple[GraphView, dict]]
 
@@ -65,6 +64,7 @@ class LayerSpec:
     linear: bool  # message is x_j or x_j * weight
     weight_arg: Optional[str]  # the name of that weight in propagate's kwargs
     prepare: Prepare
+    attention: bool = False
 
 
 def _plain(layer: MessagePassing, graph: DistGraph, kwargs: dict) -> tuple[GraphView, dict]:
@@ -130,10 +130,6 @@ def _aggr_name(layer: MessagePassing, where: str) -> str:
 
 def inspect_layer(layer: MessagePassing, where: str) -> LayerSpec:
     """The :class:`LayerSpec` of ``layer``; raises :class:`UnsupportedLayerError` if inexact."""
-    if isinstance(layer, _ATTENTION):
-        raise UnsupportedLayerError(
-            f"{where}: {type(layer).__name__} is an attention layer; its distributed "
-            f"online-softmax path is not implemented yet")
     if getattr(layer, "decomposed_layers", 1) > 1:
         raise UnsupportedLayerError(f"{where}: decomposed_layers > 1 is not supported")
     if layer.flow != "source_to_target":
@@ -143,6 +139,12 @@ def inspect_layer(layer: MessagePassing, where: str) -> LayerSpec:
     if update is not MessagePassing.update and layer.inspector.get_param_names("update"):
         raise UnsupportedLayerError(f"{where}: {type(layer).__name__}.update() takes extra "
                                     f"arguments, which are not supported")
+    if isinstance(layer, ATTENTION):
+        if type(layer).message not in (GATConv.message, GATv2Conv.message,
+                                       TransformerConv.message):
+            raise UnsupportedLayerError(f"{where}: {type(layer).__name__} overrides the "
+                                        f"attention message, which the engine cannot follow")
+        return LayerSpec("softmax", False, None, _plain, attention=True)
     aggr = _aggr_name(layer, where)
     message = type(layer).message
     linear = message in _LINEAR_MESSAGES and aggr in ("sum", "mean")
@@ -151,7 +153,7 @@ def inspect_layer(layer: MessagePassing, where: str) -> LayerSpec:
     return LayerSpec(aggr, linear, weight_arg, prepare)
 
 
-SUPPORTED_LAYERS = (SAGEConv, GCNConv, GraphConv, GINConv, GINEConv, EdgeConv)
+SUPPORTED_LAYERS = (SAGEConv, GCNConv, GraphConv, GINConv, GINEConv, EdgeConv, *ATTENTION)
 
 
 def node_tensor(data: Any, role: int) -> Optional[Tensor]:

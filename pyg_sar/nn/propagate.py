@@ -119,6 +119,11 @@ def dist_propagate(layer: MessagePassing, edge_index: Any, size=None, **kwargs: 
     if size is not None and tuple(size) != (graph.num_nodes, graph.num_nodes):
         raise ValueError(f"pyg_sar: bipartite propagate (size={tuple(size)}) is not supported "
                          f"over a DistGraph with {graph.num_nodes} local nodes")
+    if spec.attention:
+        from pyg_sar.nn.attention import attention_propagate, attention_view
+        if config.mode != "halo":
+            return attention_propagate(layer, graph, kwargs, config)
+        return _halo_propagate(layer, attention_view(layer, graph), kwargs)
     view, kwargs = spec.prepare(layer, graph, kwargs)
     if config.mode == "halo":
         return _halo_propagate(layer, view, kwargs)
@@ -145,8 +150,10 @@ def _halo_propagate(layer: MessagePassing, view: GraphView, kwargs: dict) -> Ten
     offsets = halo_offsets(graph)
     edge_index = graph.cached(("halo_edge_index", id(view)), lambda: view.edge_index(offsets))
     num_ext = graph.num_nodes + sum(graph.recv_counts)
-    bases = {name[:-2] for name in layer.inspector.get_param_names("message")
-             if name.endswith("_j") or name.endswith("_i")}
+    # Only tensors read with source role (``x_j``) need the halo rows. Ordered (not a set):
+    # every rank must issue its collectives in the same order.
+    bases = list(dict.fromkeys(name[:-2] for name in layer.inspector.get_param_names("message")
+                               if name.endswith("_j")))
     new_kwargs = dict(kwargs)
     for base in bases:
         data = kwargs.get(base)

@@ -13,9 +13,12 @@ import torch
 import torch.nn.functional as F
 from torch_geometric.data import Data
 from torch_geometric.nn import (
+    GAT,
     GCN,
     GIN,
     EdgeConv,
+    GATConv,
+    GATv2Conv,
     GCNConv,
     GINConv,
     GINEConv,
@@ -23,6 +26,7 @@ from torch_geometric.nn import (
     GraphSAGE,
     MessagePassing,
     SAGEConv,
+    TransformerConv,
 )
 
 import pyg_sar
@@ -104,6 +108,23 @@ LAYERS = {
     "gine": lambda: Stack(GINEConv(_mlp(IN, IN), edge_dim=4), GINEConv(_mlp(IN, 5), edge_dim=4),
                           edge="attr"),
     "edgeconv": lambda: Stack(EdgeConv(_mlp(2 * IN, 8)), EdgeConv(_mlp(16, 5), aggr="mean")),
+    "gat": lambda: Stack(GATConv(IN, 4, heads=2), GATConv(8, 5, heads=3, concat=False)),
+    "gat_edge_no_loops": lambda: Stack(GATConv(IN, 4, heads=2, edge_dim=4),
+                                       GATConv(8, 5, heads=2, edge_dim=4, add_self_loops=False,
+                                               residual=True), edge="attr"),
+    "gat_edge_fill": lambda: Stack(GATConv(IN, 4, heads=2, edge_dim=4, fill_value=0.5),
+                                   GATConv(8, 5, heads=1, edge_dim=4, fill_value="add"),
+                                   edge="attr"),
+    "gatv2_edge": lambda: Stack(GATv2Conv(IN, 4, heads=2, edge_dim=4),
+                                GATv2Conv(8, 5, heads=2, edge_dim=4, concat=False,
+                                          share_weights=True), edge="attr"),
+    "transformer_edge": lambda: Stack(TransformerConv(IN, 4, heads=2, edge_dim=4),
+                                      TransformerConv(8, 5, heads=2, edge_dim=4, beta=True,
+                                                      concat=False), edge="attr"),
+    "transformer": lambda: Stack(TransformerConv(IN, 4, heads=3), TransformerConv(12, 5)),
+    "basic_gat_bn_jk": lambda: GAT(IN, 8, num_layers=2, out_channels=5, heads=2,
+                                   norm="batch_norm", jk="cat"),
+    "basic_gatv2": lambda: GAT(IN, 8, num_layers=2, out_channels=5, heads=2, v2=True),
     "basic_sage_bn_jk": lambda: GraphSAGE(IN, 8, num_layers=3, out_channels=5,
                                           norm="batch_norm", jk="cat"),
     "basic_gcn_bn": lambda: GCN(IN, 8, num_layers=2, out_channels=5, norm="batch_norm"),
@@ -173,22 +194,31 @@ def exactness(ctx, parts: str, cases: list) -> dict:
     return results
 
 
+DROPOUT_LAYERS = {
+    "user_message_dropout": lambda: WeightedDropoutConv(IN),
+    "gat_attention_dropout": lambda: GATConv(IN, 4, heads=2, dropout=0.4, edge_dim=4),
+}
+
+
 def rng_replay(ctx, part, data: Data) -> dict:
-    """Gradients of SAR mode equal SA mode's with dropout inside message (same seed)."""
-    grads = {}
-    for mode in ("sa", "sar"):
-        torch.manual_seed(11)
-        model = WeightedDropoutConv(IN).double()
-        pyg_sar.convert(model, pyg_sar.SARConfig(mode=mode))
-        model.train()
-        x = data.x[part.node_ids].clone().requires_grad_()
-        torch.manual_seed(100 + ctx.rank)
-        out = model(x, part.graph, part.edge_attr)
-        out.square().sum().backward()
-        grads[mode] = [x.grad] + [p.grad for p in model.parameters()]
-    err = max(float((a - b).abs().max()) for a, b in zip(grads["sa"], grads["sar"]))
-    nonzero = all(bool(g.abs().sum() > 0) for g in grads["sar"][1:])
-    return {"max_abs_diff": err, "grads_nonzero": nonzero}
+    """Gradients of SAR mode equal SA mode's with dropout inside the block (same seed)."""
+    out = {}
+    for name, make in DROPOUT_LAYERS.items():
+        grads = {}
+        for mode in ("sa", "sar"):
+            torch.manual_seed(11)
+            model = make().double()
+            pyg_sar.convert(model, pyg_sar.SARConfig(mode=mode))
+            model.train()
+            x = data.x[part.node_ids].clone().requires_grad_()
+            torch.manual_seed(100 + ctx.rank)
+            y = model(x, part.graph, part.edge_attr.double())
+            y.square().sum().backward()
+            grads[mode] = [x.grad] + [p.grad for p in model.parameters()]
+        err = max(float((a - b).abs().max()) for a, b in zip(grads["sa"], grads["sar"]))
+        nonzero = all(bool(g.abs().sum() > 0) for g in grads["sar"][1:])
+        out[name] = {"max_abs_diff": err, "grads_nonzero": nonzero}
+    return out
 
 
 def saved_bytes(ctx, part, data: Data) -> dict:

@@ -1,0 +1,215 @@
+"""Attention layers (GATConv, GATv2Conv, TransformerConv) over a DistGraph.
+
+Their softmax spans all in-edges of a node, which are spread over several blocks, so the engine
+runs them with the online-softmax rule (:class:`pyg_sar.core.combine.SoftmaxRule`): each block
+yields raw scores, values and the attention-dropout multipliers; nothing per edge outlives its
+block. The per-class score functions below restate PyG's ``edge_update`` / ``message`` of each
+layer up to (not including) the softmax; the tests compare them with PyG on the whole graph.
+
+For GAT and GATv2 the layer's ``edge_updater`` is replaced by one that returns a
+:class:`DeferredScores` holding its inputs; ``propagate`` then computes the scores block by
+block. In halo mode the original ``edge_updater``/``propagate`` run on local + halo rows.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+from torch_geometric.nn.conv import GATConv, GATv2Conv, MessagePassing, TransformerConv
+
+from pyg_sar.config import SARConfig
+from pyg_sar.core.combine import SoftmaxRule
+from pyg_sar.core.halo import halo_offsets, with_halo
+from pyg_sar.core.sar import Propagation, sar_propagate
+from pyg_sar.core.views import GraphView, ViewBlock, self_loop_view, stored_view
+from pyg_sar.graph import DistGraph
+
+ATTENTION_LAYERS = (GATConv, GATv2Conv, TransformerConv)
+
+
+@dataclass
+class DeferredScores:
+    """What ``edge_updater`` was called with; the scores are computed inside propagate."""
+
+    view: GraphView
+    kwargs: dict
+
+
+def attention_view(layer: MessagePassing, graph: DistGraph) -> GraphView:
+    if isinstance(layer, (GATConv, GATv2Conv)) and layer.add_self_loops:
+        return self_loop_view(graph)
+    return stored_view(graph)
+
+
+def _loop_attr(layer: MessagePassing, view: GraphView, edge_attr: Tensor) -> Tensor:
+    """Edge attribute of each added self-loop, as PyG's ``add_self_loops(fill_value=...)``."""
+    graph = view.graph
+    local = graph.blocks[graph.rank]
+    fill = layer.fill_value
+    shape = (graph.num_nodes, *edge_attr.shape[1:])
+    if isinstance(fill, (int, float)):
+        return edge_attr.new_full(shape, float(fill))
+    if isinstance(fill, Tensor):
+        return fill.to(edge_attr).expand(shape)
+    if fill in ("mean", "add", "sum"):
+        total = edge_attr.new_zeros(shape)
+        count = edge_attr.new_zeros(graph.num_nodes)
+        for b in graph.blocks:
+            attr = edge_attr[b.edge_slice]
+            keep = b.row != b.col if b is local else torch.ones_like(b.row, dtype=torch.bool)
+            total.index_add_(0, b.row[keep], attr[keep])
+            count.index_add_(0, b.row[keep], torch.ones_like(count[b.row[keep]]))
+        if fill == "mean":
+            total = total / count.clamp(min=1).view(-1, *([1] * (total.dim() - 1)))
+        return total
+    raise ValueError(f"pyg_sar: {type(layer).__name__}(fill_value={fill!r}) is not supported "
+                     f"over a DistGraph (supported: a number, a tensor, 'mean', 'add', 'sum')")
+
+
+def _view_edge_attr(layer: MessagePassing, view: GraphView,
+                    edge_attr: Optional[Tensor]) -> Optional[Tensor]:
+    if edge_attr is None or view.stored_index is None:
+        return edge_attr
+    if edge_attr.shape[0] != view.graph.num_edges:
+        raise ValueError(f"pyg_sar: {type(layer).__name__} got edge_attr with "
+                         f"{edge_attr.shape[0]} rows, expected {view.graph.num_edges} (the "
+                         f"rank's stored edges, in the order of LocalPartition.edge_attr)")
+    return view.edge_tensor(edge_attr, loop_value=_loop_attr(layer, view, edge_attr))
+
+
+def _dropout(layer: MessagePassing, scores: Tensor) -> Optional[Tensor]:
+    if not layer.training or layer.dropout == 0:
+        return None
+    return F.dropout(torch.ones_like(scores), p=layer.dropout, training=True)
+
+
+def _edge_features(lin: Optional[torch.nn.Module], edge_attr: Tensor, heads: int,
+                   channels: int) -> Tensor:
+    if edge_attr.dim() == 1:
+        edge_attr = edge_attr.view(-1, 1)
+    return lin(edge_attr).view(-1, heads, channels)
+
+
+class GATProgram:
+    """GATConv: ``s = leaky_relu(a_src[j] + a_dst[i] (+ a_edge))``, value ``x_src[j]``.
+
+    Inputs: src ``[x_src (N, H, C), alpha_src (N, H)]``, dst ``[alpha_dst]``, edge
+    ``[edge_attr]`` (optional).
+    """
+
+    linear = None
+
+    def __init__(self, layer: GATConv, with_edges: bool) -> None:
+        self.layer, self.with_edges = layer, with_edges
+
+    def messages(self, block: ViewBlock, src, dst, edge):
+        layer = self.layer
+        scores = src[1].index_select(0, block.col) + dst[0].index_select(0, block.row)
+        if self.with_edges and layer.lin_edge is not None:
+            ea = _edge_features(layer.lin_edge, edge[0], layer.heads, layer.out_channels)
+            scores = scores + (ea * layer.att_edge).sum(dim=-1)
+        scores = F.leaky_relu(scores, layer.negative_slope)
+        return scores, src[0].index_select(0, block.col), _dropout(layer, scores)
+
+
+class GATv2Program:
+    """GATv2Conv: ``s = att . leaky_relu(x_l[j] + x_r[i] (+ W_e e))``, value ``x_l[j]``."""
+
+    linear = None
+
+    def __init__(self, layer: GATv2Conv, with_edges: bool) -> None:
+        self.layer, self.with_edges = layer, with_edges
+
+    def messages(self, block: ViewBlock, src, dst, edge):
+        layer = self.layer
+        x_j = src[0].index_select(0, block.col)
+        x = x_j + dst[0].index_select(0, block.row)
+        if self.with_edges:
+            x = x + _edge_features(layer.lin_edge, edge[0], layer.heads, layer.out_channels)
+        x = F.leaky_relu(x, layer.negative_slope)
+        scores = (x * layer.att).sum(dim=-1)
+        return scores, x_j, _dropout(layer, scores)
+
+
+class TransformerProgram:
+    """TransformerConv: ``s = <q_i, k_j (+ e)> / sqrt(C)``, value ``v_j (+ e)``."""
+
+    linear = None
+
+    def __init__(self, layer: TransformerConv, with_edges: bool) -> None:
+        self.layer, self.with_edges = layer, with_edges
+
+    def messages(self, block: ViewBlock, src, dst, edge):
+        layer = self.layer
+        key = src[0].index_select(0, block.col)
+        value = src[1].index_select(0, block.col)
+        query = dst[0].index_select(0, block.row)
+        if self.with_edges:
+            ea = edge[0]
+            if layer.lin_edge is not None:
+                ea = layer.lin_edge(ea).view(-1, layer.heads, layer.out_channels)
+                key = key + ea
+            value = value + ea
+        scores = (query * key).sum(dim=-1) / math.sqrt(layer.out_channels)
+        return scores, value, _dropout(layer, scores)
+
+
+def _pair(data: Any, role: int) -> Optional[Tensor]:
+    return data[role] if isinstance(data, (tuple, list)) else data
+
+
+def dist_edge_updater(layer: MessagePassing, edge_index: Any, size=None, **kwargs: Any):
+    """``layer.edge_updater`` after conversion (GAT, GATv2)."""
+    if not isinstance(edge_index, DistGraph):
+        return layer._sar_original_edge_updater(edge_index, size=size, **kwargs)
+    graph = edge_index
+    view = attention_view(layer, graph)
+    kwargs = dict(kwargs)
+    kwargs["edge_attr"] = _view_edge_attr(layer, view, kwargs.get("edge_attr"))
+    if layer._sar_config.mode != "halo":
+        return DeferredScores(view, kwargs)
+    # Halo mode: PyG's own edge_updater on [local; halo] rows, one per-edge tensor back.
+    for name in ("alpha", "x"):
+        if name in kwargs:
+            src, dst = _pair(kwargs[name], 0), _pair(kwargs[name], 1)
+            kwargs[name] = (with_halo(graph, src), dst)
+    ext = graph.cached(("halo_edge_index", id(view)),
+                       lambda: view.edge_index(halo_offsets(graph)))
+    num_ext = graph.num_nodes + sum(graph.recv_counts)
+    return layer._sar_original_edge_updater(ext, size=(num_ext, graph.num_nodes), **kwargs)
+
+
+def attention_propagate(layer: MessagePassing, graph: DistGraph, kwargs: dict,
+                        config: SARConfig) -> Tensor:
+    """Propagate of an attention layer in mode ``sar``/``sa`` (online softmax over blocks)."""
+    params = [p for p in layer.parameters() if p.requires_grad]
+    if isinstance(layer, TransformerConv):
+        view = attention_view(layer, graph)
+        edge_attr = kwargs.get("edge_attr")
+        src = [kwargs["key"], kwargs["value"]]
+        dst = [kwargs["query"]]
+        program: Any = TransformerProgram(layer, edge_attr is not None)
+    else:
+        deferred = kwargs.get("alpha")
+        if not isinstance(deferred, DeferredScores):
+            raise RuntimeError(f"pyg_sar: {type(layer).__name__}.propagate expected the scores "
+                               f"of its converted edge_updater (got {type(deferred)})")
+        view, ekw = deferred.view, deferred.kwargs
+        edge_attr = ekw.get("edge_attr")
+        if isinstance(layer, GATConv):
+            alpha_src, alpha_dst = ekw["alpha"]
+            x_src = _pair(kwargs["x"], 0)
+            src, dst = [x_src, alpha_src], [alpha_dst]
+            program = GATProgram(layer, edge_attr is not None)
+        else:
+            x_l, x_r = ekw["x"]
+            src, dst = [x_l], [x_r]
+            program = GATv2Program(layer, edge_attr is not None)
+    edge = [edge_attr] if edge_attr is not None else []
+    prop = Propagation(view, program, SoftmaxRule(), config.mode, config.pipeline_depth,
+                       replay_rng=layer.training)
+    return sar_propagate(prop, src, dst, edge, params)
