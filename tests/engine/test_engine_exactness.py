@@ -36,7 +36,7 @@ def _key(case) -> str:
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    from pyg_sar.datasets.sbm import sbm
+    from pyg_sar.datasets import sbm
     root = tmp_path_factory.mktemp("engine")
     graph = ec.make_graph()
     small_sbm = sbm(num_nodes=240, num_classes=4, avg_degree=6.0, num_features=8, seed=1)
