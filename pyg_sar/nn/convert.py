@@ -23,12 +23,12 @@ _GRAPH_NORMS = tuple(getattr(pyg_norm, n) for n in (
 def _check_norm(name: str, module: torch.nn.Module) -> None:
     if isinstance(module, _GRAPH_NORMS):
         raise UnsupportedLayerError(
-            f"pyg_sar.convert: '{name}' ({type(module).__name__}) normalises over the whole "
-            f"graph and has no distributed version")
+            f"pyg_sar.convert: layer '{name}' ({type(module).__name__}) normalises over the "
+            f"whole graph and has no distributed version")
     if isinstance(module, pyg_norm.LayerNorm) and module.mode != "node":
         raise UnsupportedLayerError(
-            f"pyg_sar.convert: '{name}' (LayerNorm, mode={module.mode!r}) normalises over the "
-            f"whole graph; use mode='node' or batch norm")
+            f"pyg_sar.convert: layer '{name}' (LayerNorm, mode={module.mode!r}) normalises "
+            f"over the whole graph; use mode='node' or batch norm")
 
 
 def convert(model: torch.nn.Module, config: Optional[SARConfig] = None) -> torch.nn.Module:

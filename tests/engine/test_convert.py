@@ -1,0 +1,92 @@
+"""Conversion: what is refused (with the layer and the reason named) and what stays intact."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+from torch_geometric.nn import (
+    GCN,
+    GATConv,
+    GraphSAGE,
+    MessagePassing,
+    SAGEConv,
+    aggr,
+)
+from torch_geometric.nn.norm import GraphNorm, LayerNorm
+
+import pyg_sar
+from pyg_sar.nn import DistributedBatchNorm, UnsupportedLayerError
+
+
+class CustomAggregate(MessagePassing):
+    def forward(self, x, edge_index):
+        return self.propagate(edge_index, x=x)
+
+    def aggregate(self, inputs, index, dim_size=None):
+        return torch.zeros(dim_size, inputs.shape[1]).index_reduce_(0, index, inputs, "prod")
+
+
+class Wrapper(torch.nn.Module):
+    def __init__(self, conv, norm=None):
+        super().__init__()
+        self.conv, self.norm = conv, norm or torch.nn.Identity()
+
+    def forward(self, x, edge_index):
+        return self.norm(self.conv(x, edge_index))
+
+
+@pytest.mark.parametrize("model, needle", [
+    (Wrapper(SAGEConv(4, 4, aggr="median")), "MedianAggregation"),
+    (Wrapper(SAGEConv(4, 4, aggr="lstm")), "LSTMAggregation"),
+    (Wrapper(SAGEConv(4, 4, aggr=aggr.PowerMeanAggregation())), "PowerMeanAggregation"),
+    (Wrapper(CustomAggregate()), "overrides aggregate()"),
+    (Wrapper(SAGEConv(4, 4, flow="target_to_source")), "flow='target_to_source'"),
+    (Wrapper(SAGEConv(4, 4), GraphNorm(4)), "GraphNorm"),
+    (Wrapper(SAGEConv(4, 4), LayerNorm(4)), "mode='graph'"),
+])
+def test_inexact_layers_are_refused_by_name(model, needle):
+    before = copy.deepcopy(model.state_dict())
+    with pytest.raises(UnsupportedLayerError, match="layer '") as info:
+        pyg_sar.convert(model)
+    assert needle in str(info.value)
+    # Nothing was changed: a refused model is not half converted.
+    assert not any(hasattr(m, "_sar_original_propagate") for m in model.modules())
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
+def test_converted_model_still_runs_on_a_plain_edge_index():
+    torch.manual_seed(0)
+    x = torch.randn(30, 5)
+    edge_index = torch.randint(0, 30, (2, 90))
+    for model in (GraphSAGE(5, 8, 2, 3, norm="batch_norm"), GCN(5, 8, 2, 3),
+                  Wrapper(GATConv(5, 4, heads=2))):
+        model.eval()
+        expected = model(x, edge_index)
+        pyg_sar.convert(model)
+        assert torch.allclose(model(x, edge_index), expected, atol=1e-6)
+
+
+def test_convert_replaces_batch_norm_and_is_idempotent():
+    model = GraphSAGE(5, 8, 2, 3, norm="batch_norm")
+    weight = model.norms[0].module.weight
+    pyg_sar.convert(model, pyg_sar.SARConfig(mode="sa"))
+    assert isinstance(model.norms[0].module, DistributedBatchNorm)
+    assert model.norms[0].module.weight is weight  # parameters are shared, not copied
+    pyg_sar.convert(model, pyg_sar.SARConfig(mode="halo"))
+    assert model.convs[0]._sar_config.mode == "halo"
+    assert sum(isinstance(m, DistributedBatchNorm) for m in model.modules()) == 1
+
+
+@pytest.mark.parametrize("kwargs, needle", [
+    ({"mode": "ring"}, "mode must be one of"),
+    ({"pipeline_depth": -1}, "pipeline_depth must be an integer >= 0"),
+])
+def test_config_validation(kwargs, needle):
+    with pytest.raises(ValueError, match=needle):
+        pyg_sar.SARConfig(**kwargs)
+
+
+def test_convert_rejects_a_non_config():
+    with pytest.raises(TypeError, match="SARConfig"):
+        pyg_sar.convert(GCN(2, 2, 1), {"mode": "sar"})

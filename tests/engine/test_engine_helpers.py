@@ -1,0 +1,38 @@
+"""DDP compatibility, distributed batch norm, global loss and accuracy on real processes."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+import pyg_sar
+from pyg_sar.testing import run_on_ranks
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import engine_cases as ec  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def parts(tmp_path_factory):
+    root = tmp_path_factory.mktemp("helpers") / "p3"
+    pyg_sar.partition_graph(ec.make_graph(), 3, root, method="metis")
+    return str(root)
+
+
+def test_ddp_with_sum_hook_gives_single_process_gradients(parts):
+    for res in run_on_ranks(f"{HERE / 'helper_cases.py'}:ddp", 3, launcher="spawn",
+                            backend="gloo", kwargs={"parts": parts}, timeout=300):
+        assert res["loss_diff"] <= 1e-12
+        assert res["grad_rel"] <= 1e-10
+
+
+def test_batch_norm_loss_and_accuracy_use_global_statistics(parts):
+    for rank, res in enumerate(run_on_ranks(f"{HERE / 'helper_cases.py'}:helpers", 3,
+                                            kwargs={"parts": parts}, timeout=300)):
+        assert res["running_stats"] <= 1e-12, rank
+        assert res["eval_out"] <= 1e-10, rank
+        assert set(res["accuracy"]) == {"train", "rank0_only"}
+        assert max(res["accuracy"].values()) <= 1e-12, (rank, res["accuracy"])
+        assert res["loss_rank0_only"] <= 1e-12, rank
