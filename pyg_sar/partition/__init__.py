@@ -1,0 +1,23 @@
+"""Offline graph partitioning and the on-disk partition format (DESIGN section 5).
+
+* :func:`partition_graph` splits a PyG ``Data`` into ``P`` parts written to a folder;
+* :func:`load_partition` reads one rank's part as a :class:`LocalPartition`;
+* ``python -m pyg_sar.partition --dataset NAME --num-parts P --out DIR`` does it from the shell.
+"""
+from pyg_sar.partition.format import FORMAT_VERSION, MetaError
+from pyg_sar.partition.loader import LocalPartition, load_node_map, load_partition, read_meta
+from pyg_sar.partition.storage import ChecksumError
+from pyg_sar.partition.writer import PartitionReport, partition_graph, write_partition
+
+__all__ = [
+    "FORMAT_VERSION",
+    "ChecksumError",
+    "LocalPartition",
+    "MetaError",
+    "PartitionReport",
+    "load_node_map",
+    "load_partition",
+    "partition_graph",
+    "read_meta",
+    "write_partition",
+]

@@ -1,0 +1,159 @@
+"""The on-disk partition format: file names and ``meta.json`` validation.
+
+Layout of a partition folder (all tensors ``.npy``, listed with their SHA-256 in ``meta.json``)::
+
+    meta.json
+    node_map.npy                 int64 [N]: new id of every original node
+    part{r}/node_ids.npy         int64 [n_r]: original ids of the local nodes, local order
+    part{r}/in_degree.npy        int64 [n_r]: global in-degree of the local nodes
+    part{r}/rowptr.npy           int64 [P, n_r + 1]: CSR row pointer of block (r, s) in row s
+    part{r}/col.npy              int64 [E_r]: column of every stored edge, blocks concatenated
+    part{r}/edge_ids.npy         int64 [E_r]: input position of every stored edge
+    part{r}/recv_node_ids.npy    int64 [sum recv]: original ids of received rows, by source rank
+    part{r}/recv_in_degree.npy   int64 [sum recv]: their global in-degree
+    part{r}/send_idx.npy         int64 [sum send]: local ids sent to every rank, by target rank
+    part{r}/node/{key}.npy       node tensors (x, y, masks, ...), rows in local order
+    part{r}/edge/{key}.npy       edge tensors (edge_attr, edge_weight, ...), stored edge order
+"""
+from __future__ import annotations
+
+import re
+from itertools import pairwise
+from typing import Any
+
+import numpy as np
+import torch
+
+from pyg_sar.partition.storage import parse_dtype
+
+FORMAT_VERSION = 1
+META_FILE = "meta.json"
+NODE_MAP_FILE = "node_map.npy"
+STRUCTURE_FILES = ("node_ids", "in_degree", "rowptr", "col", "edge_ids", "recv_node_ids",
+                   "recv_in_degree", "send_idx")
+KEY_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def part_dir(rank: int) -> str:
+    return f"part{rank}"
+
+
+def structure_file(rank: int, name: str) -> str:
+    return f"{part_dir(rank)}/{name}.npy"
+
+
+def node_file(rank: int, key: str) -> str:
+    return f"{part_dir(rank)}/node/{key}.npy"
+
+
+def edge_file(rank: int, key: str) -> str:
+    return f"{part_dir(rank)}/edge/{key}.npy"
+
+
+class MetaError(ValueError):
+    """``meta.json`` is malformed or from an unsupported format version."""
+
+
+def _fail(path: Any, msg: str) -> MetaError:
+    return MetaError(f"malformed partition metadata '{path}': {msg}")
+
+
+def _int(meta: dict, key: str, path: Any, minimum: int = 0) -> int:
+    value = meta.get(key)
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise _fail(path, f"'{key}' must be an integer >= {minimum} (got {value!r})")
+    return value
+
+
+def _int_list(value: Any, length: int, what: str, path: Any) -> list[int]:
+    if (not isinstance(value, list) or len(value) != length
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
+                       for v in value)):
+        raise _fail(path, f"'{what}' must be a list of {length} non-negative integers "
+                          f"(got {value!r:.200})")
+    return value
+
+
+def _keys(meta: dict, name: str, rows: int, path: Any) -> None:
+    keys = meta.get(name)
+    if not isinstance(keys, dict):
+        raise _fail(path, f"'{name}' must be an object (got {keys!r:.200})")
+    for key, spec in keys.items():
+        if not KEY_PATTERN.fullmatch(key):
+            raise _fail(path, f"invalid tensor key {key!r} in '{name}'")
+        if not isinstance(spec, dict) or not isinstance(spec.get("shape"), list):
+            raise _fail(path, f"'{name}.{key}' needs 'dtype', 'storage_dtype' and 'shape'")
+        if not isinstance(spec.get("storage_dtype"), str):
+            raise _fail(path, f"'{name}.{key}.storage_dtype' must be a string")
+        try:
+            dtype = parse_dtype(spec.get("dtype"))
+            storage = np.dtype(spec.get("storage_dtype"))
+        except (TypeError, ValueError) as err:
+            raise _fail(path, f"'{name}.{key}': bad dtype ({err})") from None
+        if storage.hasobject or storage.itemsize != torch.empty(0, dtype=dtype).element_size():
+            raise _fail(path, f"'{name}.{key}': cannot store {dtype} as {storage}")
+        shape = _int_list(spec["shape"], len(spec["shape"]), f"{name}.{key}.shape", path)
+        if not shape or shape[0] != rows:
+            raise _fail(path, f"'{name}.{key}' has shape {shape}, expected {rows} rows")
+
+
+def validate_meta(meta: Any, path: Any) -> dict:
+    """Check the structure and internal consistency of a parsed ``meta.json``.
+
+    Raises:
+        MetaError: naming the field at fault (a newer ``format_version`` gets its own message).
+    """
+    if not isinstance(meta, dict):
+        raise _fail(path, f"expected a JSON object (got {type(meta).__name__})")
+    version = meta.get("format_version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise _fail(path, f"'format_version' must be a positive integer (got {version!r})")
+    if version > FORMAT_VERSION:
+        raise MetaError(f"partition '{path}' has format_version {version}, newer than the "
+                        f"supported version {FORMAT_VERSION}: upgrade pyg_sar to load it")
+    num_parts = _int(meta, "num_parts", path, minimum=1)
+    num_nodes = _int(meta, "num_nodes", path)
+    num_edges = _int(meta, "num_edges", path)
+    offsets = _int_list(meta.get("node_offsets"), num_parts + 1, "node_offsets", path)
+    if offsets[0] != 0 or offsets[-1] != num_nodes or any(
+            a > b for a, b in pairwise(offsets)):
+        raise _fail(path, f"'node_offsets' must rise from 0 to num_nodes={num_nodes} "
+                          f"(got {offsets!r:.200})")
+    part_nodes = _int_list(meta.get("part_num_nodes"), num_parts, "part_num_nodes", path)
+    if part_nodes != [b - a for a, b in pairwise(offsets)]:
+        raise _fail(path, "'part_num_nodes' disagrees with 'node_offsets'")
+    part_edges = _int_list(meta.get("part_num_edges"), num_parts, "part_num_edges", path)
+    if sum(part_edges) != num_edges:
+        raise _fail(path, f"'part_num_edges' sums to {sum(part_edges)}, not "
+                          f"num_edges={num_edges}")
+    parts = meta.get("parts")
+    if not isinstance(parts, list) or len(parts) != num_parts:
+        raise _fail(path, f"'parts' must be a list of {num_parts} objects")
+    for r, info in enumerate(parts):
+        if not isinstance(info, dict):
+            raise _fail(path, f"'parts[{r}]' must be an object")
+        blocks = _int_list(info.get("block_num_edges"), num_parts,
+                           f"parts[{r}].block_num_edges", path)
+        if sum(blocks) != part_edges[r]:
+            raise _fail(path, f"'parts[{r}].block_num_edges' sums to {sum(blocks)}, not "
+                              f"part_num_edges[{r}]={part_edges[r]}")
+        for name in ("recv_counts", "send_counts"):
+            counts = _int_list(info.get(name), num_parts, f"parts[{r}].{name}", path)
+            if counts[r] != 0:
+                raise _fail(path, f"'parts[{r}].{name}[{r}]' must be 0")
+    for r in range(num_parts):
+        for q in range(num_parts):
+            if parts[r]["send_counts"][q] != parts[q]["recv_counts"][r]:
+                raise _fail(path, f"rank {r} sends {parts[r]['send_counts'][q]} rows to rank "
+                                  f"{q}, which expects {parts[q]['recv_counts'][r]}")
+    _keys(meta, "node_keys", num_nodes, path)
+    _keys(meta, "edge_keys", num_edges, path)
+    files = meta.get("files")
+    if not isinstance(files, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) and _SHA256.fullmatch(v)
+            for k, v in files.items()):
+        raise _fail(path, "'files' must map file names to SHA-256 hex digests")
+    if not isinstance(meta.get("method"), str):
+        raise _fail(path, f"'method' must be a string (got {meta.get('method')!r})")
+    return meta

@@ -1,0 +1,287 @@
+"""``partition_graph``: split a PyG ``Data`` into ``P`` per-rank parts on disk."""
+from __future__ import annotations
+
+import json
+import shutil
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from pyg_sar.partition import format as fmt
+from pyg_sar.partition.assign import METHODS, assign_parts
+from pyg_sar.partition.layout import Layout
+from pyg_sar.partition.storage import (
+    check_out_dir,
+    commit_dir,
+    dtype_name,
+    make_temp_dir,
+    save_npy,
+    storage_dtype_name,
+    to_storage,
+    write_file_atomic,
+)
+
+# Keys that must be node-level / edge-level: a wrong row count is an error, not a guess.
+NODE_KEYS = ("x", "y", "train_mask", "val_mask", "test_mask", "pos", "node_type")
+EDGE_KEYS = ("edge_attr", "edge_weight", "edge_type")
+
+
+@dataclass
+class PartitionReport:
+    """What :func:`write_partition` did: sizes, cut, halo and the time of every phase."""
+
+    path: Path
+    method: str
+    num_nodes: int
+    num_edges: int
+    part_num_nodes: list[int]
+    part_num_edges: list[int]
+    edge_cut: int
+    recv_rows: list[int]  # halo size of every rank: rows it receives in total
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        cut_pct = 100.0 * self.edge_cut / max(self.num_edges, 1)
+        t = self.timings
+        lines = [
+            (f"partitioned {self.num_nodes} nodes / {self.num_edges} edges into "
+             f"{len(self.part_num_nodes)} parts ({self.method}) -> {self.path}"),
+            f"  nodes per part: {self.part_num_nodes}",
+            f"  edges per part: {self.part_num_edges}",
+            f"  edge cut: {self.edge_cut} ({cut_pct:.2f}% of edges)",
+            f"  halo rows per part: {self.recv_rows}",
+            "  time: " + ", ".join(f"{k} {v:.2f} s" for k, v in t.items()),
+        ]
+        return "\n".join(lines)
+
+
+def _edge_index_numpy(data: Any, num_nodes: int) -> np.ndarray:
+    edge_index = getattr(data, "edge_index", None)
+    if edge_index is None:
+        raise ValueError("data has no 'edge_index' (partitioning needs a [2, num_edges] "
+                         "edge_index tensor)")
+    if isinstance(edge_index, np.ndarray):
+        edge_index = torch.from_numpy(edge_index)
+    if not isinstance(edge_index, Tensor):
+        raise ValueError(f"edge_index must be a tensor (got {type(edge_index).__name__})")
+    if edge_index.is_floating_point() or edge_index.is_complex() or \
+            edge_index.dtype == torch.bool:
+        raise ValueError(f"edge_index must be an integer tensor (got dtype {edge_index.dtype})")
+    if edge_index.dim() != 2 or edge_index.size(0) != 2:
+        raise ValueError(f"edge_index must have shape [2, num_edges] "
+                         f"(got {list(edge_index.shape)})")
+    array = np.ascontiguousarray(edge_index.detach().cpu().numpy(), dtype=np.int64)
+    if array.size:
+        low, high = int(array.min()), int(array.max())
+        if low < 0 or high >= num_nodes:
+            bad = low if low < 0 else high
+            col = int(np.argmax((array == bad).any(axis=0)))
+            raise ValueError(f"edge_index contains node id {bad} (edge {col}), outside "
+                             f"[0, num_nodes={num_nodes})")
+    return array
+
+
+def _check_node_rows(data: Any, num_nodes: int) -> None:
+    """The standard node tensors all have ``num_nodes`` rows."""
+    rows = {}
+    for key in NODE_KEYS:
+        value = getattr(data, key, None)
+        if isinstance(value, Tensor):
+            rows[key] = value.size(0) if value.dim() else None
+    if any(r != num_nodes for r in rows.values()):
+        # PyG infers num_nodes from x, so list every count: a short x makes the others look off.
+        raise ValueError(f"node tensors disagree on the number of nodes (num_nodes="
+                         f"{num_nodes}): " + ", ".join(f"'{k}' has {r} rows"
+                                                        for k, r in rows.items()))
+
+
+def _split_tensors(data: Any, num_nodes: int, num_edges: int
+                   ) -> tuple[dict[str, Tensor], dict[str, Tensor]]:
+    """Node-level and edge-level tensors of ``data`` (by name first, then by row count)."""
+    node, edge = {}, {}
+    for key in sorted(data.keys()):
+        value = data[key]
+        if key == "edge_index" or not isinstance(value, Tensor):
+            continue
+        if not fmt.KEY_PATTERN.fullmatch(key):
+            raise ValueError(f"tensor attribute name {key!r} cannot be stored (use letters, "
+                             f"digits and '_')")
+        rows = value.size(0) if value.dim() > 0 else None
+        if key in NODE_KEYS:
+            if rows != num_nodes:
+                raise ValueError(f"node tensor '{key}' has {rows} rows, expected "
+                                 f"num_nodes={num_nodes}")
+            node[key] = value
+        elif key in EDGE_KEYS or key.startswith("edge_"):
+            if rows != num_edges:
+                raise ValueError(f"edge tensor '{key}' has {rows} rows, expected "
+                                 f"num_edges={num_edges}")
+            edge[key] = value
+        elif rows == num_nodes:
+            node[key] = value
+        elif rows == num_edges:
+            edge[key] = value
+        else:
+            warnings.warn(f"partition_graph: attribute '{key}' (shape {list(value.shape)}) is "
+                          f"neither node- nor edge-level and is not stored", stacklevel=3)
+    return node, edge
+
+
+def _num_classes(data: Any, y: Tensor | None) -> int | None:
+    given = getattr(data, "num_classes", None)
+    if isinstance(given, int) and not isinstance(given, bool):
+        return given
+    if y is None or y.numel() == 0:
+        return None
+    if y.dim() == 1 and not y.is_floating_point():
+        return int(y.max().clamp(min=-1)) + 1  # labels < 0 mark unlabelled nodes
+    if y.dim() == 2:
+        return int(y.size(1))
+    return None
+
+
+def _key_spec(value: Tensor) -> dict:
+    return {"dtype": dtype_name(value.dtype), "storage_dtype": storage_dtype_name(value.dtype),
+            "shape": list(value.shape)}
+
+
+def write_partition(data: Any, num_parts: int, out_dir: str | Path, method: str = "metis",
+                    seed: int = 0, overwrite: bool = False) -> PartitionReport:
+    """:func:`partition_graph` returning a :class:`PartitionReport` (sizes, cut, timings)."""
+    t_start = time.perf_counter()
+    out_dir = Path(out_dir)
+    if method not in METHODS:
+        raise ValueError(f"unknown partition method {method!r} (expected one of {METHODS})")
+    if not isinstance(num_parts, (int, np.integer)) or isinstance(num_parts, bool):
+        raise ValueError(f"num_parts must be an integer (got {num_parts!r})")
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
+        raise ValueError(f"seed must be an integer (got {seed!r})")
+    num_parts, seed = int(num_parts), int(seed)
+    num_nodes = data.num_nodes
+    if num_nodes is None or num_nodes < 1:
+        raise ValueError(f"data must have at least one node (got num_nodes={num_nodes})")
+    if not 1 <= num_parts <= num_nodes:
+        raise ValueError(f"num_parts must be in [1, num_nodes={num_nodes}] (got {num_parts})")
+    check_out_dir(out_dir, overwrite)
+    _check_node_rows(data, num_nodes)
+    edge_index = _edge_index_numpy(data, num_nodes)
+    num_edges = int(edge_index.shape[1])
+    node_data, edge_data = _split_tensors(data, num_nodes, num_edges)
+    timings = {"validate": time.perf_counter() - t_start}
+
+    t = time.perf_counter()
+    parts = assign_parts(edge_index, num_nodes, num_parts, method, seed)
+    timings["assign"] = time.perf_counter() - t
+    t = time.perf_counter()
+    layout = Layout(edge_index, parts, num_parts)
+    del parts, edge_index
+    timings["layout"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    tmp = make_temp_dir(out_dir)
+    try:
+        meta = _write_parts(tmp, layout, node_data, edge_data, method, seed,
+                            _num_classes(data, node_data.get("y")))
+        commit_dir(tmp, out_dir, overwrite)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    timings["write"] = time.perf_counter() - t
+    timings["total"] = time.perf_counter() - t_start
+    return PartitionReport(
+        path=out_dir, method=method, num_nodes=num_nodes, num_edges=num_edges,
+        part_num_nodes=meta["part_num_nodes"], part_num_edges=meta["part_num_edges"],
+        edge_cut=meta["edge_cut"],
+        recv_rows=[sum(p["recv_counts"]) for p in meta["parts"]], timings=timings)
+
+
+def _write_parts(tmp: Path, layout: Layout, node_data: dict[str, Tensor],
+                 edge_data: dict[str, Tensor], method: str, seed: int,
+                 num_classes: int | None) -> dict:
+    files: dict[str, str] = {}
+
+    def save(rel: str, array: np.ndarray) -> None:
+        files[rel] = save_npy(tmp / rel, array)
+
+    save(fmt.NODE_MAP_FILE, layout.new_of_old)
+    parts_info = []
+    for r in range(layout.num_parts):
+        (tmp / fmt.part_dir(r) / "node").mkdir(parents=True)
+        (tmp / fmt.part_dir(r) / "edge").mkdir()
+        arrays = layout.rank_arrays(r)
+        structure = {"node_ids": arrays.node_ids, "in_degree": arrays.in_degree,
+                     "rowptr": arrays.rowptr, "col": arrays.col, "edge_ids": arrays.edge_perm,
+                     "recv_node_ids": arrays.recv_node_ids,
+                     "recv_in_degree": arrays.recv_in_degree, "send_idx": arrays.send_idx}
+        for name in fmt.STRUCTURE_FILES:
+            save(fmt.structure_file(r, name), structure[name])
+        node_index = torch.from_numpy(arrays.node_ids)
+        for key, value in node_data.items():
+            save(fmt.node_file(r, key), to_storage(value[node_index.to(value.device)]))
+        edge_index = torch.from_numpy(arrays.edge_perm)
+        for key, value in edge_data.items():
+            save(fmt.edge_file(r, key), to_storage(value[edge_index.to(value.device)]))
+        parts_info.append({"block_num_edges": arrays.block_num_edges,
+                           "recv_counts": arrays.recv_counts, "send_counts": arrays.send_counts})
+        del arrays, structure, node_index, edge_index
+
+    x = node_data.get("x")
+    meta = {
+        "format_version": fmt.FORMAT_VERSION,
+        "num_parts": layout.num_parts,
+        "num_nodes": layout.num_nodes,
+        "num_edges": layout.num_edges,
+        "node_offsets": [int(o) for o in layout.node_offsets],
+        "part_num_nodes": [int(n) for n in np.diff(layout.node_offsets)],
+        "part_num_edges": [int(e) for e in layout.block_counts.sum(axis=1)],
+        "edge_cut": layout.edge_cut,
+        "num_features": int(x.size(1)) if x is not None and x.dim() == 2 else
+        (1 if x is not None else 0),
+        "num_classes": num_classes,
+        "method": method,
+        "seed": seed,
+        "node_keys": {k: _key_spec(v) for k, v in node_data.items()},
+        "edge_keys": {k: _key_spec(v) for k, v in edge_data.items()},
+        "parts": parts_info,
+        "files": dict(sorted(files.items())),
+    }
+    fmt.validate_meta(meta, tmp / fmt.META_FILE)  # never write what the loader would refuse
+    text = json.dumps(meta, indent=1, sort_keys=True) + "\n"
+    write_file_atomic(tmp / fmt.META_FILE, text.encode())
+    return meta
+
+
+def partition_graph(data: Any, num_parts: int, out_dir: str | Path, method: str = "metis",
+                    seed: int = 0, overwrite: bool = False) -> Path:
+    r"""Partition ``data`` into ``num_parts`` parts and write them to ``out_dir``.
+
+    Nodes are assigned to parts by ``method`` (``"metis"`` on the symmetrised loop-free graph,
+    ``"random"`` balanced, or ``"contiguous"`` id ranges), renumbered so that rank ``r`` owns a
+    contiguous id range, and every edge is stored on the rank owning its destination, in the
+    block layout of :class:`pyg_sar.graph.DistGraph`. Node tensors (``x``, ``y``, masks, any
+    tensor with ``num_nodes`` rows) and edge tensors (``edge_attr``, ``edge_weight``, any tensor
+    with ``num_edges`` rows) are stored with them. The folder is written under a temporary name
+    and renamed into place, so an interrupted write never leaves a loadable partition.
+
+    Args:
+        data: a ``torch_geometric.data.Data`` with ``edge_index`` (``[2, E]``, integer).
+        num_parts: number of parts ``P`` (``1 <= P <= num_nodes``).
+        out_dir: target folder; may exist if empty.
+        method: ``"metis"``, ``"random"`` or ``"contiguous"``.
+        seed: seed of METIS / the random assignment.
+        overwrite: replace a non-empty ``out_dir``.
+
+    Returns:
+        ``out_dir`` as a :class:`~pathlib.Path`.
+
+    Raises:
+        ValueError: bad ``num_parts``, ``method``, ``edge_index`` or node/edge tensor sizes, or
+            a non-empty ``out_dir`` without ``overwrite``.
+    """
+    return write_partition(data, num_parts, out_dir, method, seed, overwrite).path
