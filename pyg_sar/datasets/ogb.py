@@ -1,0 +1,143 @@
+"""OGB node-property datasets read from a local folder in OGB's raw CSV layout, with numpy and
+gzip only (no ``ogb`` package; nothing is ever downloaded).
+
+Expected layout (what ``ogb`` unpacks, e.g. ``ogbn_arxiv/``)::
+
+    <folder>/raw/edge.csv.gz            E lines "src,dst"
+    <folder>/raw/node-feat.csv.gz       N lines of comma-separated floats
+    <folder>/raw/node-label.csv.gz      N lines, one label (may be "nan" for unlabelled nodes)
+    <folder>/raw/num-node-list.csv.gz   one line: N
+    <folder>/raw/num-edge-list.csv.gz   one line: E
+    <folder>/raw/edge-feat.csv.gz       optional: E lines of floats (-> edge_attr)
+    <folder>/split/<type>/{train,valid,test}.csv.gz   node ids, one per line
+"""
+from __future__ import annotations
+
+import gzip
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch_geometric.data import Data
+
+
+def _read_csv(path: Path, dtype: type, ndmin: int) -> np.ndarray:
+    if not path.is_file():
+        raise ValueError(f"ogb: {path} is missing")
+    with gzip.open(path, "rt") as f:
+        try:
+            return np.loadtxt(f, delimiter=",", dtype=dtype, ndmin=ndmin)
+        except ValueError as e:
+            raise ValueError(f"ogb: cannot parse {path}: {e}") from e
+
+
+def _single_count(path: Path) -> int:
+    counts = _read_csv(path, np.int64, 1)
+    if counts.size != 1:
+        raise ValueError(f"ogb: {path} lists {counts.size} graphs; a node-property dataset has "
+                         f"exactly one")
+    return int(counts[0])
+
+
+def _find_split_dir(folder: Path, split_type: str | None) -> Path:
+    split_root = folder / "split"
+    if split_type is not None:
+        path = split_root / split_type
+        if not path.is_dir():
+            raise ValueError(f"ogb: split folder {path} is missing")
+        return path
+    kinds = sorted(p.name for p in split_root.iterdir() if p.is_dir()) \
+        if split_root.is_dir() else []
+    if len(kinds) != 1:
+        raise ValueError(f"ogb: expected exactly one split type under {split_root} (found "
+                         f"{kinds}); pass split_type")
+    return split_root / kinds[0]
+
+
+def ogb_node_dataset(folder: str | os.PathLike, split_type: str | None = None,
+                     add_inverse_edge: bool = False) -> Data:
+    """Read an OGB node-property-prediction dataset from a local folder.
+
+    Args:
+        folder: the dataset folder holding ``raw/`` and ``split/`` (see the module docstring).
+        split_type: the sub-folder of ``split/`` to use (``"time"``, ``"sales_ranking"``, ...);
+            by default the only one present.
+        add_inverse_edge: also add every edge reversed (OGB does this for datasets whose
+            ``master.csv`` says ``add_inverse_edge``, e.g. ogbn-products); duplicates are removed.
+
+    Returns:
+        ``Data`` with ``x`` float32, ``y`` int64 (``-1`` for unlabelled nodes, which are in no
+        mask), ``edge_index`` int64, ``train_mask`` / ``val_mask`` / ``test_mask`` from the
+        split files, and ``edge_attr`` float32 if ``edge-feat.csv.gz`` exists.
+    """
+    folder = Path(folder).expanduser()
+    if not folder.is_dir():
+        raise ValueError(f"ogb: dataset folder {folder} does not exist")
+    raw = folder / "raw"
+    num_nodes = _single_count(raw / "num-node-list.csv.gz")
+    num_edges = _single_count(raw / "num-edge-list.csv.gz")
+
+    edges = _read_csv(raw / "edge.csv.gz", np.int64, 2)
+    if edges.shape != (num_edges, 2) and not (num_edges == 0 and edges.size == 0):
+        raise ValueError(f"ogb: edge.csv.gz has shape {edges.shape}, expected ({num_edges}, 2) "
+                         f"from num-edge-list.csv.gz")
+    edge_index = torch.from_numpy(edges.reshape(-1, 2).T.copy())
+    if edge_index.numel() and (int(edge_index.min()) < 0 or int(edge_index.max()) >= num_nodes):
+        raise ValueError(f"ogb: edge.csv.gz has node ids in [{int(edge_index.min())}, "
+                         f"{int(edge_index.max())}] but there are {num_nodes} nodes")
+
+    x = _read_csv(raw / "node-feat.csv.gz", np.float32, 2)
+    if x.shape[0] != num_nodes:
+        raise ValueError(f"ogb: node-feat.csv.gz has {x.shape[0]} rows, expected {num_nodes}")
+
+    labels = _read_csv(raw / "node-label.csv.gz", np.float64, 2)
+    if labels.shape != (num_nodes, 1):
+        raise ValueError(f"ogb: node-label.csv.gz has shape {labels.shape}, expected "
+                         f"({num_nodes}, 1) (multi-task labels are not supported)")
+    labels = labels[:, 0]
+    labelled = ~np.isnan(labels)
+    if np.any(labels[labelled] != np.round(labels[labelled])) or np.any(labels[labelled] < 0):
+        raise ValueError("ogb: node-label.csv.gz must hold non-negative integer class labels")
+    y = torch.from_numpy(np.where(labelled, labels, -1).astype(np.int64))
+
+    data = Data(x=torch.from_numpy(x), y=y, edge_index=edge_index)
+    edge_feat = raw / "edge-feat.csv.gz"
+    if edge_feat.is_file():
+        edge_attr = _read_csv(edge_feat, np.float32, 2)
+        if edge_attr.shape[0] != num_edges:
+            raise ValueError(f"ogb: edge-feat.csv.gz has {edge_attr.shape[0]} rows, expected "
+                             f"{num_edges}")
+        data.edge_attr = torch.from_numpy(edge_attr)
+
+    split_dir = _find_split_dir(folder, split_type)
+    for file_name, mask_name in (("train", "train_mask"), ("valid", "val_mask"),
+                                 ("test", "test_mask")):
+        path = split_dir / f"{file_name}.csv.gz"
+        idx = torch.from_numpy(_read_csv(path, np.int64, 1))
+        if idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= num_nodes):
+            raise ValueError(f"ogb: {path} has node ids in [{int(idx.min())}, "
+                             f"{int(idx.max())}] but there are {num_nodes} nodes")
+        if idx.numel() and bool((y[idx] < 0).any()):
+            raise ValueError(f"ogb: {path} lists nodes without a label")
+        mask = torch.zeros(num_nodes, dtype=torch.bool)
+        mask[idx] = True
+        data[mask_name] = mask
+
+    if add_inverse_edge:
+        if "edge_attr" in data:
+            both = torch.cat([data.edge_attr, data.edge_attr])
+        both_index = torch.cat([edge_index, edge_index.flip(0)], dim=1)
+        keys, first = _unique_first(both_index[0] * num_nodes + both_index[1])
+        data.edge_index = torch.stack([keys // num_nodes, keys % num_nodes])
+        if "edge_attr" in data:
+            data.edge_attr = both[first]
+    return data
+
+
+def _unique_first(keys: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sorted distinct ``keys`` and, for each, the index of its first occurrence."""
+    uniq, inverse = torch.unique(keys, return_inverse=True)
+    first = torch.full((uniq.numel(),), keys.numel(), dtype=torch.long)
+    first.scatter_reduce_(0, inverse, torch.arange(keys.numel()), reduce="amin")
+    return uniq, first

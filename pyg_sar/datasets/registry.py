@@ -1,0 +1,67 @@
+"""``load_dataset(name)``: every built-in dataset by name, for the CLIs and the benchmarks."""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from torch_geometric.data import Data
+
+from pyg_sar.datasets.ogb import ogb_node_dataset
+from pyg_sar.datasets.planetoid import citeseer, cora
+from pyg_sar.datasets.synthetic_rmat import rmat
+from pyg_sar.datasets.synthetic_sbm import sbm_dense, sbm_sparse
+from pyg_sar.datasets.wordnet30 import wordnet
+
+
+def _rmat_default(num_nodes: int = 100_000, num_edges: int = 1_000_000, **kwargs: Any) -> Data:
+    return rmat(num_nodes, num_edges, **kwargs)
+
+
+# name -> (builder, takes the cache root)
+_BUILDERS: dict[str, tuple[Callable[..., Data], bool]] = {
+    "cora": (cora, True),
+    "citeseer": (citeseer, True),
+    "wordnet": (wordnet, False),
+    "sbm": (sbm_sparse, False),
+    "sbm-sparse": (sbm_sparse, False),
+    "sbm-dense": (sbm_dense, False),
+    "rmat": (_rmat_default, False),
+}
+
+KNOWN_NAMES = (*_BUILDERS, "ogb:<folder>")
+
+
+def load_dataset(name: str = "cora", root: str | os.PathLike | None = None,
+                 **kwargs: Any) -> Data:
+    """Load a built-in dataset by name.
+
+    Args:
+        name: ``"cora"`` (default), ``"citeseer"``, ``"wordnet"``, ``"sbm"`` (= ``"sbm-sparse"``),
+            ``"sbm-dense"``, ``"sbm-sparse"``, ``"rmat"`` (100k nodes, 1M requested edges unless
+            ``num_nodes`` / ``num_edges`` are given) or ``"ogb:<folder>"`` (an OGB
+            node-property dataset in a local folder). Case-insensitive except the folder.
+        root: writable cache folder for the datasets that need one (Cora, CiteSeer); the others
+            ignore it.
+        **kwargs: passed to the dataset's function (:func:`~pyg_sar.datasets.sbm`,
+            :func:`~pyg_sar.datasets.rmat`, :func:`~pyg_sar.datasets.wordnet`, ...).
+
+    Every result has ``x`` (float32), ``y`` (int64), ``edge_index`` (int64) and boolean
+    ``train_mask`` / ``val_mask`` / ``test_mask``.
+
+    Raises:
+        ValueError: for an unknown name (the message lists the known ones).
+    """
+    if not isinstance(name, str):
+        raise ValueError(f"load_dataset: name must be a string (got {type(name).__name__})")
+    if name[:4].lower() == "ogb:":
+        folder = name[4:]
+        if not folder:
+            raise ValueError("load_dataset: 'ogb:' needs a folder, e.g. 'ogb:data/ogbn_arxiv'")
+        return ogb_node_dataset(folder, **kwargs)
+    entry = _BUILDERS.get(name.lower())
+    if entry is None:
+        raise ValueError(f"load_dataset: unknown dataset {name!r}; known: "
+                         f"{', '.join(KNOWN_NAMES)}")
+    builder, takes_root = entry
+    return builder(root=root, **kwargs) if takes_root else builder(**kwargs)
