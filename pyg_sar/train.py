@@ -53,6 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", default=None, help="mpi, gloo or nccl (default: by launcher)")
     p.add_argument("--metrics", default=None, help="write per-epoch metrics JSON here")
     p.add_argument("--log-every", type=int, default=10)
+    p.add_argument("--reference", action="store_true",
+                   help="train the plain, unconverted PyG model on the whole graph in this one "
+                        "process instead (the single-process baseline)")
     return p
 
 
@@ -71,7 +74,24 @@ def build_model(args: argparse.Namespace, in_channels: int, num_classes: int) ->
     return GAT(heads=args.heads, **kwargs)
 
 
+class _WholeGraph:
+    """The whole dataset in the shape of a LocalPartition (for ``--reference``)."""
+
+    def __init__(self, name: str) -> None:
+        from pyg_sar.datasets import load_dataset
+        data = load_dataset(name)
+        self.x, self.y, self.graph = data.x, data.y, data.edge_index
+        self.train_mask, self.val_mask, self.test_mask = (data.train_mask, data.val_mask,
+                                                          data.test_mask)
+        self.meta = {"num_classes": int(data.y.max()) + 1}
+
+
 def _load(args: argparse.Namespace, ctx) -> pyg_sar.LocalPartition:
+    if args.reference:
+        if ctx.world_size != 1 or args.parts:
+            raise ValueError("--reference runs plain PyG in one process on --dataset "
+                             f"(got world size {ctx.world_size}, --parts {args.parts!r})")
+        return _WholeGraph(args.dataset or "cora")
     if args.parts:
         return pyg_sar.load_partition(args.parts, ctx.rank)
     name = args.dataset or "cora"
@@ -106,16 +126,18 @@ def run(args: argparse.Namespace) -> dict:
     num_classes = int(part.meta.get("num_classes") or int(part.y.max()) + 1)
     torch.manual_seed(args.seed)  # identical initial parameters on every rank
     model = build_model(args, part.x.shape[1], num_classes).to(dtype)
-    config = pyg_sar.SARConfig(mode=args.mode, pipeline_depth=args.pipeline_depth)
-    pyg_sar.convert(model, config)
-    pyg_sar.broadcast_parameters(model)
+    if not args.reference:
+        config = pyg_sar.SARConfig(mode=args.mode, pipeline_depth=args.pipeline_depth)
+        pyg_sar.convert(model, config)
+        pyg_sar.broadcast_parameters(model)
     torch.manual_seed(args.seed + 1 + ctx.rank)  # independent dropout masks per rank
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
     x, y, graph = part.x.to(dtype), part.y, part.graph
     lead = ctx.rank == 0
     if lead:
-        print(f"training {args.model} ({args.layers} layers, hidden {args.hidden}) on "
-              f"{ctx.world_size} rank(s), mode={args.mode}, backend={ctx.backend}, "
+        where = ("plain PyG, whole graph, 1 process" if args.reference else
+                 f"{ctx.world_size} rank(s), mode={args.mode}, backend={ctx.backend}")
+        print(f"training {args.model} ({args.layers} layers, hidden {args.hidden}) on {where}, "
               f"threads/rank={ctx.num_threads}", flush=True)
 
     history, best_val, test_at_best = [], -1.0, float("nan")

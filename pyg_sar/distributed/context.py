@@ -1,0 +1,334 @@
+r"""Process bootstrap: find the launcher, set up the backend, and tear it down at exit.
+
+:func:`init` recognises ``mpiexec`` (MPICH/Intel MPI ``PMI_*``, Open MPI ``OMPI_COMM_WORLD_*``,
+MVAPICH, PMIx; or ``mpi4py.MPI.COMM_WORLD`` larger than one when ``backend="mpi"`` is asked for),
+``torchrun`` or any launcher that sets ``RANK``/``WORLD_SIZE``/``MASTER_ADDR``/``MASTER_PORT``,
+and a plain single process. mpi4py is imported only under an MPI launcher (or when asked for).
+
+For torch.distributed backends under ``mpiexec``, rank 0 opens a ``TCPStore`` on a free port of
+its host and sends address and port to the others over MPI: no shared file, no hand-set
+variable. SAR traffic always runs on a communicator of its own (``COMM_WORLD.Dup()`` or
+``dist.new_group()``), so collectives of DDP or user code on the default group cannot interleave.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import socket
+import warnings
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Optional
+
+import torch
+
+from pyg_sar.distributed.comm import (
+    Communicator,
+    LocalCommunicator,
+    MPICommunicator,
+    TorchCommunicator,
+)
+
+BACKENDS = ("mpi", "gloo", "nccl")
+DEFAULT_TIMEOUT = 120.0
+
+# Environment variables that only an MPI launcher sets (rank variable, size variable).
+_MPI_ENV = (("PMI_RANK", "PMI_SIZE"), ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
+            ("MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE"), ("PMIX_RANK", None),
+            ("MPI_LOCALRANKID", None))
+_LOCAL_RANK_ENV = ("LOCAL_RANK", "MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK",
+                   "MV2_COMM_WORLD_LOCAL_RANK")
+
+
+@dataclass(eq=False)
+class DistContext:
+    """Everything a rank knows about the distributed run; passed explicitly where needed.
+
+    Attributes:
+        rank: this process's rank.
+        world_size: number of ranks.
+        backend: ``"mpi"``, ``"gloo"``, ``"nccl"``, or ``"local"`` for one process.
+        device: where this rank computes (``cuda:<local_rank>`` for nccl, else ``cpu``).
+        launcher: ``"mpiexec"``, ``"torchrun"`` (any launcher that sets ``RANK``/``WORLD_SIZE``)
+            or ``"none"``.
+        comm: the :class:`~pyg_sar.distributed.comm.Communicator` SAR traffic uses.
+        timeout: deadline of every blocking wait, in seconds.
+        num_threads: the intra-op thread count set for (or found in) this process.
+        local_rank: rank among the ranks on this host.
+        local_world_size: number of ranks on this host.
+        torch_distributed: whether ``torch.distributed``'s default group is initialised (for
+            DDP); created by :func:`init` or found already there.
+    """
+
+    rank: int
+    world_size: int
+    backend: str
+    device: torch.device
+    launcher: str
+    comm: Communicator
+    timeout: float
+    num_threads: int
+    local_rank: int = 0
+    local_world_size: int = 1
+    torch_distributed: bool = False
+    _owns_default_group: bool = field(default=False, repr=False)
+    _bootstrap_comm: Optional[Communicator] = field(default=None, repr=False)
+
+    @property
+    def is_distributed(self) -> bool:
+        return self.world_size > 1
+
+
+_CONTEXT: Optional[DistContext] = None
+_ATEXIT_REGISTERED = False
+
+
+def get_context() -> Optional[DistContext]:
+    """The context created by :func:`init`, or ``None`` before it (or after :func:`shutdown`)."""
+    return _CONTEXT
+
+
+def _env_int(name: Optional[str]) -> Optional[int]:
+    if name is None or name not in os.environ:
+        return None
+    try:
+        return int(os.environ[name])
+    except ValueError:
+        raise RuntimeError(f"pyg_sar: environment variable {name}={os.environ[name]!r} is not "
+                           f"an integer") from None
+
+
+def detect_launcher() -> str:
+    """``"mpiexec"``, ``"torchrun"`` or ``"none"``, from the environment only (imports nothing)."""
+    if any(rank_var in os.environ for rank_var, _ in _MPI_ENV):
+        size_vars = [s for _, s in _MPI_ENV if s is not None and s in os.environ]
+        # A one-rank MPI launch with torchrun variables set is a torchrun launch.
+        if not (size_vars and _env_int(size_vars[0]) == 1 and "WORLD_SIZE" in os.environ):
+            return "mpiexec"
+    if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
+        return "torchrun"
+    return "none"
+
+
+def _import_mpi(reason: str):
+    try:
+        from mpi4py import MPI
+    except Exception as e:  # noqa: BLE001 - ImportError or a broken MPI library
+        raise RuntimeError(f"pyg_sar: {reason}, but mpi4py could not be imported: {e}") from e
+    return MPI
+
+
+def _set_threads(local_world_size: int) -> int:
+    """Intra-op threads: the cores this rank may use, shared among the ranks on its host."""
+    if "OMP_NUM_THREADS" not in os.environ:
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except AttributeError:  # not Linux
+            cores = os.cpu_count() or 1
+        torch.set_num_threads(max(1, cores // max(1, local_world_size)))
+    return torch.get_num_threads()
+
+
+def _host_address(hosts: list[str]) -> str:
+    """The address other ranks reach rank 0 by (loopback when every rank is on one host)."""
+    if "MASTER_ADDR" in os.environ:
+        return os.environ["MASTER_ADDR"]
+    if len(set(hosts)) == 1:
+        return "127.0.0.1"
+    try:
+        return socket.gethostbyname(socket.gethostname())
+    except OSError:
+        return socket.gethostname()
+
+
+def _init_default_group(backend: str, rank: int, world_size: int, timeout: float,
+    bootstrap: Optional[Communicator]) -> bool:
+    """Initialise torch.distributed's default group unless there is one; returns whether we
+    created it (and so must destroy it at shutdown)."""
+    import torch.distributed as dist
+    if dist.is_initialized():
+        if dist.get_rank() != rank or dist.get_world_size() != world_size:
+            raise RuntimeError(
+    f"pyg_sar: torch.distributed is already initialised as rank {dist.get_rank()} "
+                f"of {dist.get_world_size()}, but the launcher says rank {rank} of {world_size}")
+        return False
+    td = timedelta(seconds=timeout)
+    if bootstrap is None and world_size > 1:  # torchrun: env:// rendezvous
+        dist.init_process_group(backend, init_method="env://", rank=rank,
+    world_size=world_size, timeout=td)
+        return True
+    # Rendezvous over MPI (or alone): rank 0 opens a store on a port the OS picks.
+    hosts = bootstrap.allgather_object(socket.gethostname()) if bootstrap else ["localhost"]
+    if rank == 0:
+        address = _host_address(hosts)
+        store = dist.TCPStore(address, 0, world_size, True, td, wait_for_workers=False)
+        endpoint = [address, store.port]
+    else:
+        endpoint = None
+    if bootstrap is not None:
+        endpoint = _broadcast_object(bootstrap, endpoint)
+    if rank != 0:
+        store = dist.TCPStore(endpoint[0], int(endpoint[1]), world_size, False, td)
+    dist.init_process_group(backend, store=store, rank=rank, world_size=world_size, timeout=td)
+    return True
+
+
+def _broadcast_object(comm: Communicator, obj: Any) -> Any:
+    """Rank 0's JSON-able object on every rank (an allgather: the objects are tiny)."""
+    return comm.allgather_object(obj)[0]
+
+
+def _check_same(ctx: DistContext, backend, timeout, device, init_torch_distributed) -> None:
+    conflicts = []
+    if backend is not None and backend != ctx.backend:
+        conflicts.append(f"backend={backend!r} (context has {ctx.backend!r})")
+    if timeout is not None and float(timeout) != ctx.timeout:
+        conflicts.append(f"timeout={timeout!r} (context has {ctx.timeout})")
+    if device is not None and torch.device(device) != ctx.device:
+        want = torch.device(device)
+        if not (want.index is None and want.type == ctx.device.type):
+            conflicts.append(f"device={device!r} (context has {ctx.device})")
+    if init_torch_distributed is not None and bool(init_torch_distributed) != \
+            ctx.torch_distributed:
+        conflicts.append(f"init_torch_distributed={init_torch_distributed!r} (context has "
+                         f"{ctx.torch_distributed})")
+    if conflicts:
+        raise RuntimeError("pyg_sar.init: already initialised with different arguments: "
+                           + "; ".join(conflicts) + ". Call pyg_sar.shutdown() first.")
+
+
+def init(backend: Optional[str] = None, timeout: Optional[float] = None,
+         device: Optional[torch.device | str] = None,
+         init_torch_distributed: Optional[bool] = None) -> DistContext:
+    r"""Set up communication for this process and return its :class:`DistContext`.
+
+    Idempotent: a second call returns the same context (and raises if its arguments conflict).
+
+    Args:
+        backend: ``"mpi"`` (default under ``mpiexec``), ``"gloo"`` (default under ``torchrun``)
+            or ``"nccl"`` (CUDA tensors). ``None`` picks the default for the launcher.
+        timeout: deadline of every blocking wait, in seconds (default 120).
+        device: device to compute on; default ``cuda:<local_rank>`` for nccl, else ``cpu``.
+        init_torch_distributed: also initialise torch.distributed's default group so that
+            ``DistributedDataParallel`` works. Always done for gloo/nccl; with ``"mpi"`` it
+            sets up a gloo default group (rendezvous over MPI). Default: only when needed.
+    """
+    global _CONTEXT, _ATEXIT_REGISTERED
+    if backend is not None and backend not in BACKENDS:
+        raise ValueError(f"pyg_sar.init: backend must be one of {BACKENDS} or None "
+                         f"(got {backend!r})")
+    if timeout is not None and not float(timeout) > 0:
+        raise ValueError(f"pyg_sar.init: timeout must be > 0 seconds (got {timeout!r})")
+    if _CONTEXT is not None:
+        _check_same(_CONTEXT, backend, timeout, device, init_torch_distributed)
+        return _CONTEXT
+    if backend in ("gloo", "nccl") and init_torch_distributed is False:
+        raise ValueError(f"pyg_sar.init: backend {backend!r} runs on torch.distributed; "
+                         f"init_torch_distributed=False contradicts it")
+    seconds = DEFAULT_TIMEOUT if timeout is None else float(timeout)
+
+    launcher = detect_launcher()
+    mpi = None
+    if launcher == "mpiexec":
+        mpi = _import_mpi("the process was started by an MPI launcher")
+    elif launcher == "none" and backend == "mpi":
+        try:
+            mpi = _import_mpi("backend='mpi' was asked for")
+            if mpi.COMM_WORLD.Get_size() > 1:  # an MPI launcher we do not know by its variables
+                launcher = "mpiexec"
+        except RuntimeError as e:
+            warnings.warn(f"{e}; running as a single process", stacklevel=2)
+            mpi = None
+
+    if launcher == "mpiexec":
+        rank, world_size = mpi.COMM_WORLD.Get_rank(), mpi.COMM_WORLD.Get_size()
+    elif launcher == "torchrun":
+        rank, world_size = _env_int("RANK"), _env_int("WORLD_SIZE")
+        if not 0 <= rank < world_size:
+            raise RuntimeError(f"pyg_sar: RANK={rank} is not in [0, WORLD_SIZE={world_size})")
+        if backend == "mpi" and world_size > 1:
+            raise ValueError("pyg_sar.init: backend 'mpi' needs an MPI launcher (mpiexec); "
+                             "under torchrun use 'gloo' or 'nccl'")
+    else:
+        rank, world_size = 0, 1
+
+    if backend is None:
+        if world_size == 1 and launcher == "none":
+            backend = "local"
+        elif launcher == "mpiexec":
+            backend = "mpi"
+        else:
+            want_cuda = device is not None and torch.device(device).type == "cuda"
+            backend = "nccl" if want_cuda else "gloo"
+    if backend == "nccl" and not torch.cuda.is_available():
+        raise RuntimeError("pyg_sar.init: backend 'nccl' needs CUDA, which is not available")
+
+    env_local = next((_env_int(v) for v in _LOCAL_RANK_ENV if v in os.environ), None)
+    local_rank = env_local if env_local is not None else 0
+    if device is None:
+        device = torch.device(f"cuda:{local_rank}") if backend == "nccl" else torch.device("cpu")
+    device = torch.device(device)
+    if device.type == "cuda" and device.index is None:
+        device = torch.device(f"cuda:{local_rank}")
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+
+    bootstrap: Optional[Communicator] = None
+    owns_default = False
+    if world_size == 1:
+        comm: Communicator = LocalCommunicator(seconds)
+        if init_torch_distributed or (launcher == "torchrun" and backend in ("gloo", "nccl")):
+            owns_default = _init_default_group("nccl" if backend == "nccl" else "gloo", 0, 1,
+    seconds, None)
+    else:
+        if mpi is not None:
+            bootstrap = MPICommunicator(mpi.COMM_WORLD.Dup(), seconds)
+        if backend == "mpi":
+            comm, bootstrap = bootstrap, None
+            if init_torch_distributed:
+                owns_default = _init_default_group("gloo", rank, world_size, seconds, comm)
+        else:
+            owns_default = _init_default_group(backend, rank, world_size, seconds, bootstrap)
+            import torch.distributed as dist
+            group = dist.new_group(list(range(world_size)), timeout=timedelta(seconds=seconds),
+    backend=backend)
+            comm = TorchCommunicator(group, seconds, device)
+
+    if world_size > 1:
+        hosts = comm.allgather_object(socket.gethostname())
+        local_world_size = hosts.count(hosts[rank])
+        if env_local is None:
+            local_rank = hosts[:rank].count(hosts[rank])
+    else:
+        local_world_size = 1
+
+    import torch.distributed as dist
+    _CONTEXT = DistContext(
+    rank=rank, world_size=world_size, backend=backend, device=device, launcher=launcher,
+        comm=comm, timeout=seconds, num_threads=_set_threads(local_world_size),
+        local_rank=local_rank, local_world_size=local_world_size,
+        torch_distributed=dist.is_available() and dist.is_initialized(),
+        _owns_default_group=owns_default, _bootstrap_comm=bootstrap)
+    if not _ATEXIT_REGISTERED:
+        # Destroy process groups before interpreter teardown: otherwise gloo's worker threads
+        # are destroyed while joinable and abort the process ("terminate called without an
+        # active exception") in about one run in three.
+        atexit.register(shutdown)
+        _ATEXIT_REGISTERED = True
+    return _CONTEXT
+
+
+def shutdown() -> None:
+    """Destroy SAR's process group or communicator, then the default group if :func:`init`
+    created it. Idempotent; runs at interpreter exit. MPI itself is finalised by mpi4py."""
+    global _CONTEXT
+    ctx, _CONTEXT = _CONTEXT, None
+    if ctx is None:
+        return
+    ctx.comm.close()
+    if ctx._bootstrap_comm is not None:
+        ctx._bootstrap_comm.close()
+    if ctx._owns_default_group:
+        import torch.distributed as dist
+        if dist.is_initialized():
+            dist.destroy_process_group()
