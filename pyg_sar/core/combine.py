@@ -118,6 +118,9 @@ class SoftmaxRule:
 
     name = "softmax"
 
+    def __init__(self, semi_grad: bool = False) -> None:
+        self.semi_grad = semi_grad  # treat the attention weights as constants in backward
+
     def init(self, num_nodes: int, msgs):
         scores, values, _ = msgs
         heads = scores.shape[1:]
@@ -161,6 +164,8 @@ class SoftmaxRule:
         dot = (g * values).sum(-1)
         if drop is not None:
             dot = dot * drop
+        if self.semi_grad:
+            return None, grad_values, None
         big_d = (grad_out * out).sum(-1).index_select(0, row)
         grad_scores = a * (dot - big_d)
         return grad_scores, grad_values, None

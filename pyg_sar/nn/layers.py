@@ -35,6 +35,7 @@ _AGGREGATIONS = {
     pyg_aggr.MeanAggregation: "mean",
     pyg_aggr.MaxAggregation: "max",
     pyg_aggr.MinAggregation: "min",
+    pyg_aggr.SoftmaxAggregation: "softmax_aggr",
 }
 
 # Message functions that return x_j, or x_j scaled by the named edge weight: the fused path.
@@ -124,7 +125,7 @@ def _aggr_name(layer: MessagePassing, where: str) -> str:
     if name is None:
         raise UnsupportedLayerError(
             f"{where}: {type(layer).__name__} uses aggregation {type(module).__name__}, which "
-            f"is not decomposable across partitions (supported: sum, mean, max, min)")
+            f"is not decomposable across partitions (supported: sum, mean, max, min, softmax)")
     return name
 
 

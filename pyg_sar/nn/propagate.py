@@ -14,7 +14,7 @@ from torch import Tensor
 from torch_geometric.nn.conv import MessagePassing
 
 from pyg_sar.config import SARConfig
-from pyg_sar.core.combine import make_rule
+from pyg_sar.core.combine import SoftmaxRule, make_rule
 from pyg_sar.core.halo import halo_offsets, with_halo
 from pyg_sar.core.sar import LinearMessage, Propagation, sar_propagate
 from pyg_sar.core.views import GraphView, ViewBlock
@@ -46,6 +46,26 @@ class LayerProgram:
             else:
                 kwargs[name] = _special(name, block)
         return self.layer.message(**kwargs)
+
+
+class SoftmaxAggregationProgram:
+    """PyG's SoftmaxAggregation as attention: score ``t * m``, value ``m`` per channel."""
+
+    linear = None
+
+    def __init__(self, inner: LayerProgram, module) -> None:
+        self.inner, self.module = inner, module
+
+    def messages(self, block: ViewBlock, src, dst, edge):
+        msgs = self.inner.messages(block, src, dst, edge)
+        if msgs.dim() != 2:
+            raise ValueError(f"pyg_sar: SoftmaxAggregation needs 2-D messages (got shape "
+                             f"{tuple(msgs.shape)})")
+        t = self.module.t
+        if isinstance(t, Tensor) and self.module.channels != 1:
+            t = t.view(-1, self.module.channels)
+        scores = msgs if not isinstance(t, Tensor) and t == 1 else msgs * t
+        return scores, msgs.unsqueeze(-1), None
 
 
 def _special(name: str, block: ViewBlock) -> Any:
@@ -135,10 +155,17 @@ def dist_propagate(layer: MessagePassing, edge_index: Any, size=None, **kwargs: 
             weight = next(ref for name, role, ref in plan if name == spec.weight_arg)
         linear = LinearMessage(src=0, weight=weight)
     params = [] if linear is not None else [p for p in layer.parameters() if p.requires_grad]
-    rule = make_rule(spec.aggr, view.in_degree)
-    prop = Propagation(view, LayerProgram(layer, plan, linear), rule, config.mode,
-                       config.pipeline_depth, replay_rng=layer.training)
+    program = LayerProgram(layer, plan, linear)
+    if spec.aggr == "softmax_aggr":
+        program, rule = SoftmaxAggregationProgram(program, layer.aggr_module), SoftmaxRule(
+            semi_grad=layer.aggr_module.semi_grad and not layer.aggr_module.learn)
+    else:
+        rule = make_rule(spec.aggr, view.in_degree)
+    prop = Propagation(view, program, rule, config.mode, config.pipeline_depth,
+                       replay_rng=layer.training)
     out = sar_propagate(prop, src, dst, edge, params)
+    if spec.aggr == "softmax_aggr":
+        out = out.squeeze(-1)
     if type(layer).update is not MessagePassing.update:
         out = layer.update(out)
     return out
