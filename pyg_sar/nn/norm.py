@@ -4,17 +4,68 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from pyg_sar.core.collectives import all_reduce_sum, world_comm
+from pyg_sar.core.collectives import world_comm
+
+
+def _sum_over_ranks(comm, t: Tensor) -> Tensor:
+    t = t.contiguous()
+    comm.all_reduce(t, op="sum")
+    return t
+
+
+class _DistributedBatchNormFn(torch.autograd.Function):
+    """Normalise with global statistics; saves only ``x_hat`` and ``1 / std`` for backward.
+
+    Forward computes the global mean, then the global sum of squared deviations from it (two
+    passes: numerically stable). Backward needs two global sums per channel:
+    ``dx = invstd * (dx_hat - mean(dx_hat) - x_hat * mean(dx_hat * x_hat))``.
+    """
+
+    @staticmethod
+    def forward(ctx, x: Tensor, weight, bias, eps: float, comm, dims: list[int],
+                stats: list):
+        count = torch.tensor([float(x.numel() // x.shape[1])], dtype=x.dtype, device=x.device)
+        total = _sum_over_ranks(comm, torch.cat([x.sum(dims), count]))
+        n = total[-1]
+        if float(n) <= 1:
+            raise ValueError(f"DistributedBatchNorm: expected more than 1 value per channel "
+                             f"over all ranks (got {int(n)})")
+        shape = [1, -1] + [1] * (x.dim() - 2)
+        mean = total[:-1] / n
+        centered = x - mean.view(shape)
+        var = _sum_over_ranks(comm, (centered * centered).sum(dims)) / n
+        invstd = torch.rsqrt(var + eps)
+        x_hat = centered.mul_(invstd.view(shape))
+        out = x_hat * weight.view(shape) + bias.view(shape) if weight is not None else x_hat
+        ctx.comm, ctx.dims, ctx.n, ctx.shape = comm, dims, n, shape
+        ctx.save_for_backward(x_hat, invstd, weight)
+        stats.extend([mean, var * n / (n - 1)])  # for the running statistics
+        return out if weight is not None else out.clone()
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        x_hat, invstd, weight = ctx.saved_tensors
+        dims, shape = ctx.dims, ctx.shape
+        grad_w = (grad * x_hat).sum(dims) if weight is not None else None
+        grad_b = grad.sum(dims) if weight is not None else None
+        dx_hat = grad * weight.view(shape) if weight is not None else grad
+        sums = _sum_over_ranks(ctx.comm, torch.cat([dx_hat.sum(dims),
+                                                    (dx_hat * x_hat).sum(dims)]))
+        c = x_hat.shape[1]
+        mean_dx, mean_dx_xhat = sums[:c] / ctx.n, sums[c:] / ctx.n
+        dx = (dx_hat - mean_dx.view(shape) - x_hat * mean_dx_xhat.view(shape)) * invstd.view(shape)
+        return dx, grad_w, grad_b, None, None, None, None
 
 
 class DistributedBatchNorm(torch.nn.BatchNorm1d):
     r""":class:`torch.nn.BatchNorm1d` whose batch is the union of every rank's nodes.
 
     Mean and variance are computed in two passes (global mean first, then the global sum of
-    squared deviations from it), which is numerically stable; both reductions are
-    differentiable, so gradients equal those of single-process batch norm on the whole graph.
-    Running statistics follow torch's rules (unbiased variance, ``momentum`` or cumulative
-    average when ``momentum=None``).
+    squared deviations from it), which is numerically stable; gradients equal those of
+    single-process batch norm on the whole graph, and only the normalised input and
+    ``1 / std`` are kept for backward. Running statistics follow torch's rules (unbiased
+    variance, ``momentum`` or cumulative average when ``momentum=None``). With one process it is
+    plain :class:`torch.nn.BatchNorm1d`.
 
     Shapes:
         input ``[N, C]`` or ``[N, C, L]``; output of the same shape.
@@ -37,21 +88,11 @@ class DistributedBatchNorm(torch.nn.BatchNorm1d):
         if not use_batch or comm is None:
             return super().forward(x)
         dims = [0] if x.dim() == 2 else [0, 2]
-        count = torch.tensor(float(x.numel() // x.shape[1]), dtype=x.dtype, device=x.device)
-        total = all_reduce_sum(torch.cat([x.sum(dims), count.view(1)]), comm)
-        n = total[-1].detach()
-        if float(n) <= 1:
-            raise ValueError(f"DistributedBatchNorm: expected more than 1 value per channel "
-                             f"over all ranks (got {int(n)})")
-        mean = total[:-1] / n
-        shape = (1, -1) if x.dim() == 2 else (1, -1, 1)
-        centered = x - mean.view(shape)
-        var = all_reduce_sum((centered * centered).sum(dims), comm) / n
-        out = centered * torch.rsqrt(var.view(shape) + self.eps)
-        if self.affine:
-            out = out * self.weight.view(shape) + self.bias.view(shape)
+        stats: list[Tensor] = []
+        out = _DistributedBatchNormFn.apply(x, self.weight, self.bias, self.eps, comm, dims,
+                                            stats)
         if self.track_running_stats:
-            self._update_running(mean.detach(), var.detach() * n / (n - 1))
+            self._update_running(*stats)
         return out
 
     @torch.no_grad()
@@ -62,5 +103,3 @@ class DistributedBatchNorm(torch.nn.BatchNorm1d):
             momentum = 1.0 / float(self.num_batches_tracked)
         self.running_mean.mul_(1 - momentum).add_(mean, alpha=momentum)
         self.running_var.mul_(1 - momentum).add_(unbiased_var, alpha=momentum)
-
-
