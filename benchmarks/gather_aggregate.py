@@ -1,0 +1,144 @@
+"""Micro-benchmark: fused ``pyg_sar.ops.gather_aggregate`` vs PyG's gather + scatter path.
+
+Both run forward + backward (gradient of ``x``) of ``out = REDUCE_e w_e * x[src_e]`` on a random
+graph (default 100k nodes, 1M edges). The PyG path is what ``MessagePassing`` does without
+torch-sparse: ``x_j = x.index_select(0, src); scatter(x_j * w, dst, reduce=...)``, which builds
+E x F tensors. Reported per case: the median time of ``--repeats`` runs after one warm-up, and the
+peak memory growth of a run (``VmHWM`` from /proc/self/status after
+``echo 5 > /proc/self/clear_refs``, minus ``VmRSS`` before the run).
+Writes benchmarks/results/gather_aggregate.json.
+
+    python benchmarks/gather_aggregate.py [--nodes 100000 --edges 1000000 --feats 64 256]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+from torch_geometric.utils import scatter
+
+from pyg_sar.ops import gather_aggregate, native_available
+
+RESULTS = Path(__file__).resolve().parent / "results" / "gather_aggregate.json"
+
+
+def _status_kib(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"{field} not in /proc/self/status")
+
+
+def _reset_peak() -> None:
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+
+
+def random_graph(num_nodes: int, num_edges: int, seed: int) -> tuple[torch.Tensor, ...]:
+    """Uniform random edges, sorted by destination: (rowptr, col, src, dst)."""
+    g = torch.Generator().manual_seed(seed)
+    dst = torch.randint(0, num_nodes, (num_edges,), generator=g).sort().values
+    src = torch.randint(0, num_nodes, (num_edges,), generator=g)
+    rowptr = torch.searchsorted(dst, torch.arange(num_nodes + 1))
+    return rowptr, src, src, dst
+
+
+def run_fused(rowptr, col, x, w, reduce):
+    out = gather_aggregate(rowptr, col, x, w, reduce)
+    out.backward(torch.ones_like(out))
+    return out
+
+
+def run_pyg(dst, src, x, w, reduce):
+    x_j = x.index_select(0, src)
+    out = scatter(x_j * w.view(-1, 1), dst, dim=0, dim_size=x.size(0), reduce=reduce)
+    out.backward(torch.ones_like(out))
+    return out
+
+
+def measure(fn, args, x, repeats: int) -> dict:
+    fn(*args)  # warm-up
+    times, peaks = [], []
+    for _ in range(repeats):
+        x.grad = None
+        before = _status_kib("VmRSS")
+        _reset_peak()
+        t0 = time.perf_counter()
+        fn(*args)
+        times.append(time.perf_counter() - t0)
+        peaks.append((_status_kib("VmHWM") - before) / 1024.0)
+    return {"time_s": statistics.median(times), "times_s": times,
+            "peak_growth_mib": statistics.median(peaks), "peak_growth_mib_all": peaks}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--nodes", type=int, default=100_000)
+    p.add_argument("--edges", type=int, default=1_000_000)
+    p.add_argument("--feats", type=int, nargs="+", default=[64, 256])
+    p.add_argument("--reduces", nargs="+", default=["sum", "max"])
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--threads", type=int, nargs="+", default=[1, os.cpu_count() or 1])
+    p.add_argument("--out", type=Path, default=RESULTS)
+    args = p.parse_args()
+    if not native_available():
+        raise SystemExit("the native library pyg_sar._C is not built: pip install -e . "
+                         "--no-build-isolation")
+
+    rowptr, col, src, dst = random_graph(args.nodes, args.edges, seed=0)
+    w = torch.rand(args.edges, generator=torch.Generator().manual_seed(1)) + 0.5
+    rows = []
+    for threads in dict.fromkeys(args.threads):
+        torch.set_num_threads(threads)
+        for feat in args.feats:
+            x = torch.randn(args.nodes, feat, generator=torch.Generator().manual_seed(2))
+            x.requires_grad_()
+            for reduce in args.reduces:
+                fused = measure(run_fused, (rowptr, col, x, w, reduce), x, args.repeats)
+                grad_fused = x.grad.clone()
+                pyg = measure(run_pyg, (dst, src, x, w, reduce), x, args.repeats)
+                with torch.no_grad():
+                    diff = (gather_aggregate(rowptr, col, x, w, reduce)
+                            - scatter(x[src] * w.view(-1, 1), dst, 0, dim_size=args.nodes,
+                                      reduce=reduce)).abs().max().item()
+                grad_diff = (grad_fused - x.grad).abs().max().item()
+                row = {"threads": threads, "feat": feat, "reduce": reduce,
+                       "fused": fused, "pyg": pyg,
+                       "speedup": pyg["time_s"] / fused["time_s"],
+                       # a ratio only where the fused growth is above measurement noise
+                       "memory_ratio": (pyg["peak_growth_mib"] / fused["peak_growth_mib"]
+                                        if fused["peak_growth_mib"] >= 1.0 else None),
+                       "max_abs_diff_out": diff, "max_abs_diff_grad_x": grad_diff}
+                rows.append(row)
+                ratio = row["memory_ratio"]
+                ratio_txt = f"{ratio:.1f}x" if ratio is not None else "n/a"
+                print(f"threads={threads:2d} F={feat:4d} {reduce:4s} | fused "
+                      f"{fused['time_s']:.3f} s {fused['peak_growth_mib']:8.1f} MiB | pyg "
+                      f"{pyg['time_s']:.3f} s {pyg['peak_growth_mib']:8.1f} MiB | speedup "
+                      f"{row['speedup']:.2f}x, memory ratio {ratio_txt} | max diff out "
+                      f"{diff:.1e}, grad {grad_diff:.1e}", flush=True)
+            del x
+
+    result = {"benchmark": "gather_aggregate", "nodes": args.nodes, "edges": args.edges,
+              "repeats": args.repeats, "torch": torch.__version__, "machine": platform.machine(),
+              "cpu_count": os.cpu_count(),
+              "note": "forward + backward (grad of x, weights constant); time = median; memory = "
+                      "median peak RSS growth of one run (VmHWM after clear_refs minus VmRSS)",
+              "rows": rows}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=args.out.parent, delete=False, suffix=".tmp") as f:
+        json.dump(result, f, indent=1)
+    os.replace(f.name, args.out)
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,272 @@
+// CPU kernels of gather_aggregate: parallel over destination rows (forward, grad_weight), over
+// source rows of the transposed CSR (sum/mean grad_x_src) and over feature columns (max/min
+// grad_x_src), so every output element is written by one thread in a fixed order: results are
+// deterministic for any thread count.
+#include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "../gather_aggregate.h"
+
+namespace pyg_sar {
+namespace ops {
+
+namespace {
+
+namespace gam = gather_aggregate_math;
+
+// Rows per parallel task, so that a task does about at::internal::GRAIN_SIZE element updates.
+int64_t grain_for(int64_t num_rows, int64_t num_items, int64_t num_feat) {
+  const int64_t per_row =
+      (num_items / std::max<int64_t>(num_rows, 1) + 1) * std::max<int64_t>(num_feat, 1);
+  return std::max<int64_t>(1, at::internal::GRAIN_SIZE / per_row);
+}
+
+template <typename T, Reduce R>
+void forward_rows(const int64_t* rowptr, const int64_t* col, const T* x, const T* weight, T* out,
+                  int64_t* arg, int64_t num_feat, int64_t begin, int64_t end) {
+  const int64_t F = num_feat;
+  for (int64_t i = begin; i < end; ++i) {
+    const int64_t e0 = rowptr[i], e1 = rowptr[i + 1];
+    T* __restrict__ o = out + i * F;
+    if constexpr (gam::kHasArg<R>) {
+      int64_t* __restrict__ a = arg + i * F;
+      if (e0 == e1) {
+        std::fill(o, o + F, T(0));
+        std::fill(a, a + F, int64_t(-1));
+        continue;
+      }
+      const T* __restrict__ x0 = x + col[e0] * F;
+      const T w0 = gam::edge_weight(weight, e0);
+      for (int64_t f = 0; f < F; ++f) {
+        o[f] = gam::message(x0[f], w0);
+        a[f] = e0;
+      }
+      for (int64_t e = e0 + 1; e < e1; ++e) {
+        const T* __restrict__ xr = x + col[e] * F;
+        const T w = gam::edge_weight(weight, e);
+        for (int64_t f = 0; f < F; ++f) {
+          const T v = gam::message(xr[f], w);
+          const bool take = gam::replaces<R>(v, o[f]);
+          o[f] = take ? v : o[f];
+          a[f] = take ? e : a[f];
+        }
+      }
+    } else {
+      std::fill(o, o + F, T(0));
+      for (int64_t e = e0; e < e1; ++e) {
+        const T* __restrict__ xr = x + col[e] * F;
+        const T w = gam::edge_weight(weight, e);
+        for (int64_t f = 0; f < F; ++f) o[f] += gam::message(xr[f], w);
+      }
+      if constexpr (R == Reduce::kMean) {
+        for (int64_t f = 0; f < F; ++f) o[f] = gam::finalize<R>(o[f], e1 - e0);
+      }
+    }
+  }
+}
+
+std::tuple<at::Tensor, at::Tensor> gather_aggregate_cpu(const at::Tensor& rowptr,
+                                                        const at::Tensor& col,
+                                                        const at::Tensor& x_src,
+                                                        const std::optional<at::Tensor>& weight,
+                                                        std::string_view reduce) {
+  const Reduce r = check_gather_aggregate_args(rowptr, col, x_src, weight, reduce);
+  const at::Tensor rowptr_c = rowptr.contiguous(), col_c = col.contiguous();
+  const at::Tensor x_c = x_src.contiguous();
+  const at::Tensor w_c =
+      weight.has_value() && weight->defined() ? weight->contiguous() : at::Tensor();
+  const int64_t N = rowptr.numel() - 1, F = x_src.size(1), E = col.numel();
+  const bool has_arg = r == Reduce::kMax || r == Reduce::kMin;
+
+  at::Tensor out = at::empty({N, F}, x_c.options());
+  at::Tensor arg = at::empty({has_arg ? N : 0, has_arg ? F : 0}, rowptr_c.options());
+  if (!has_arg) arg = arg.view({0});
+  const int64_t grain = grain_for(N, E, F);
+
+  AT_DISPATCH_FLOATING_TYPES(x_c.scalar_type(), "gather_aggregate_cpu", [&] {
+    const scalar_t* w = w_c.defined() ? w_c.const_data_ptr<scalar_t>() : nullptr;
+    PYG_SAR_DISPATCH_REDUCE(r, [&] {
+      at::parallel_for(0, N, grain, [&](int64_t begin, int64_t end) {
+        forward_rows<scalar_t, R>(rowptr_c.const_data_ptr<int64_t>(),
+                                  col_c.const_data_ptr<int64_t>(), x_c.const_data_ptr<scalar_t>(),
+                                  w, out.mutable_data_ptr<scalar_t>(),
+                                  has_arg ? arg.mutable_data_ptr<int64_t>() : nullptr, F, begin,
+                                  end);
+      });
+    });
+  });
+  return {out, arg};
+}
+
+// sum/mean backward. The edges grouped by source row (a stable counting sort by col, so edge
+// positions ascend within a source) and the destination row of every edge.
+struct TransposedCsr {
+  std::vector<int64_t> colptr, perm, row;
+};
+
+TransposedCsr transpose(const int64_t* rowptr, const int64_t* col, int64_t num_dst,
+                        int64_t num_src, int64_t num_edges) {
+  TransposedCsr t{std::vector<int64_t>(num_src + 1, 0), std::vector<int64_t>(num_edges),
+                  std::vector<int64_t>(num_edges)};
+  for (int64_t e = 0; e < num_edges; ++e) ++t.colptr[col[e] + 1];
+  for (int64_t s = 0; s < num_src; ++s) t.colptr[s + 1] += t.colptr[s];
+  std::vector<int64_t> cursor(t.colptr.begin(), t.colptr.end() - 1);
+  for (int64_t e = 0; e < num_edges; ++e) t.perm[cursor[col[e]]++] = e;
+  at::parallel_for(0, num_dst, grain_for(num_dst, num_edges, 1), [&](int64_t begin, int64_t end) {
+    int64_t* row = t.row.data();
+    for (int64_t i = begin; i < end; ++i) std::fill(row + rowptr[i], row + rowptr[i + 1], i);
+  });
+  return t;
+}
+
+// grad_x[s] = sum over edges e of source s of (w_e * scale_i) * grad_out[i], parallel over s.
+template <typename T, Reduce R>
+void grad_x_sum_rows(const TransposedCsr& t, const int64_t* rowptr, const T* grad_out,
+                     const T* weight, T* grad_x, int64_t num_feat, int64_t begin, int64_t end) {
+  const int64_t F = num_feat;
+  for (int64_t s = begin; s < end; ++s) {
+    T* __restrict__ g = grad_x + s * F;
+    std::fill(g, g + F, T(0));
+    for (int64_t k = t.colptr[s]; k < t.colptr[s + 1]; ++k) {
+      const int64_t e = t.perm[k], i = t.row[e];
+      const T* __restrict__ go = grad_out + i * F;
+      const T c = gam::message(gam::message_grad_scale<R, T>(rowptr[i + 1] - rowptr[i]),
+                               gam::edge_weight(weight, e));
+      for (int64_t f = 0; f < F; ++f) g[f] += c * go[f];
+    }
+  }
+}
+
+// grad_weight[e] = scale_i * <x[col[e]], grad_out[i]>, parallel over destination rows i.
+template <typename T, Reduce R>
+void grad_weight_sum_rows(const int64_t* rowptr, const int64_t* col, const T* x,
+                          const T* grad_out, T* grad_w, int64_t num_feat, int64_t begin,
+                          int64_t end) {
+  const int64_t F = num_feat;
+  for (int64_t i = begin; i < end; ++i) {
+    const T* __restrict__ go = grad_out + i * F;
+    const T scale = gam::message_grad_scale<R, T>(rowptr[i + 1] - rowptr[i]);
+    for (int64_t e = rowptr[i]; e < rowptr[i + 1]; ++e) {
+      const T* __restrict__ xr = x + col[e] * F;
+      T acc = T(0);
+      for (int64_t f = 0; f < F; ++f) acc += xr[f] * go[f];
+      grad_w[e] = acc * scale;
+    }
+  }
+}
+
+// max/min backward: element (i, f) sends its whole gradient to the one winning edge arg[i, f], so
+// the work is O(N F), not O(E F). grad_x: parallel over feature columns [fb, fe), destinations in
+// ascending order within each, so every grad_x element is summed in a fixed order (deterministic
+// for any thread count) without atomics.
+template <typename T>
+void grad_x_arg_cols(const int64_t* col, const T* grad_out, const T* weight, const int64_t* arg,
+                     T* grad_x, int64_t num_dst, int64_t num_feat, int64_t fb, int64_t fe) {
+  const int64_t F = num_feat;
+  for (int64_t i = 0; i < num_dst; ++i) {
+    const int64_t* a = arg + i * F;
+    const T* go = grad_out + i * F;
+    for (int64_t f = fb; f < fe; ++f) {
+      const int64_t e = a[f];
+      if (e >= 0) grad_x[col[e] * F + f] += gam::message(go[f], gam::edge_weight(weight, e));
+    }
+  }
+}
+
+// grad_weight for max/min: row i only touches its own edges, so rows run in parallel.
+template <typename T>
+void grad_weight_arg_rows(const int64_t* rowptr, const int64_t* col, const T* x,
+                          const T* grad_out, const int64_t* arg, T* grad_w, int64_t num_feat,
+                          int64_t begin, int64_t end) {
+  const int64_t F = num_feat;
+  for (int64_t i = begin; i < end; ++i) {
+    const int64_t* a = arg + i * F;
+    const T* go = grad_out + i * F;
+    for (int64_t f = 0; f < F; ++f) {
+      const int64_t e = a[f];
+      if (e < 0) continue;
+      // another row's edge would make two threads write one grad_weight entry
+      TORCH_CHECK_VALUE(e >= rowptr[i] && e < rowptr[i + 1], "gather_aggregate_backward: arg[", i,
+                        ", ", f, "] = ", e, " is not an edge of row ", i, " (its edges are [",
+                        rowptr[i], ", ", rowptr[i + 1], "))");
+      grad_w[e] += x[col[e] * F + f] * go[f];
+    }
+  }
+}
+
+std::tuple<at::Tensor, at::Tensor> gather_aggregate_backward_cpu(
+    const at::Tensor& grad_out, const at::Tensor& rowptr, const at::Tensor& col,
+    const std::optional<at::Tensor>& x_src, const std::optional<at::Tensor>& weight,
+    const at::Tensor& arg, std::string_view reduce, int64_t num_src, bool weight_requires_grad) {
+  const Reduce r = check_gather_aggregate_backward_args(grad_out, rowptr, col, x_src, weight, arg,
+                                                        reduce, num_src, weight_requires_grad);
+  const at::Tensor rowptr_c = rowptr.contiguous(), col_c = col.contiguous();
+  const at::Tensor g_c = grad_out.contiguous();
+  const at::Tensor w_c =
+      weight.has_value() && weight->defined() ? weight->contiguous() : at::Tensor();
+  const bool has_arg = r == Reduce::kMax || r == Reduce::kMin;
+  const at::Tensor arg_c = has_arg ? arg.contiguous() : at::Tensor();
+  const at::Tensor x_c = weight_requires_grad ? x_src->contiguous() : at::Tensor();
+  const int64_t N = rowptr.numel() - 1, F = grad_out.size(1), E = col.numel();
+  const int64_t* rp = rowptr_c.const_data_ptr<int64_t>();
+  const int64_t* cp = col_c.const_data_ptr<int64_t>();
+  const int64_t* ap = has_arg ? arg_c.const_data_ptr<int64_t>() : nullptr;
+
+  // max/min scatter into their outputs (zero-filled); sum/mean write every element once
+  auto alloc = [&](at::IntArrayRef size) {
+    return has_arg ? at::zeros(size, g_c.options()) : at::empty(size, g_c.options());
+  };
+  at::Tensor grad_x = alloc({num_src, F});
+  at::Tensor grad_w = alloc({weight_requires_grad ? E : 0});
+
+  AT_DISPATCH_FLOATING_TYPES(g_c.scalar_type(), "gather_aggregate_backward_cpu", [&] {
+    const scalar_t* w = w_c.defined() ? w_c.const_data_ptr<scalar_t>() : nullptr;
+    const scalar_t* go = g_c.const_data_ptr<scalar_t>();
+    scalar_t* gx = grad_x.mutable_data_ptr<scalar_t>();
+    scalar_t* gw = weight_requires_grad ? grad_w.mutable_data_ptr<scalar_t>() : nullptr;
+    const scalar_t* xp = weight_requires_grad ? x_c.const_data_ptr<scalar_t>() : nullptr;
+    if (has_arg) {
+      const int64_t col_grain =
+          std::max<int64_t>(1, at::internal::GRAIN_SIZE / std::max<int64_t>(N, 1));
+      at::parallel_for(0, F, col_grain, [&](int64_t fb, int64_t fe) {
+        grad_x_arg_cols<scalar_t>(cp, go, w, ap, gx, N, F, fb, fe);
+      });
+      if (weight_requires_grad) {
+        at::parallel_for(0, N, grain_for(N, 0, F), [&](int64_t begin, int64_t end) {
+          grad_weight_arg_rows<scalar_t>(rp, cp, xp, go, ap, gw, F, begin, end);
+        });
+      }
+      return;
+    }
+    const TransposedCsr t = transpose(rp, cp, N, num_src, E);
+    PYG_SAR_DISPATCH_REDUCE(r, [&] {
+      if constexpr (!gam::kHasArg<R>) {
+        at::parallel_for(0, num_src, grain_for(num_src, E, F), [&](int64_t begin, int64_t end) {
+          grad_x_sum_rows<scalar_t, R>(t, rp, go, w, gx, F, begin, end);
+        });
+        if (weight_requires_grad) {
+          at::parallel_for(0, N, grain_for(N, E, F), [&](int64_t begin, int64_t end) {
+            grad_weight_sum_rows<scalar_t, R>(rp, cp, xp, go, gw, F, begin, end);
+          });
+        }
+      }
+    });
+  });
+  return {grad_x, grad_w};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(pyg_sar, CPU, m) {
+  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::gather_aggregate"), TORCH_FN(gather_aggregate_cpu));
+  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::gather_aggregate_backward"),
+         TORCH_FN(gather_aggregate_backward_cpu));
+}
+
+}  // namespace ops
+}  // namespace pyg_sar

@@ -1,0 +1,98 @@
+// CUDA registration of gather_aggregate: argument checks, allocation and the transposed CSR with
+// ATen, arithmetic in the torch-free launchers of gather_aggregate_kernel.cu. Compiled only in a
+// CUDA build.
+#include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/library.h>
+
+#include "../gather_aggregate.h"
+#include "gather_aggregate_kernel.cuh"
+
+namespace pyg_sar {
+namespace ops {
+
+namespace {
+
+std::tuple<at::Tensor, at::Tensor> gather_aggregate_cuda(const at::Tensor& rowptr,
+                                                         const at::Tensor& col,
+                                                         const at::Tensor& x_src,
+                                                         const std::optional<at::Tensor>& weight,
+                                                         std::string_view reduce) {
+  const Reduce r = check_gather_aggregate_args(rowptr, col, x_src, weight, reduce);
+  const c10::cuda::CUDAGuard guard(x_src.device());
+  const at::Tensor rowptr_c = rowptr.contiguous(), col_c = col.contiguous();
+  const at::Tensor x_c = x_src.contiguous();
+  const at::Tensor w_c =
+      weight.has_value() && weight->defined() ? weight->contiguous() : at::Tensor();
+  const int64_t N = rowptr.numel() - 1, F = x_src.size(1);
+  const bool has_arg = r == Reduce::kMax || r == Reduce::kMin;
+
+  at::Tensor out = at::empty({N, F}, x_c.options());
+  at::Tensor arg = has_arg ? at::empty({N, F}, rowptr_c.options())
+                           : at::empty({0}, rowptr_c.options());
+  AT_DISPATCH_FLOATING_TYPES(x_c.scalar_type(), "gather_aggregate_cuda", [&] {
+    C10_CUDA_CHECK(cuda::launch_gather_aggregate_forward<scalar_t>(
+        r, rowptr_c.const_data_ptr<int64_t>(), col_c.const_data_ptr<int64_t>(),
+        x_c.const_data_ptr<scalar_t>(), w_c.defined() ? w_c.const_data_ptr<scalar_t>() : nullptr,
+        out.mutable_data_ptr<scalar_t>(), has_arg ? arg.mutable_data_ptr<int64_t>() : nullptr, N,
+        F, c10::cuda::getCurrentCUDAStream()));
+  });
+  return {out, arg};
+}
+
+std::tuple<at::Tensor, at::Tensor> gather_aggregate_backward_cuda(
+    const at::Tensor& grad_out, const at::Tensor& rowptr, const at::Tensor& col,
+    const std::optional<at::Tensor>& x_src, const std::optional<at::Tensor>& weight,
+    const at::Tensor& arg, std::string_view reduce, int64_t num_src, bool weight_requires_grad) {
+  const Reduce r = check_gather_aggregate_backward_args(grad_out, rowptr, col, x_src, weight, arg,
+                                                        reduce, num_src, weight_requires_grad);
+  const c10::cuda::CUDAGuard guard(grad_out.device());
+  const at::Tensor rowptr_c = rowptr.contiguous(), col_c = col.contiguous();
+  const at::Tensor g_c = grad_out.contiguous();
+  const at::Tensor w_c =
+      weight.has_value() && weight->defined() ? weight->contiguous() : at::Tensor();
+  const bool has_arg = r == Reduce::kMax || r == Reduce::kMin;
+  const at::Tensor arg_c = has_arg ? arg.contiguous() : at::Tensor();
+  const at::Tensor x_c = weight_requires_grad ? x_src->contiguous() : at::Tensor();
+  const int64_t N = rowptr.numel() - 1, F = grad_out.size(1), E = col.numel();
+
+  // Transposed CSR without a host sync: a stable sort keeps ascending edge positions per source.
+  auto [sorted_col, perm] = at::sort(col_c, /*stable=*/true, /*dim=*/0, /*descending=*/false);
+  const at::Tensor colptr = at::searchsorted(sorted_col, at::arange(num_src + 1, col_c.options()));
+  const at::Tensor row = at::repeat_interleave(rowptr_c.diff(), E);
+
+  at::Tensor grad_x = at::empty({num_src, F}, g_c.options());
+  at::Tensor grad_w =
+      weight_requires_grad ? at::empty({E}, g_c.options()) : at::empty({0}, g_c.options());
+  const auto stream = c10::cuda::getCurrentCUDAStream();
+  AT_DISPATCH_FLOATING_TYPES(g_c.scalar_type(), "gather_aggregate_backward_cuda", [&] {
+    const scalar_t* w = w_c.defined() ? w_c.const_data_ptr<scalar_t>() : nullptr;
+    const int64_t* ap = has_arg ? arg_c.const_data_ptr<int64_t>() : nullptr;
+    C10_CUDA_CHECK(cuda::launch_gather_aggregate_grad_x<scalar_t>(
+        r, rowptr_c.const_data_ptr<int64_t>(), colptr.const_data_ptr<int64_t>(),
+        perm.const_data_ptr<int64_t>(), row.const_data_ptr<int64_t>(),
+        g_c.const_data_ptr<scalar_t>(), w, ap, grad_x.mutable_data_ptr<scalar_t>(), num_src, F,
+        stream));
+    if (weight_requires_grad) {
+      C10_CUDA_CHECK(cuda::launch_gather_aggregate_grad_weight<scalar_t>(
+          r, rowptr_c.const_data_ptr<int64_t>(), col_c.const_data_ptr<int64_t>(),
+          row.const_data_ptr<int64_t>(), x_c.const_data_ptr<scalar_t>(),
+          g_c.const_data_ptr<scalar_t>(), ap, grad_w.mutable_data_ptr<scalar_t>(), E, F, stream));
+    }
+  });
+  return {grad_x, grad_w};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(pyg_sar, CUDA, m) {
+  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::gather_aggregate"), TORCH_FN(gather_aggregate_cuda));
+  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::gather_aggregate_backward"),
+         TORCH_FN(gather_aggregate_backward_cuda));
+}
+
+}  // namespace ops
+}  // namespace pyg_sar

@@ -1,0 +1,191 @@
+// Schemas, argument checks and dispatcher calls of the gather_aggregate op family. Backend kernels
+// register themselves in cpu/ and cuda/ (TORCH_LIBRARY_IMPL); they call the checks below once.
+#include "gather_aggregate.h"
+
+#include <ATen/TensorUtils.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/library.h>
+
+namespace pyg_sar {
+namespace ops {
+
+namespace {
+
+void check_same_device(const char* op, const at::Tensor& ref, const char* ref_name,
+                       const at::Tensor& t, const char* name) {
+  TORCH_CHECK(t.device() == ref.device(), op, ": ", name, " and ", ref_name,
+              " must be on the same device (got ", t.device(), " and ", ref.device(), ")");
+}
+
+void check_float_dtype(const char* op, const at::Tensor& t, const char* name) {
+  TORCH_CHECK_VALUE(t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble, op, ": ", name,
+                    " must be float32 or float64 (got ", t.scalar_type(), ")");
+}
+
+// rowptr: int64 [N + 1], rowptr[0] == 0, non-decreasing, rowptr[N] == E; col: int64 [E] with
+// values in [0, num_src). Reads the data once through ATen reductions (one sync on CUDA).
+void check_csr(const char* op, const at::Tensor& rowptr, const at::Tensor& col, int64_t num_src,
+               const char* num_src_name) {
+  at::CheckedFrom c{op};
+  at::TensorArg rowptr_arg{rowptr, "rowptr", 1}, col_arg{col, "col", 2};
+  at::checkDim(c, rowptr_arg, 1);
+  at::checkDim(c, col_arg, 1);
+  at::checkScalarType(c, rowptr_arg, at::kLong);
+  at::checkScalarType(c, col_arg, at::kLong);
+  check_same_device(op, rowptr, "rowptr", col, "col");
+  TORCH_CHECK_VALUE(rowptr.numel() >= 1, op, ": rowptr must have N + 1 >= 1 entries (got 0)");
+
+  const int64_t num_edges = col.numel();
+  const int64_t num_dst = rowptr.numel() - 1;
+  // first, last and the count of decreasing steps in one transfer
+  at::Tensor stats = at::stack({rowptr[0], rowptr[num_dst],
+                                (rowptr.narrow(0, 1, num_dst) < rowptr.narrow(0, 0, num_dst))
+                                    .sum()})
+                         .cpu();
+  const int64_t* s = stats.const_data_ptr<int64_t>();
+  TORCH_CHECK_VALUE(s[0] == 0, op, ": rowptr[0] must be 0 (got ", s[0], ")");
+  TORCH_CHECK_VALUE(s[1] == num_edges, op, ": rowptr[-1] must equal the number of edges ",
+                    "col.numel() = ", num_edges, " (got ", s[1], "; rowptr has ", rowptr.numel(),
+                    " entries, so N = ", num_dst, ")");
+  if (s[2] != 0) {
+    const at::Tensor decreasing = rowptr.narrow(0, 1, num_dst) < rowptr.narrow(0, 0, num_dst);
+    const int64_t i = decreasing.nonzero()[0][0].item<int64_t>();
+    TORCH_CHECK_VALUE(false, op, ": rowptr must be non-decreasing (got rowptr[", i, "] = ",
+                      rowptr[i].item<int64_t>(), " > rowptr[", i + 1,
+                      "] = ", rowptr[i + 1].item<int64_t>(), ")");
+  }
+  if (num_edges > 0) {
+    auto [lo, hi] = at::aminmax(col);
+    const int64_t min = lo.item<int64_t>(), max = hi.item<int64_t>();
+    TORCH_CHECK_VALUE(min >= 0 && max < num_src, op, ": col values must lie in [0, ",
+                      num_src_name, ") = [0, ", num_src, ") (got min ", min, ", max ", max, ")");
+  }
+}
+
+void check_weight(const char* op, const std::optional<at::Tensor>& weight, const at::Tensor& ref,
+                  const char* ref_name, int64_t num_edges) {
+  if (!weight.has_value() || !weight->defined()) return;
+  TORCH_CHECK_VALUE(weight->dim() == 1 && weight->size(0) == num_edges, op,
+                    ": weight must have shape [E] = [", num_edges, "] (got ", weight->sizes(), ")");
+  TORCH_CHECK_VALUE(weight->scalar_type() == ref.scalar_type(), op, ": weight and ", ref_name,
+                    " must have the same dtype (got ", weight->scalar_type(), " and ",
+                    ref.scalar_type(), ")");
+  check_same_device(op, ref, ref_name, *weight, "weight");
+}
+
+}  // namespace
+
+Reduce parse_reduce(std::string_view reduce, const char* op) {
+  if (reduce == "sum") return Reduce::kSum;
+  if (reduce == "mean") return Reduce::kMean;
+  if (reduce == "max") return Reduce::kMax;
+  if (reduce == "min") return Reduce::kMin;
+  TORCH_CHECK_VALUE(false, op, ": reduce must be one of 'sum', 'mean', 'max', 'min' (got '",
+                    reduce, "')");
+}
+
+Reduce check_gather_aggregate_args(const at::Tensor& rowptr, const at::Tensor& col,
+                                   const at::Tensor& x_src,
+                                   const std::optional<at::Tensor>& weight,
+                                   std::string_view reduce) {
+  const char* op = "gather_aggregate";
+  const Reduce r = parse_reduce(reduce, op);
+  at::CheckedFrom c{op};
+  at::TensorArg rowptr_arg{rowptr, "rowptr", 1}, col_arg{col, "col", 2}, x_arg{x_src, "x_src", 3};
+  at::checkAllDefined(c, {rowptr_arg, col_arg, x_arg});
+  at::checkDim(c, x_arg, 2);
+  check_float_dtype(op, x_src, "x_src");
+  check_same_device(op, x_src, "x_src", rowptr, "rowptr");
+  check_csr(op, rowptr, col, x_src.size(0), "x_src.size(0)");
+  check_weight(op, weight, x_src, "x_src", col.numel());
+  return r;
+}
+
+Reduce check_gather_aggregate_backward_args(const at::Tensor& grad_out, const at::Tensor& rowptr,
+                                            const at::Tensor& col,
+                                            const std::optional<at::Tensor>& x_src,
+                                            const std::optional<at::Tensor>& weight,
+                                            const at::Tensor& arg, std::string_view reduce,
+                                            int64_t num_src, bool weight_requires_grad) {
+  const char* op = "gather_aggregate_backward";
+  const Reduce r = parse_reduce(reduce, op);
+  at::CheckedFrom c{op};
+  at::TensorArg g_arg{grad_out, "grad_out", 1}, rowptr_arg{rowptr, "rowptr", 2},
+      col_arg{col, "col", 3};
+  at::checkAllDefined(c, {g_arg, rowptr_arg, col_arg});
+  at::checkDim(c, g_arg, 2);
+  check_float_dtype(op, grad_out, "grad_out");
+  check_same_device(op, grad_out, "grad_out", rowptr, "rowptr");
+  TORCH_CHECK_VALUE(num_src >= 0, op, ": num_src must be >= 0 (got ", num_src, ")");
+  check_csr(op, rowptr, col, num_src, "num_src");
+  const int64_t num_dst = rowptr.numel() - 1, num_feat = grad_out.size(1);
+  TORCH_CHECK_VALUE(grad_out.size(0) == num_dst, op,
+                    ": grad_out must have N = rowptr.numel() - 1 = ", num_dst, " rows (got ",
+                    grad_out.sizes(), ")");
+  check_weight(op, weight, grad_out, "grad_out", col.numel());
+  const bool has_x = x_src.has_value() && x_src->defined();
+  TORCH_CHECK_VALUE(has_x || !weight_requires_grad, op,
+                    ": x_src is required when weight_requires_grad is true");
+  TORCH_CHECK_VALUE(!weight_requires_grad || (weight.has_value() && weight->defined()), op,
+                    ": weight_requires_grad is true but weight is None");
+  if (has_x) {
+    TORCH_CHECK_VALUE(x_src->dim() == 2 && x_src->size(0) == num_src && x_src->size(1) == num_feat,
+                      op, ": x_src must have shape [num_src, F] = [", num_src, ", ", num_feat,
+                      "] (got ", x_src->sizes(), ")");
+    TORCH_CHECK_VALUE(x_src->scalar_type() == grad_out.scalar_type(), op,
+                      ": x_src and grad_out must have the same dtype (got ", x_src->scalar_type(),
+                      " and ", grad_out.scalar_type(), ")");
+    check_same_device(op, grad_out, "grad_out", *x_src, "x_src");
+  }
+  if (r == Reduce::kMax || r == Reduce::kMin) {
+    TORCH_CHECK_VALUE(arg.defined() && arg.scalar_type() == at::kLong && arg.dim() == 2 &&
+                          arg.size(0) == num_dst && arg.size(1) == num_feat,
+                      op, ": reduce='", reduce, "' needs arg as int64 [N, F] = [", num_dst, ", ",
+                      num_feat, "] (got ", (arg.defined() ? arg.sizes() : at::IntArrayRef{}),
+                      " of dtype ", (arg.defined() ? arg.scalar_type() : at::kLong), ")");
+    check_same_device(op, grad_out, "grad_out", arg, "arg");
+    if (arg.numel() > 0) {  // kernels index col with arg: keep it in range
+      auto [lo, hi] = at::aminmax(arg);
+      const int64_t min = lo.item<int64_t>(), max = hi.item<int64_t>();
+      TORCH_CHECK_VALUE(min >= -1 && max < col.numel(), op,
+                        ": arg values must lie in [-1, E) = [-1, ", col.numel(), ") (got min ",
+                        min, ", max ", max, ")");
+    }
+  }
+  return r;
+}
+
+std::tuple<at::Tensor, at::Tensor> gather_aggregate(const at::Tensor& rowptr,
+                                                    const at::Tensor& col,
+                                                    const at::Tensor& x_src,
+                                                    const std::optional<at::Tensor>& weight,
+                                                    std::string_view reduce) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("pyg_sar::gather_aggregate", "")
+                       .typed<decltype(gather_aggregate)>();
+  return op.call(rowptr, col, x_src, weight, reduce);
+}
+
+std::tuple<at::Tensor, at::Tensor> gather_aggregate_backward(
+    const at::Tensor& grad_out, const at::Tensor& rowptr, const at::Tensor& col,
+    const std::optional<at::Tensor>& x_src, const std::optional<at::Tensor>& weight,
+    const at::Tensor& arg, std::string_view reduce, int64_t num_src, bool weight_requires_grad) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("pyg_sar::gather_aggregate_backward", "")
+                       .typed<decltype(gather_aggregate_backward)>();
+  return op.call(grad_out, rowptr, col, x_src, weight, arg, reduce, num_src,
+                 weight_requires_grad);
+}
+
+TORCH_LIBRARY_FRAGMENT(pyg_sar, m) {
+  m.def(TORCH_SELECTIVE_SCHEMA(
+      "pyg_sar::gather_aggregate(Tensor rowptr, Tensor col, Tensor x_src, Tensor? weight, "
+      "str reduce) -> (Tensor out, Tensor arg)"));
+  m.def(TORCH_SELECTIVE_SCHEMA(
+      "pyg_sar::gather_aggregate_backward(Tensor grad_out, Tensor rowptr, Tensor col, "
+      "Tensor? x_src, Tensor? weight, Tensor arg, str reduce, int num_src, "
+      "bool weight_requires_grad) -> (Tensor grad_x_src, Tensor grad_weight)"));
+}
+
+}  // namespace ops
+}  // namespace pyg_sar

@@ -1,0 +1,68 @@
+"""Builds the native operators ``pyg_sar._C`` from csrc/ (sources listed in csrc/sources.txt).
+
+CUDA sources are compiled when torch has CUDA and nvcc is found (``CUDA_HOME``), or when
+``FORCE_CUDA=1``; ``FORCE_ONLY_CPU=1`` skips them. Metadata lives in pyproject.toml.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from setuptools import setup
+
+ROOT = Path(__file__).resolve().parent
+SOURCES_FILE = "csrc/sources.txt"
+KINDS = ("cpu", "cuda", "python")
+
+
+def read_sources(path: Path) -> dict[str, list[str]]:
+    """Parses ``<kind> <path>`` lines; '#' starts a comment."""
+    out: dict[str, list[str]] = {kind: [] for kind in KINDS}
+    for lineno, line in enumerate(path.read_text().splitlines(), start=1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        parts = line.split()
+        if len(parts) != 2 or parts[0] not in KINDS:
+            kinds = "|".join(KINDS)
+            raise ValueError(f"{path}:{lineno}: expected '<{kinds}> <path>' (got {line!r})")
+        out[parts[0]].append(parts[1])
+    return out
+
+
+def env_flag(name: str) -> bool:
+    return os.getenv(name, "0").lower() in ("1", "true", "yes", "on")
+
+
+def build_extensions() -> tuple[list, dict]:
+    import torch
+    from torch.utils.cpp_extension import CUDA_HOME, BuildExtension, CppExtension, CUDAExtension
+
+    sources = read_sources(ROOT / SOURCES_FILE)
+    with_cuda = not env_flag("FORCE_ONLY_CPU") and (
+        env_flag("FORCE_CUDA") or (torch.version.cuda is not None and CUDA_HOME is not None))
+
+    cxx_flags = ["-O3", "-std=c++20", "-fopenmp"]
+    link_flags = ["-fopenmp"]
+    if sys.platform == "darwin":  # Apple clang has no -fopenmp; torch's parallel_for stays serial
+        cxx_flags.remove("-fopenmp")
+        link_flags = []
+    define_macros = [("WITH_CUDA", None)] if with_cuda else []
+    extension = CUDAExtension if with_cuda else CppExtension
+    files = sources["python"] + sources["cpu"] + (sources["cuda"] if with_cuda else [])
+    ext = extension(
+        "pyg_sar._C",
+        files,
+        include_dirs=[str(ROOT / "csrc")],
+        define_macros=define_macros,
+        extra_compile_args={"cxx": cxx_flags, "nvcc": ["-O3", "-std=c++20"]},
+        extra_link_args=link_flags,
+    )
+    print(f"pyg_sar: building pyg_sar._C ({'CPU+CUDA' if with_cuda else 'CPU only'}, "
+          f"{len(files)} sources)", file=sys.stderr)
+    return [ext], {"build_ext": BuildExtension}
+
+
+ext_modules, cmdclass = build_extensions()
+setup(ext_modules=ext_modules, cmdclass=cmdclass)
