@@ -4,7 +4,8 @@ For every world size P and mode this launches P real processes (mpiexec) on a pa
 dense SBM (most of the graph is in every rank's halo) and measures, per rank:
 
 * bytes saved for backward (``torch.autograd.graph.saved_tensors_hooks``, unique storages),
-* peak RSS growth during one training step (``VmHWM`` after ``echo 5 > /proc/self/clear_refs``),
+* peak RSS growth during one training step (``VmHWM`` after ``echo 5 > /proc/self/clear_refs``,
+  glibc told to unmap large blocks on free so that RSS follows live memory),
 * step time (median of the measured steps after warm-up; oversubscribed ranks on a small
   machine make this noisy, so it is reported but not the point of this script).
 
@@ -30,6 +31,9 @@ import torch
 import pyg_sar
 
 RESULTS = Path(__file__).resolve().parent / "results"
+# A fixed mmap threshold makes glibc return every large block to the OS when it is freed, so
+# RSS follows live memory instead of the allocator's cache of earlier steps.
+MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": "131072", "MALLOC_TRIM_THRESHOLD_": "131072"}
 
 
 def _status_kb(key: str) -> int:
@@ -142,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
                           heads=args.heads, layers=args.layers, warmup=args.warmup,
                           repeats=args.repeats)
             res = run_on_ranks(f"{Path(__file__).resolve()}:rank_step", world, kwargs=kwargs,
-                               timeout=3600)
+                               timeout=3600, env=MALLOC_ENV)
             row = {"world_size": world, "mode": mode, "ranks": res,
                    "max_saved_mb": max(r["saved_mb"] for r in res),
                    "max_peak_growth_mb": max(r["peak_growth_mb"] for r in res),

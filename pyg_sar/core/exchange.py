@@ -17,6 +17,11 @@ from torch import Tensor
 from pyg_sar.distributed.streaming import ring_peers, start_exchange
 from pyg_sar.graph import DistGraph
 
+# Gradient messages use their own tags: in backward a rank fetches rows from and returns
+# gradients to the same peers, and distinct tags keep the two streams apart whatever the order in
+# which the transport matches them.
+ROW_TAG, GRAD_TAG = 0, 64
+
 
 class _Ready:
     """A finished exchange (nothing to send or receive)."""
@@ -41,13 +46,14 @@ def exchange_rows(graph: DistGraph, step: int, send: Sequence[Tensor],
     if reverse:
         send_to, recv_from = recv_from, send_to
     pending = []
+    base = GRAD_TAG if reverse else ROW_TAG
     for i, (s, like) in enumerate(zip(send, recv_like)):
         recv = like.new_empty((recv_rows, *like.shape[1:]))
         if s.shape[0] == 0 and recv_rows == 0:
             pending.append(_Ready(recv))
             continue
         pending.append(start_exchange(comm, s.contiguous() if s.shape[0] else None, send_to,
-                                      recv if recv_rows else None, recv_from, tag=i))
+                                      recv if recv_rows else None, recv_from, tag=base + i))
         if recv_rows == 0:
             pending[-1] = _EmptyRecv(pending[-1], recv)
     return pending
