@@ -11,7 +11,6 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Optional
 
-import torch
 from torch import Tensor
 
 from pyg_sar.distributed.streaming import ring_peers, start_exchange
@@ -141,6 +140,3 @@ class GradReturner:
                 self.grads[i].index_add_(0, idx, got)
         self.pending = None
 
-
-def zeros_like_or_none(t: Tensor, needed: bool) -> Optional[Tensor]:
-    return torch.zeros_like(t) if needed else None

@@ -86,11 +86,6 @@ class GraphView:
         return torch.cat(parts, dim=1)
 
 
-def _csr_row(rowptr: Tensor) -> Tensor:
-    counts = rowptr[1:] - rowptr[:-1]
-    return torch.repeat_interleave(torch.arange(counts.numel(), device=rowptr.device), counts)
-
-
 def stored_view(graph: DistGraph) -> GraphView:
     """The graph as stored (no self-loops added)."""
     def build() -> GraphView:

@@ -26,7 +26,7 @@ from torch_geometric.nn.conv import (
     TransformerConv,
 )
 
-from pyg_sar.core.halo import with_halo
+from pyg_sar.core.halo import halo_offsets, with_halo
 from pyg_sar.core.views import GraphView, existing_loop_index, self_loop_view, stored_view
 from pyg_sar.graph import DistGraph
 
@@ -94,10 +94,9 @@ def _gcn(layer: GCNConv, graph: DistGraph, kwargs: dict) -> tuple[GraphView, dic
         deg = torch.zeros(graph.num_nodes, dtype=w.dtype, device=w.device).index_add(0, rows, w)
         dinv = deg.pow(-0.5).masked_fill(deg == 0, 0.0)
         dinv_ext = with_halo(graph, dinv.view(-1, 1)).view(-1)
-        cols = []
-        for b, off in zip(view.blocks, _offsets(graph)):
-            cols.append(b.col + off)
-        norm = dinv_ext.index_select(0, torch.cat(cols)) * w * dinv.index_select(0, rows)
+        # Source of every view edge in [local; halo] numbering (what with_halo returned).
+        cols = view.edge_index(halo_offsets(graph))[0]
+        norm = dinv_ext.index_select(0, cols) * w * dinv.index_select(0, rows)
         return view, norm
 
     if weight is None:  # structure-only: computed once per graph and dtype
@@ -108,11 +107,6 @@ def _gcn(layer: GCNConv, graph: DistGraph, kwargs: dict) -> tuple[GraphView, dic
     out = dict(kwargs)
     out["edge_weight"] = norm
     return view, out
-
-
-def _offsets(graph: DistGraph) -> list[int]:
-    from pyg_sar.core.halo import halo_offsets
-    return halo_offsets(graph)
 
 
 def _aggr_name(layer: MessagePassing, where: str) -> str:
