@@ -85,11 +85,15 @@ class DistGraph:
             the order ``q`` stores them as its recv list (``send_idx[rank]`` is empty).
         in_degree: ``int64 [num_nodes]`` global in-degree of every local node.
         context: the communication context; resolved from :func:`pyg_sar.init` when ``None``.
+        node_ids: ``int64 [num_nodes]`` original (pre-partition) id of every local node, when
+            known; it keys randomness that must not depend on the partitioning (attention
+            dropout). ``None``: the new ids ``node_offsets[rank] + local id`` are used.
     """
 
     def __init__(self, rank: int, world_size: int, node_offsets: list[int], blocks: list[Block],
                  send_idx: list[Tensor], in_degree: Tensor,
-                 context: Optional[DistContext] = None) -> None:
+                 context: Optional[DistContext] = None,
+                 node_ids: Optional[Tensor] = None) -> None:
         if len(blocks) != world_size or len(send_idx) != world_size:
             raise ValueError(f"DistGraph: expected {world_size} blocks and send lists "
                              f"(got {len(blocks)} and {len(send_idx)})")
@@ -102,14 +106,22 @@ class DistGraph:
         self.blocks = blocks
         self.send_idx = send_idx
         self.in_degree = in_degree
+        if node_ids is not None and tuple(node_ids.shape) != (self.num_nodes_of(rank),):
+            raise ValueError(f"DistGraph: node_ids must have shape [{self.num_nodes_of(rank)}] "
+                             f"(got {list(node_ids.shape)})")
+        self.node_ids = node_ids
         self._context = context
         self._cache: dict = {}
 
     # ------------------------------------------------------------------ sizes
+    def num_nodes_of(self, rank: int) -> int:
+        """Number of nodes rank ``rank`` owns."""
+        return self.node_offsets[rank + 1] - self.node_offsets[rank]
+
     @property
     def num_nodes(self) -> int:
         """Number of nodes this rank owns."""
-        return self.node_offsets[self.rank + 1] - self.node_offsets[self.rank]
+        return self.num_nodes_of(self.rank)
 
     @property
     def num_global_nodes(self) -> int:
@@ -171,7 +183,8 @@ class DistGraph:
         return DistGraph(self.rank, self.world_size, self.node_offsets,
                          [b.to(device) for b in self.blocks],
                          [i.to(device) for i in self.send_idx], self.in_degree.to(device),
-                         self._context)
+                         self._context,
+                         None if self.node_ids is None else self.node_ids.to(device))
 
     def __repr__(self) -> str:
         return (f"DistGraph(rank={self.rank}, world_size={self.world_size}, "

@@ -9,6 +9,13 @@ layer up to (not including) the softmax; the tests compare them with PyG on the 
 For GAT and GATv2 the layer's ``edge_updater`` is replaced by one that returns a
 :class:`DeferredScores` holding its inputs; ``propagate`` then computes the scores block by
 block. In halo mode the original ``edge_updater``/``propagate`` run on local + halo rows.
+
+With ``SARConfig.use_kernels`` (the default), GATConv and GATv2Conv in modes ``sar``/``sa`` run
+the fused attention kernels instead (:mod:`pyg_sar.core.fused_attention`): one kernel call per
+block, no per-edge tensor built or kept, attention dropout from a counter-based generator keyed
+by (seed, global source id, global destination id, head), so its mask does not depend on P.
+The plain-torch path above stays the fallback (``use_kernels=False``, other dtypes, or no
+native kernel for the device).
 """
 from __future__ import annotations
 
@@ -23,10 +30,12 @@ from torch_geometric.nn.conv import GATConv, GATv2Conv, MessagePassing, Transfor
 
 from pyg_sar.config import SARConfig
 from pyg_sar.core.combine import SoftmaxRule
+from pyg_sar.core.fused_attention import FusedAttention, fused_attention
 from pyg_sar.core.halo import halo_offsets, with_halo
 from pyg_sar.core.sar import Propagation, sar_propagate
 from pyg_sar.core.views import GraphView, ViewBlock, self_loop_view, stored_view
 from pyg_sar.graph import DistGraph
+from pyg_sar.ops._gat_attention import fused_attention_available
 
 ATTENTION_LAYERS = (GATConv, GATv2Conv, TransformerConv)
 
@@ -183,9 +192,64 @@ def dist_edge_updater(layer: MessagePassing, edge_index: Any, size=None, **kwarg
     return layer._sar_original_edge_updater(ext, size=(num_ext, graph.num_nodes), **kwargs)
 
 
+def _fused_inputs(layer: MessagePassing, kwargs: dict) -> Optional[dict]:
+    """The fused kernels' inputs for a GAT/GATv2 propagate, or None if they do not apply."""
+    deferred = kwargs.get("alpha")
+    if not isinstance(deferred, DeferredScores) or isinstance(layer, TransformerConv):
+        return None
+    ekw = deferred.kwargs
+    edge_attr = ekw.get("edge_attr")
+    heads, channels = layer.heads, layer.out_channels
+    if isinstance(layer, GATConv):
+        x_src = _pair(kwargs["x"], 0)
+        a_src, a_dst = ekw["alpha"]
+        inputs = dict(kind="gat", x_src=x_src, a_src=a_src, dst=a_dst, att=None)
+        if edge_attr is not None and layer.lin_edge is not None:
+            w = layer.lin_edge.weight  # [H * C, D]; lin_edge has no bias in GATConv
+            inputs["w_edge"] = (w.view(heads, channels, -1)
+                                * layer.att_edge.view(heads, channels, 1)).sum(1)
+        else:
+            edge_attr = None
+    else:
+        x_l, x_r = ekw["x"]
+        inputs = dict(kind="gatv2", x_src=x_l, a_src=None, dst=x_r,
+                      att=layer.att.view(heads, channels))
+        if edge_attr is not None:
+            if layer.lin_edge is None or layer.lin_edge.bias is not None:
+                return None
+            inputs["w_edge"] = layer.lin_edge.weight
+    if edge_attr is not None:
+        inputs["edge_attr"] = edge_attr.view(-1, 1) if edge_attr.dim() == 1 else edge_attr
+    tensors = [t for t in (inputs["x_src"], inputs["a_src"], inputs["dst"], inputs["att"],
+                           inputs.get("edge_attr"), inputs.get("w_edge")) if t is not None]
+    dtype = inputs["x_src"].dtype
+    if (dtype not in (torch.float32, torch.float64) or inputs["dst"] is None
+            or inputs["x_src"].dim() != 3 or any(t.dtype != dtype for t in tensors)
+            or not fused_attention_available(inputs["x_src"].device)):
+        return None
+    inputs["view"] = deferred.view
+    return inputs
+
+
+def fused_attention_propagate(layer: MessagePassing, inputs: dict, config: SARConfig) -> Tensor:
+    """GAT/GATv2 propagate through the fused kernels (see the module docstring)."""
+    dropout = float(layer.dropout) if layer.training else 0.0
+    # one seed per call from torch's generator: torch.manual_seed makes the mask reproducible
+    seed = int(torch.randint(0, 2**62, (1,)).item()) if dropout > 0 else 0
+    spec = FusedAttention(inputs["view"], inputs["kind"], layer.heads, layer.out_channels,
+                          float(layer.negative_slope), dropout, seed, config.mode,
+                          config.pipeline_depth)
+    return fused_attention(spec, inputs["x_src"], inputs["a_src"], inputs["dst"], inputs["att"],
+                           inputs.get("edge_attr"), inputs.get("w_edge"))
+
+
 def attention_propagate(layer: MessagePassing, graph: DistGraph, kwargs: dict,
                         config: SARConfig) -> Tensor:
     """Propagate of an attention layer in mode ``sar``/``sa`` (online softmax over blocks)."""
+    if config.use_kernels:
+        inputs = _fused_inputs(layer, kwargs)
+        if inputs is not None:
+            return fused_attention_propagate(layer, inputs, config)
     params = [p for p in layer.parameters() if p.requires_grad]
     if isinstance(layer, TransformerConv):
         view = attention_view(layer, graph)

@@ -143,21 +143,44 @@ def load_node_map(path: str | Path) -> Tensor:
     return torch.from_numpy(_Reader(root, meta)(fmt.NODE_MAP_FILE, (meta["num_nodes"],)))
 
 
-def load_partition(path: str | Path, rank: int) -> LocalPartition:
+def _expected_world_size(world_size: int | None) -> int | None:
+    """``world_size`` if given, else the running job's when it has more than one rank (one
+    process may inspect any part of any partition)."""
+    if world_size is not None:
+        if not isinstance(world_size, (int, np.integer)) or isinstance(world_size, bool) or \
+                world_size < 1:
+            raise ValueError(f"load_partition: world_size must be an integer >= 1 (got "
+                             f"{world_size!r})")
+        return int(world_size)
+    from pyg_sar.distributed.context import get_context
+    ctx = get_context()
+    return ctx.world_size if ctx is not None and ctx.world_size > 1 else None
+
+
+def load_partition(path: str | Path, rank: int,
+                   world_size: int | None = None) -> LocalPartition:
     """Load rank ``rank``'s part of the partition folder ``path``.
 
     Verifies ``meta.json`` (format version, structure) and the SHA-256 of every file read;
-    reads only ``meta.json`` and ``part{rank}/``.
+    reads only ``meta.json`` and ``part{rank}/``. The number of parts must equal the number
+    of ranks: ``world_size`` when given, else that of the running job (:func:`pyg_sar.init`)
+    when it has more than one rank.
 
     Raises:
         FileNotFoundError: no partition (or a listed file is missing) at ``path``.
         ValueError: ``rank`` out of range, malformed or newer-format metadata, a file that fails
             its checksum (:class:`~pyg_sar.partition.storage.ChecksumError`, a ``RuntimeError``)
-            or is not a plain array.
+            or is not a plain array, or a partition whose number of parts is not the
+            world size.
     """
     root = Path(path)
+    expected = _expected_world_size(world_size)
     meta, raw = read_meta(root)
     num_parts = meta["num_parts"]
+    if expected is not None and num_parts != expected:
+        raise ValueError(f"the partition at '{root}' has {num_parts} parts but the job runs "
+                         f"on {expected} ranks (world size); partition the graph with "
+                         f"num_parts={expected} or launch {num_parts} ranks")
     if not isinstance(rank, (int, np.integer)) or isinstance(rank, bool) or \
             not 0 <= rank < num_parts:
         raise ValueError(f"rank {rank!r} is out of range for a partition of {num_parts} parts "
@@ -202,7 +225,7 @@ def load_partition(path: str | Path, rank: int) -> LocalPartition:
         blocks.append(Block(s, ptr, block_col, num_src, edge_start, src_degree))
         edge_start += count
     send_idx = list(torch.split(send_flat, info["send_counts"]))
-    graph = DistGraph(rank, num_parts, offsets, blocks, send_idx, in_degree)
+    graph = DistGraph(rank, num_parts, offsets, blocks, send_idx, in_degree, node_ids=node_ids)
 
     def tensors(keys: dict, file_of, rows: int) -> dict[str, Tensor]:
         out = {}

@@ -1,0 +1,171 @@
+// CUDA registration of the fused attention ops: argument checks, allocation and the transposed
+// CSR with ATen, arithmetic in the torch-free launchers of gat_attention_kernel.cu. Compiled
+// only in a CUDA build.
+#include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/library.h>
+
+#include "../gat_attention.h"
+#include "gat_attention_kernel.cuh"
+
+namespace pyg_sar {
+namespace ops {
+
+namespace {
+
+at::Tensor cont(const at::Tensor& t) { return t.defined() ? t.contiguous() : t; }
+
+template <typename T>
+const T* ptr(const at::Tensor& t) {
+  return t.defined() ? t.const_data_ptr<T>() : nullptr;
+}
+
+// Contiguous copies of the read-only inputs, kept alive while the launch uses their pointers.
+struct Held {
+  at::Tensor rowptr, col, x_src, a_src, a_dst, a_edge, x_dst, x_edge, att, src_ids, dst_ids;
+};
+
+Held hold(const AttentionArgs& a) {
+  return {cont(a.rowptr), cont(a.col),    cont(a.x_src), cont(a.a_src),
+          cont(a.a_dst),  cont(a.a_edge), cont(a.x_dst), cont(a.x_edge),
+          cont(a.att),    cont(a.src_ids), cont(a.dst_ids)};
+}
+
+template <typename T>
+gat_math::Inputs<T> inputs(const Held& h, const AttentionArgs& a) {
+  return {h.rowptr.const_data_ptr<int64_t>(),
+          h.col.const_data_ptr<int64_t>(),
+          ptr<T>(h.x_src),
+          ptr<T>(h.a_src),
+          ptr<T>(h.a_dst),
+          ptr<T>(h.a_edge),
+          ptr<T>(h.x_dst),
+          ptr<T>(h.x_edge),
+          ptr<T>(h.att),
+          a.dropout > 0 ? h.src_ids.const_data_ptr<int64_t>() : nullptr,
+          a.dropout > 0 ? h.dst_ids.const_data_ptr<int64_t>() : nullptr,
+          a.heads(),
+          a.channels(),
+          static_cast<T>(a.negative_slope),
+          a.dropout,
+          a.seed};
+}
+
+void run_forward(const char* op, const AttentionArgs& a) {
+  check_attention_args(op, a, /*backward=*/false);
+  const c10::cuda::CUDAGuard guard(a.x_src.device());
+  const Held h = hold(a);
+  AT_DISPATCH_FLOATING_TYPES(a.x_src.scalar_type(), "gat_attention_cuda", [&] {
+    C10_CUDA_CHECK(cuda::launch_attention_forward<scalar_t>(
+        inputs<scalar_t>(h, a), a.m.mutable_data_ptr<scalar_t>(),
+        a.l.mutable_data_ptr<scalar_t>(), a.acc.mutable_data_ptr<scalar_t>(), a.num_dst(),
+        c10::cuda::getCurrentCUDAStream()));
+  });
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> run_backward(const char* op,
+                                                                        const AttentionArgs& a) {
+  check_attention_args(op, a, /*backward=*/true);
+  const c10::cuda::CUDAGuard guard(a.x_src.device());
+  const Held h = hold(a);
+  const at::Tensor go = a.grad_out.contiguous(), out = a.acc.contiguous();
+  const at::Tensor m = a.m.contiguous(), l = a.l.contiguous();
+  const int64_t N = a.num_dst(), S = a.num_src(), E = a.num_edges(), H = a.heads(),
+                C = a.channels();
+  const bool v2 = a.kind == AttentionKind::kGatV2;
+  const bool has_edge = v2 ? a.x_edge.defined() : a.a_edge.defined();
+  const auto opts = a.x_src.options();
+  at::Tensor g_x = at::empty({S, H, C}, opts);
+  at::Tensor g_asrc = v2 ? at::empty({0}, opts) : at::empty({S, H}, opts);
+  at::Tensor g_dst = v2 ? at::empty({N, H, C}, opts) : at::empty({N, H}, opts);
+  at::Tensor g_edge = !has_edge ? at::empty({0}, opts)
+                                : (v2 ? at::empty({E, H, C}, opts) : at::empty({E, H}, opts));
+  at::Tensor g_att_rows = v2 ? at::empty({N, H, C}, opts) : at::empty({0}, opts);
+  at::Tensor big_d = at::empty({N, H}, opts);
+  // Transposed CSR without a host sync: a stable sort keeps ascending edge positions per source.
+  auto [sorted_col, perm] = at::sort(h.col, /*stable=*/true, /*dim=*/0, /*descending=*/false);
+  const at::Tensor colptr = at::searchsorted(sorted_col, at::arange(S + 1, h.col.options()));
+  const at::Tensor row = at::repeat_interleave(h.rowptr.diff(), E);
+  const auto stream = c10::cuda::getCurrentCUDAStream();
+  AT_DISPATCH_FLOATING_TYPES(a.x_src.scalar_type(), "gat_attention_backward_cuda", [&] {
+    const auto in = inputs<scalar_t>(h, a);
+    C10_CUDA_CHECK(cuda::launch_attention_backward_dst<scalar_t>(
+        in, go.const_data_ptr<scalar_t>(), out.const_data_ptr<scalar_t>(),
+        m.const_data_ptr<scalar_t>(), l.const_data_ptr<scalar_t>(),
+        big_d.mutable_data_ptr<scalar_t>(), g_dst.mutable_data_ptr<scalar_t>(),
+        has_edge ? g_edge.mutable_data_ptr<scalar_t>() : nullptr,
+        v2 ? g_att_rows.mutable_data_ptr<scalar_t>() : nullptr, N, stream));
+    C10_CUDA_CHECK(cuda::launch_attention_backward_src<scalar_t>(
+        in, colptr.const_data_ptr<int64_t>(), perm.const_data_ptr<int64_t>(),
+        row.const_data_ptr<int64_t>(), go.const_data_ptr<scalar_t>(),
+        m.const_data_ptr<scalar_t>(), l.const_data_ptr<scalar_t>(),
+        big_d.const_data_ptr<scalar_t>(), g_x.mutable_data_ptr<scalar_t>(),
+        v2 ? nullptr : g_asrc.mutable_data_ptr<scalar_t>(), S, stream));
+  });
+  if (v2) return {g_x, g_dst, g_edge, g_att_rows.sum(0)};
+  return {g_x, g_asrc, g_dst, g_edge};
+}
+
+void gat_block_forward_cuda(const at::Tensor& rowptr, const at::Tensor& col,
+                            const at::Tensor& x_src, const at::Tensor& a_src,
+                            const at::Tensor& a_dst, const std::optional<at::Tensor>& a_edge,
+                            at::Tensor& m, at::Tensor& l, at::Tensor& acc, double negative_slope,
+                            double dropout, int64_t seed,
+                            const std::optional<at::Tensor>& src_ids,
+                            const std::optional<at::Tensor>& dst_ids) {
+  run_forward("gat_block_forward_", gat_args(rowptr, col, x_src, a_src, a_dst, a_edge, m, l, acc,
+                                             negative_slope, dropout, seed, src_ids, dst_ids));
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> gat_block_backward_cuda(
+    const at::Tensor& grad_out, const at::Tensor& out, const at::Tensor& m, const at::Tensor& l,
+    const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& x_src,
+    const at::Tensor& a_src, const at::Tensor& a_dst, const std::optional<at::Tensor>& a_edge,
+    double negative_slope, double dropout, int64_t seed, const std::optional<at::Tensor>& src_ids,
+    const std::optional<at::Tensor>& dst_ids) {
+  AttentionArgs a = gat_args(rowptr, col, x_src, a_src, a_dst, a_edge, m, l, out, negative_slope,
+                             dropout, seed, src_ids, dst_ids);
+  a.grad_out = grad_out;
+  return run_backward("gat_block_backward", a);
+}
+
+void gatv2_block_forward_cuda(const at::Tensor& rowptr, const at::Tensor& col,
+                              const at::Tensor& x_src, const at::Tensor& x_dst,
+                              const std::optional<at::Tensor>& x_edge, const at::Tensor& att,
+                              at::Tensor& m, at::Tensor& l, at::Tensor& acc,
+                              double negative_slope, double dropout, int64_t seed,
+                              const std::optional<at::Tensor>& src_ids,
+                              const std::optional<at::Tensor>& dst_ids) {
+  run_forward("gatv2_block_forward_", gatv2_args(rowptr, col, x_src, x_dst, x_edge, att, m, l,
+                                                 acc, negative_slope, dropout, seed, src_ids,
+                                                 dst_ids));
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> gatv2_block_backward_cuda(
+    const at::Tensor& grad_out, const at::Tensor& out, const at::Tensor& m, const at::Tensor& l,
+    const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& x_src,
+    const at::Tensor& x_dst, const std::optional<at::Tensor>& x_edge, const at::Tensor& att,
+    double negative_slope, double dropout, int64_t seed, const std::optional<at::Tensor>& src_ids,
+    const std::optional<at::Tensor>& dst_ids) {
+  AttentionArgs a = gatv2_args(rowptr, col, x_src, x_dst, x_edge, att, m, l, out, negative_slope,
+                               dropout, seed, src_ids, dst_ids);
+  a.grad_out = grad_out;
+  return run_backward("gatv2_block_backward", a);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(pyg_sar, CUDA, m) {
+  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::gat_block_forward_"), TORCH_FN(gat_block_forward_cuda));
+  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::gat_block_backward"), TORCH_FN(gat_block_backward_cuda));
+  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::gatv2_block_forward_"),
+         TORCH_FN(gatv2_block_forward_cuda));
+  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::gatv2_block_backward"),
+         TORCH_FN(gatv2_block_backward_cuda));
+}
+
+}  // namespace ops
+}  // namespace pyg_sar

@@ -1,0 +1,284 @@
+// Schemas, argument checks and dispatcher calls of the fused attention op family (GAT, GATv2).
+// Backend kernels register themselves in cpu/ and cuda/ (TORCH_LIBRARY_IMPL) and call
+// check_attention_args once. gat_finalize and gat_dropout_mask are composite (any backend).
+#include "gat_attention.h"
+
+#include <ATen/Dispatch.h>
+#include <ATen/TensorUtils.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/library.h>
+
+#include <string>
+
+namespace pyg_sar {
+namespace ops {
+
+namespace {
+
+at::Tensor opt(const std::optional<at::Tensor>& t) {
+  return t.has_value() && t->defined() ? *t : at::Tensor();
+}
+
+std::string shape_str(std::initializer_list<int64_t> dims) {
+  std::string s = "[";
+  bool first = true;
+  for (int64_t d : dims) {
+    s += (first ? "" : ", ") + std::to_string(d);
+    first = false;
+  }
+  return s + "]";
+}
+
+// `t` must be defined with exactly the shape `dims`, the dtype and device of `ref`.
+void check_tensor(const char* op, const at::Tensor& t, const char* name,
+                  std::initializer_list<int64_t> dims, const at::Tensor& ref) {
+  TORCH_CHECK_VALUE(t.defined(), op, ": ", name, " is required");
+  TORCH_CHECK_VALUE(t.sizes().equals(at::IntArrayRef(dims)), op, ": ", name, " must have shape ",
+                    shape_str(dims), " (got ", t.sizes(), ")");
+  TORCH_CHECK_VALUE(t.scalar_type() == ref.scalar_type(), op, ": ", name,
+                    " and x_src must have the same dtype (got ", t.scalar_type(), " and ",
+                    ref.scalar_type(), ")");
+  TORCH_CHECK_VALUE(t.device() == ref.device(), op, ": ", name,
+                    " and x_src must be on the same device (got ", t.device(), " and ",
+                    ref.device(), ")");
+}
+
+void check_csr(const char* op, const at::Tensor& rowptr, const at::Tensor& col, int64_t num_src) {
+  at::CheckedFrom c{op};
+  at::TensorArg rowptr_arg{rowptr, "rowptr", 1}, col_arg{col, "col", 2};
+  at::checkDim(c, rowptr_arg, 1);
+  at::checkDim(c, col_arg, 1);
+  at::checkScalarType(c, rowptr_arg, at::kLong);
+  at::checkScalarType(c, col_arg, at::kLong);
+  TORCH_CHECK_VALUE(rowptr.numel() >= 1, op, ": rowptr must have N + 1 >= 1 entries (got 0)");
+  TORCH_CHECK_VALUE(col.device() == rowptr.device(), op,
+                    ": rowptr and col must be on the same device (got ", rowptr.device(), " and ",
+                    col.device(), ")");
+  const int64_t num_edges = col.numel(), num_dst = rowptr.numel() - 1;
+  // first, last and the count of decreasing steps in one transfer
+  const at::Tensor stats =
+      at::stack({rowptr[0], rowptr[num_dst],
+                 (rowptr.narrow(0, 1, num_dst) < rowptr.narrow(0, 0, num_dst)).sum()})
+          .cpu();
+  const int64_t* s = stats.const_data_ptr<int64_t>();
+  TORCH_CHECK_VALUE(s[0] == 0, op, ": rowptr[0] must be 0 (got ", s[0], ")");
+  TORCH_CHECK_VALUE(s[1] == num_edges, op, ": rowptr[-1] must equal the number of edges ",
+                    "col.numel() = ", num_edges, " (got ", s[1], ")");
+  TORCH_CHECK_VALUE(s[2] == 0, op, ": rowptr must be non-decreasing (", s[2],
+                    " decreasing step(s))");
+  if (num_edges > 0) {
+    auto [lo, hi] = at::aminmax(col);
+    const int64_t min = lo.item<int64_t>(), max = hi.item<int64_t>();
+    TORCH_CHECK_VALUE(min >= 0 && max < num_src, op, ": col values must lie in [0, ", num_src,
+                      ") (the rows of x_src; got min ", min, ", max ", max, ")");
+  }
+}
+
+void check_ids(const char* op, const at::Tensor& ids, const char* name, int64_t n,
+               const at::Tensor& ref) {
+  TORCH_CHECK_VALUE(ids.defined(), op, ": ", name, " is required when dropout > 0");
+  TORCH_CHECK_VALUE(ids.dim() == 1 && ids.size(0) == n && ids.scalar_type() == at::kLong, op,
+                    ": ", name, " must be int64 [", n, "] (got ", ids.scalar_type(), " ",
+                    ids.sizes(), ")");
+  TORCH_CHECK_VALUE(ids.device() == ref.device(), op, ": ", name,
+                    " and x_src must be on the same device (got ", ids.device(), " and ",
+                    ref.device(), ")");
+}
+
+}  // namespace
+
+void check_attention_args(const char* op, const AttentionArgs& a, bool backward) {
+  TORCH_CHECK_VALUE(a.x_src.defined() && a.rowptr.defined() && a.col.defined(), op,
+                    ": rowptr, col and x_src are required");
+  TORCH_CHECK_VALUE(a.x_src.dim() == 3, op, ": x_src must be [S, H, C] (got ", a.x_src.sizes(),
+                    ")");
+  TORCH_CHECK_VALUE(a.x_src.scalar_type() == at::kFloat || a.x_src.scalar_type() == at::kDouble,
+                    op, ": x_src must be float32 or float64 (got ", a.x_src.scalar_type(), ")");
+  TORCH_CHECK_VALUE(a.rowptr.device() == a.x_src.device(), op,
+                    ": rowptr and x_src must be on the same device (got ", a.rowptr.device(),
+                    " and ", a.x_src.device(), ")");
+  check_csr(op, a.rowptr, a.col, a.num_src());
+  const int64_t N = a.num_dst(), S = a.num_src(), E = a.num_edges(), H = a.heads(),
+                C = a.channels();
+  TORCH_CHECK_VALUE(a.dropout >= 0.0 && a.dropout <= 1.0, op, ": dropout must lie in [0, 1] (got ",
+                    a.dropout, ")");
+  if (a.kind == AttentionKind::kGat) {
+    check_tensor(op, a.a_src, "a_src", {S, H}, a.x_src);
+    check_tensor(op, a.a_dst, "a_dst", {N, H}, a.x_src);
+    if (a.a_edge.defined()) check_tensor(op, a.a_edge, "a_edge", {E, H}, a.x_src);
+  } else {
+    check_tensor(op, a.x_dst, "x_dst", {N, H, C}, a.x_src);
+    check_tensor(op, a.att, "att", {H, C}, a.x_src);
+    if (a.x_edge.defined()) check_tensor(op, a.x_edge, "x_edge", {E, H, C}, a.x_src);
+  }
+  check_tensor(op, a.m, "m", {N, H}, a.x_src);
+  check_tensor(op, a.l, "l", {N, H}, a.x_src);
+  check_tensor(op, a.acc, backward ? "out" : "acc", {N, H, C}, a.x_src);
+  if (backward) {
+    check_tensor(op, a.grad_out, "grad_out", {N, H, C}, a.x_src);
+  } else {
+    TORCH_CHECK_VALUE(a.m.is_contiguous() && a.l.is_contiguous() && a.acc.is_contiguous(), op,
+                      ": m, l and acc are updated in place and must be contiguous");
+  }
+  if (a.dropout > 0.0) {
+    check_ids(op, a.src_ids, "src_ids", S, a.x_src);
+    check_ids(op, a.dst_ids, "dst_ids", N, a.x_src);
+  }
+}
+
+AttentionArgs gat_args(const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& x_src,
+                       const at::Tensor& a_src, const at::Tensor& a_dst,
+                       const std::optional<at::Tensor>& a_edge, const at::Tensor& m,
+                       const at::Tensor& l, const at::Tensor& acc, double negative_slope,
+                       double dropout, int64_t seed, const std::optional<at::Tensor>& src_ids,
+                       const std::optional<at::Tensor>& dst_ids) {
+  AttentionArgs a;
+  a.kind = AttentionKind::kGat;
+  a.rowptr = rowptr, a.col = col, a.x_src = x_src, a.a_src = a_src, a.a_dst = a_dst;
+  a.a_edge = opt(a_edge), a.m = m, a.l = l, a.acc = acc;
+  a.negative_slope = negative_slope, a.dropout = dropout, a.seed = seed;
+  a.src_ids = opt(src_ids), a.dst_ids = opt(dst_ids);
+  return a;
+}
+
+AttentionArgs gatv2_args(const at::Tensor& rowptr, const at::Tensor& col,
+                         const at::Tensor& x_src, const at::Tensor& x_dst,
+                         const std::optional<at::Tensor>& x_edge, const at::Tensor& att,
+                         const at::Tensor& m, const at::Tensor& l, const at::Tensor& acc,
+                         double negative_slope, double dropout, int64_t seed,
+                         const std::optional<at::Tensor>& src_ids,
+                         const std::optional<at::Tensor>& dst_ids) {
+  AttentionArgs a;
+  a.kind = AttentionKind::kGatV2;
+  a.rowptr = rowptr, a.col = col, a.x_src = x_src, a.x_dst = x_dst, a.x_edge = opt(x_edge);
+  a.att = att, a.m = m, a.l = l, a.acc = acc;
+  a.negative_slope = negative_slope, a.dropout = dropout, a.seed = seed;
+  a.src_ids = opt(src_ids), a.dst_ids = opt(dst_ids);
+  return a;
+}
+
+at::Tensor gat_finalize(const at::Tensor& acc, const at::Tensor& l) {
+  TORCH_CHECK_VALUE(acc.dim() == 3 && l.dim() == 2 && acc.size(0) == l.size(0) &&
+                        acc.size(1) == l.size(1),
+                    "gat_finalize: acc must be [N, H, C] and l [N, H] (got ", acc.sizes(),
+                    " and ", l.sizes(), ")");
+  const at::Tensor safe = at::where(l > 0, l, at::ones_like(l));
+  return acc / safe.unsqueeze(-1);
+}
+
+at::Tensor gat_dropout_mask(const at::Tensor& src_ids, const at::Tensor& dst_ids, int64_t heads,
+                            double dropout, int64_t seed, at::ScalarType dtype) {
+  const char* op = "gat_dropout_mask";
+  TORCH_CHECK_VALUE(src_ids.dim() == 1 && dst_ids.dim() == 1 && src_ids.numel() == dst_ids.numel() &&
+                        src_ids.scalar_type() == at::kLong && dst_ids.scalar_type() == at::kLong,
+                    op, ": src_ids and dst_ids must be int64 [E] of equal length (got ",
+                    src_ids.sizes(), " and ", dst_ids.sizes(), ")");
+  TORCH_CHECK_VALUE(heads >= 1, op, ": heads must be >= 1 (got ", heads, ")");
+  TORCH_CHECK_VALUE(dropout >= 0.0 && dropout <= 1.0, op, ": dropout must lie in [0, 1] (got ",
+                    dropout, ")");
+  TORCH_CHECK_VALUE(dtype == at::kFloat || dtype == at::kDouble, op,
+                    ": dtype must be float32 or float64 (got ", dtype, ")");
+  const at::Tensor s = src_ids.cpu().contiguous(), d = dst_ids.cpu().contiguous();
+  const int64_t E = s.numel();
+  at::Tensor out = at::empty({E, heads}, at::TensorOptions().dtype(dtype));
+  AT_DISPATCH_FLOATING_TYPES(dtype, "gat_dropout_mask", [&] {
+    const int64_t* sp = s.const_data_ptr<int64_t>();
+    const int64_t* dp = d.const_data_ptr<int64_t>();
+    scalar_t* o = out.mutable_data_ptr<scalar_t>();
+    for (int64_t e = 0; e < E; ++e) {
+      for (int64_t h = 0; h < heads; ++h) {
+        o[e * heads + h] = gat_math::dropout_scale<scalar_t>(dropout, seed, sp[e], dp[e], h);
+      }
+    }
+  });
+  return out.to(src_ids.device());
+}
+
+void gat_block_forward_(const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& x_src,
+                        const at::Tensor& a_src, const at::Tensor& a_dst,
+                        const std::optional<at::Tensor>& a_edge, at::Tensor& m, at::Tensor& l,
+                        at::Tensor& acc, double negative_slope, double dropout, int64_t seed,
+                        const std::optional<at::Tensor>& src_ids,
+                        const std::optional<at::Tensor>& dst_ids) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("pyg_sar::gat_block_forward_", "")
+                       .typed<void(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                   const at::Tensor&, const at::Tensor&,
+                                   const std::optional<at::Tensor>&, at::Tensor&, at::Tensor&,
+                                   at::Tensor&, double, double, int64_t,
+                                   const std::optional<at::Tensor>&,
+                                   const std::optional<at::Tensor>&)>();
+  op.call(rowptr, col, x_src, a_src, a_dst, a_edge, m, l, acc, negative_slope, dropout, seed,
+          src_ids, dst_ids);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> gat_block_backward(
+    const at::Tensor& grad_out, const at::Tensor& out, const at::Tensor& m, const at::Tensor& l,
+    const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& x_src,
+    const at::Tensor& a_src, const at::Tensor& a_dst, const std::optional<at::Tensor>& a_edge,
+    double negative_slope, double dropout, int64_t seed, const std::optional<at::Tensor>& src_ids,
+    const std::optional<at::Tensor>& dst_ids) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("pyg_sar::gat_block_backward", "")
+                       .typed<decltype(gat_block_backward)>();
+  return op.call(grad_out, out, m, l, rowptr, col, x_src, a_src, a_dst, a_edge, negative_slope,
+                 dropout, seed, src_ids, dst_ids);
+}
+
+void gatv2_block_forward_(const at::Tensor& rowptr, const at::Tensor& col,
+                          const at::Tensor& x_src, const at::Tensor& x_dst,
+                          const std::optional<at::Tensor>& x_edge, const at::Tensor& att,
+                          at::Tensor& m, at::Tensor& l, at::Tensor& acc, double negative_slope,
+                          double dropout, int64_t seed, const std::optional<at::Tensor>& src_ids,
+                          const std::optional<at::Tensor>& dst_ids) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("pyg_sar::gatv2_block_forward_", "")
+                       .typed<void(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                   const at::Tensor&, const std::optional<at::Tensor>&,
+                                   const at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&,
+                                   double, double, int64_t, const std::optional<at::Tensor>&,
+                                   const std::optional<at::Tensor>&)>();
+  op.call(rowptr, col, x_src, x_dst, x_edge, att, m, l, acc, negative_slope, dropout, seed,
+          src_ids, dst_ids);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> gatv2_block_backward(
+    const at::Tensor& grad_out, const at::Tensor& out, const at::Tensor& m, const at::Tensor& l,
+    const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& x_src,
+    const at::Tensor& x_dst, const std::optional<at::Tensor>& x_edge, const at::Tensor& att,
+    double negative_slope, double dropout, int64_t seed, const std::optional<at::Tensor>& src_ids,
+    const std::optional<at::Tensor>& dst_ids) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("pyg_sar::gatv2_block_backward", "")
+                       .typed<decltype(gatv2_block_backward)>();
+  return op.call(grad_out, out, m, l, rowptr, col, x_src, x_dst, x_edge, att, negative_slope,
+                 dropout, seed, src_ids, dst_ids);
+}
+
+TORCH_LIBRARY_FRAGMENT(pyg_sar, m) {
+  m.def(TORCH_SELECTIVE_SCHEMA(
+      "pyg_sar::gat_block_forward_(Tensor rowptr, Tensor col, Tensor x_src, Tensor a_src, "
+      "Tensor a_dst, Tensor? a_edge, Tensor(a!) m, Tensor(b!) l, Tensor(c!) acc, "
+      "float negative_slope, float dropout, int seed, Tensor? src_ids, Tensor? dst_ids) -> ()"));
+  m.def(TORCH_SELECTIVE_SCHEMA(
+      "pyg_sar::gat_block_backward(Tensor grad_out, Tensor out, Tensor m, Tensor l, "
+      "Tensor rowptr, Tensor col, Tensor x_src, Tensor a_src, Tensor a_dst, Tensor? a_edge, "
+      "float negative_slope, float dropout, int seed, Tensor? src_ids, Tensor? dst_ids) -> "
+      "(Tensor grad_x_src, Tensor grad_a_src, Tensor grad_a_dst, Tensor grad_a_edge)"));
+  m.def(TORCH_SELECTIVE_SCHEMA(
+      "pyg_sar::gatv2_block_forward_(Tensor rowptr, Tensor col, Tensor x_src, Tensor x_dst, "
+      "Tensor? x_edge, Tensor att, Tensor(a!) m, Tensor(b!) l, Tensor(c!) acc, "
+      "float negative_slope, float dropout, int seed, Tensor? src_ids, Tensor? dst_ids) -> ()"));
+  m.def(TORCH_SELECTIVE_SCHEMA(
+      "pyg_sar::gatv2_block_backward(Tensor grad_out, Tensor out, Tensor m, Tensor l, "
+      "Tensor rowptr, Tensor col, Tensor x_src, Tensor x_dst, Tensor? x_edge, Tensor att, "
+      "float negative_slope, float dropout, int seed, Tensor? src_ids, Tensor? dst_ids) -> "
+      "(Tensor grad_x_src, Tensor grad_x_dst, Tensor grad_x_edge, Tensor grad_att)"));
+  m.def("pyg_sar::gat_finalize(Tensor acc, Tensor l) -> Tensor", TORCH_FN(gat_finalize));
+  m.def("pyg_sar::gat_dropout_mask(Tensor src_ids, Tensor dst_ids, int heads, float dropout, "
+        "int seed, ScalarType dtype) -> Tensor",
+        TORCH_FN(gat_dropout_mask));
+}
+
+}  // namespace ops
+}  // namespace pyg_sar

@@ -1,0 +1,220 @@
+"""GAT / GATv2 propagate through the fused attention kernels, block by block over source ranks.
+
+Forward: for step k = 0..P-1 the block of source rank ``(r + k) % P`` is folded into the online
+softmax state ``(m, l, acc)`` by one kernel call (``pyg_sar::gat_block_forward_`` or
+``gatv2_block_forward_``); its fetched rows are freed afterwards. Saved for backward: the inputs,
+``out``, ``m`` and ``l`` (``O(N x heads)`` besides the inputs), never a per-edge tensor.
+
+Backward (mode ``"sar"``): the same walk; each remote block's rows are fetched again and
+``*_block_backward`` recomputes the attention from ``(m, l)`` and returns the gradients of the
+fetched rows (sent back to their owners), of the destination inputs and of the edge term. Mode
+``"sa"`` keeps the fetched rows instead of fetching them again.
+
+Edge features enter through one ``[E_block, D] @ [D, H]`` (GAT: ``lin_edge`` folded with
+``att_edge``) or ``[E_block, D] @ [D, H*C]`` (GATv2) product per block, recomputed in backward;
+the GATv2 edge term is ``E_block x H x C`` by its definition and lives for one block only.
+
+Attention dropout is regenerated exactly in backward by the kernels' counter-based generator,
+keyed by ``(seed, source id, destination id, head)``: ``seed`` is drawn from torch's default
+generator once per forward call (so ``torch.manual_seed`` governs it and every layer call gets a
+fresh one); the ids are the original node ids the graph carries (``DistGraph.node_ids``, set by
+:func:`pyg_sar.load_partition`; else the partition's new ids ``node_offsets[rank] + local id``),
+exchanged once through the ranks' send lists. With original ids and the same torch seed on all
+ranks the mask does not depend on P or on the partitioning.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import torch
+from torch import Tensor
+
+from pyg_sar.core.exchange import GradReturner, RowFetcher
+from pyg_sar.core.views import GraphView, ViewBlock
+from pyg_sar.graph import DistGraph
+from pyg_sar.ops import _gat_attention as ops
+
+
+@dataclass(frozen=True)
+class FusedAttention:
+    """What one fused attention propagate needs besides its tensors.
+
+    ``kind`` is ``"gat"`` (inputs: x_src ``[N, H, C]``, a_src ``[N, H]``, a_dst ``[N, H]``,
+    w_edge ``[H, D]``) or ``"gatv2"`` (x_src, x_dst ``[N, H, C]``, att ``[H, C]``, w_edge
+    ``[H * C, D]``); ``edge_attr`` is ``[E_view, D]`` in view edge order.
+    """
+
+    view: GraphView
+    kind: str
+    heads: int
+    channels: int
+    negative_slope: float
+    dropout: float = 0.0
+    seed: int = 0
+    mode: str = "sar"
+    pipeline_depth: int = 1
+
+
+_SOURCE_IDS_KEY = ("dropout_source_ids",)
+
+
+def global_source_ids(graph: DistGraph) -> list[Tensor]:
+    """Dropout id of every source row of every block (indexed by source rank).
+
+    The ids of the local nodes (``DistGraph.node_ids``, else the new ids) are exchanged once over
+    the ring (collective: every rank calls it in the same layer call), then cached on the graph.
+    """
+    def build() -> list[Tensor]:
+        world, rank = graph.world_size, graph.rank
+        own = graph.node_ids
+        if own is None:
+            own = graph.node_offsets[rank] + torch.arange(graph.num_nodes, device=graph.device)
+        ids = [own.new_zeros(0)] * world
+        ids[rank] = own
+        if world > 1:
+            fetcher = RowFetcher(graph, [own.view(-1, 1)], 0).start()
+            for k in range(1, world):
+                ids[(rank + k) % world] = fetcher.get(k)[0].view(-1)
+        return ids
+    return graph.cached(_SOURCE_IDS_KEY, build)
+
+
+def _edge_term(spec: FusedAttention, edge_attr: Optional[Tensor], w_edge: Optional[Tensor],
+               block: ViewBlock) -> Optional[Tensor]:
+    if edge_attr is None or w_edge is None:
+        return None
+    term = edge_attr[block.edge_slice] @ w_edge.t()
+    if spec.kind == "gatv2":
+        term = term.view(-1, spec.heads, spec.channels)
+    return term.contiguous()
+
+
+class FusedAttentionFunction(torch.autograd.Function):
+    """Distributed GAT/GATv2 propagate through the fused kernels; see the module docstring."""
+
+    @staticmethod
+    def forward(ctx: Any, spec: FusedAttention, x_src: Tensor, a_src: Optional[Tensor],
+                dst: Tensor, att: Optional[Tensor], edge_attr: Optional[Tensor],
+                w_edge: Optional[Tensor]) -> Tensor:
+        g = spec.view.graph
+        world, rank = g.world_size, g.rank
+        src = [t.contiguous() for t in (x_src, a_src) if t is not None]
+        dst = dst.contiguous()
+        att = None if att is None else att.contiguous()
+        ids = global_source_ids(g) if spec.dropout > 0 else None
+        fetcher = RowFetcher(g, src, spec.pipeline_depth).start() if world > 1 else None
+        m, l, acc = ops.attention_state(g.num_nodes, spec.heads, spec.channels, x_src)
+        kept: list[Tensor] = []
+        for k in range(world):
+            s = (rank + k) % world
+            block = spec.view.blocks[s]
+            rows = src if k == 0 else fetcher.get(k)
+            if spec.mode == "sa" and k > 0:
+                kept.extend(rows)
+            if block.num_edges == 0:
+                continue
+            _block_forward(spec, block, rows, dst, att, _edge_term(spec, edge_attr, w_edge, block),
+                           m, l, acc, ids, s)
+        out = ops.gat_finalize(acc, l)
+        ctx.spec, ctx.n_kept = spec, len(kept)
+        ctx.save_for_backward(x_src, a_src, dst, att, edge_attr, w_edge, *kept, out, m, l)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad_out: Tensor):
+        spec: FusedAttention = ctx.spec
+        saved = ctx.saved_tensors
+        x_src, a_src, dst, att, edge_attr, w_edge = saved[:6]
+        kept = saved[6:6 + ctx.n_kept]
+        out, m, l = saved[6 + ctx.n_kept:]
+        g = spec.view.graph
+        world, rank = g.world_size, g.rank
+        src = [t.contiguous() for t in (x_src, a_src) if t is not None]
+        grad_out = grad_out.contiguous()
+        ids = global_source_ids(g) if spec.dropout > 0 else None
+        grad_src = [torch.zeros_like(t) for t in src]
+        grad_dst = torch.zeros_like(dst)
+        grad_att = None if att is None else torch.zeros_like(att)
+        need_edge = edge_attr is not None and w_edge is not None
+        grad_ea = torch.zeros_like(edge_attr) if need_edge and ctx.needs_input_grad[5] else None
+        grad_w = torch.zeros_like(w_edge) if need_edge and ctx.needs_input_grad[6] else None
+        fetcher = None
+        if spec.mode == "sar" and world > 1:
+            fetcher = RowFetcher(g, src, spec.pipeline_depth).start()
+        returner = GradReturner(g, grad_src) if world > 1 else None
+        for k in range(world):
+            s = (rank + k) % world
+            block = spec.view.blocks[s]
+            if k == 0:
+                rows = src
+            elif spec.mode == "sa":
+                rows = list(kept[(k - 1) * len(src):k * len(src)])
+            else:
+                rows = fetcher.get(k)
+            if block.num_edges == 0:
+                if k > 0:
+                    returner.send(k, [torch.zeros_like(r) for r in rows])
+                continue
+            term = _edge_term(spec, edge_attr, w_edge, block)
+            g_src, g_dst, g_term, g_att = _block_backward(spec, block, grad_out, out, m, l, rows,
+                                                          dst, att, term, ids, s)
+            grad_dst.add_(g_dst)
+            if grad_att is not None:
+                grad_att.add_(g_att)
+            if term is not None:
+                g_term = g_term.reshape(block.num_edges, -1)
+                if grad_ea is not None:
+                    grad_ea[block.edge_slice] = g_term @ w_edge
+                if grad_w is not None:
+                    grad_w.add_(g_term.t() @ edge_attr[block.edge_slice])
+            if k == 0:
+                for acc, got in zip(grad_src, g_src):
+                    acc.add_(got)
+            else:
+                returner.send(k, g_src)
+        if returner is not None:
+            returner.flush()
+        grad_a_src = grad_src[1] if a_src is not None else None
+        return (None, grad_src[0], grad_a_src, grad_dst, grad_att, grad_ea, grad_w)
+
+
+def _ids(ids: Optional[list[Tensor]], g: DistGraph, s: int):
+    if ids is None:
+        return None, None
+    return ids[s], ids[g.rank]
+
+
+def _block_forward(spec, block, rows, dst, att, term, m, l, acc, ids, s) -> None:
+    src_ids, dst_ids = _ids(ids, spec.view.graph, s)
+    if spec.kind == "gat":
+        ops.gat_block_forward_(block.rowptr, block.col, rows[0], rows[1], dst, term, m, l, acc,
+                               spec.negative_slope, spec.dropout, spec.seed, src_ids, dst_ids)
+    else:
+        ops.gatv2_block_forward_(block.rowptr, block.col, rows[0], dst, term, att, m, l, acc,
+                                 spec.negative_slope, spec.dropout, spec.seed, src_ids, dst_ids)
+
+
+def _block_backward(spec, block, grad_out, out, m, l, rows, dst, att, term, ids, s):
+    """(grads of the block's source tensors, of dst, of the edge term, of att or None)."""
+    src_ids, dst_ids = _ids(ids, spec.view.graph, s)
+    if spec.kind == "gat":
+        gx, gas, gad, gae = ops.gat_block_backward(grad_out, out, m, l, block.rowptr, block.col,
+                                                   rows[0], rows[1], dst, term,
+                                                   spec.negative_slope, spec.dropout, spec.seed,
+                                                   src_ids, dst_ids)
+        return [gx, gas], gad, gae, None
+    gx, gxd, gxe, gatt = ops.gatv2_block_backward(grad_out, out, m, l, block.rowptr, block.col,
+                                                  rows[0], dst, term, att, spec.negative_slope,
+                                                  spec.dropout, spec.seed, src_ids, dst_ids)
+    return [gx], gxd, gxe, gatt
+
+
+def fused_attention(spec: FusedAttention, x_src: Tensor, a_src: Optional[Tensor], dst: Tensor,
+                    att: Optional[Tensor] = None, edge_attr: Optional[Tensor] = None,
+                    w_edge: Optional[Tensor] = None) -> Tensor:
+    """Run one fused GAT/GATv2 propagate over all blocks; returns ``[N, H, C]``.
+
+    Differentiable in every tensor given (parameters enter as ``att`` and ``w_edge``).
+    """
+    return FusedAttentionFunction.apply(spec, x_src, a_src, dst, att, edge_attr, w_edge)
