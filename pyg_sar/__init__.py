@@ -26,6 +26,8 @@ _LAZY = {
     "load_partition": "pyg_sar.partition",
     "LocalPartition": "pyg_sar.partition",
     "convert": "pyg_sar.nn.convert",
+    "save_checkpoint": "pyg_sar.checkpoint",
+    "load_checkpoint": "pyg_sar.checkpoint",
     "nn": "pyg_sar.nn",
     "datasets": "pyg_sar.datasets",
     "ops": "pyg_sar.ops",

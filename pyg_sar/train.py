@@ -53,6 +53,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", default=None, help="mpi, gloo or nccl (default: by launcher)")
     p.add_argument("--metrics", default=None, help="write per-epoch metrics JSON here")
     p.add_argument("--log-every", type=int, default=10)
+    p.add_argument("--eval-every", type=int, default=1,
+                   help="evaluate (one more forward pass) every N epochs and at the end")
+    p.add_argument("--checkpoint", default=None,
+                   help="checkpoint folder: save the training state there (see --resume)")
+    p.add_argument("--checkpoint-every", type=int, default=10,
+                   help="save a checkpoint every N epochs (and after the last one)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue from the latest checkpoint in --checkpoint (bit-identical "
+                        "to a run that was never interrupted)")
     p.add_argument("--reference", action="store_true",
                    help="train the plain, unconverted PyG model on the whole graph in this one "
                         "process instead (the single-process baseline)")
@@ -108,6 +117,14 @@ def _load(args: argparse.Namespace, ctx) -> pyg_sar.LocalPartition:
     return pyg_sar.load_partition(out, ctx.rank)
 
 
+def _progress_bar(lead: bool, first_epoch: int, epochs: int):
+    """A tqdm bar on rank 0 when it writes to a terminal; ``None`` (log lines) otherwise."""
+    if not lead or not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm  # a dependency of torch_geometric
+    return tqdm(total=epochs, initial=first_epoch - 1, desc="epochs", unit="epoch")
+
+
 def _peak_rss_mb() -> float:
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
@@ -134,14 +151,32 @@ def run(args: argparse.Namespace) -> dict:
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
     x, y, graph = part.x.to(dtype), part.y, part.graph
     lead = ctx.rank == 0
+    if args.resume and not args.checkpoint:
+        raise ValueError("--resume needs --checkpoint (the folder to resume from)")
+    if args.checkpoint_every < 1:
+        raise ValueError(f"--checkpoint-every must be >= 1 (got {args.checkpoint_every})")
+    fingerprinted = part if hasattr(part, "fingerprint") else None
+    history, best_val, test_at_best, test_acc, first_epoch = [], -1.0, float("nan"), \
+        float("nan"), 1
+    if args.resume:
+        state = pyg_sar.load_checkpoint(args.checkpoint, model, optimizer,
+                                        partition=fingerprinted)
+        first_epoch = state.epoch + 1
+        history, best_val = state.extra["history"], state.extra["best_val"]
+        test_at_best, test_acc = state.extra["test_at_best"], state.extra["test_acc"]
+        if lead:
+            print(f"resumed from {state.path} after epoch {state.epoch}", flush=True)
+    if not args.reference:
+        from pyg_sar.distributed.sync import check_parameters_equal
+        check_parameters_equal(model)  # every rank must start from the same model
     if lead:
         where = ("plain PyG, whole graph, 1 process" if args.reference else
                  f"{ctx.world_size} rank(s), mode={args.mode}, backend={ctx.backend}")
         print(f"training {args.model} ({args.layers} layers, hidden {args.hidden}) on {where}, "
               f"threads/rank={ctx.num_threads}", flush=True)
 
-    history, best_val, test_at_best = [], -1.0, float("nan")
-    for epoch in range(1, args.epochs + 1):
+    bar = _progress_bar(lead, first_epoch, args.epochs)
+    for epoch in range(first_epoch, args.epochs + 1):
         t0 = time.perf_counter()
         model.train()
         optimizer.zero_grad()
@@ -151,25 +186,38 @@ def run(args: argparse.Namespace) -> dict:
         pyg_sar.all_reduce_gradients(model)
         optimizer.step()
         step_time = time.perf_counter() - t0
-        model.eval()
-        with torch.no_grad():
-            out = model(x, graph)
-        train_acc = accuracy(out, y, part.train_mask)
-        val_acc = accuracy(out, y, part.val_mask)
-        test_acc = accuracy(out, y, part.test_mask)
-        if val_acc > best_val:
-            best_val, test_at_best = val_acc, test_acc
-        history.append(dict(epoch=epoch, loss=float(loss.detach()), train_acc=train_acc,
-                            val_acc=val_acc, step_time_s=step_time))
-        if lead and (epoch % args.log_every == 0 or epoch == 1 or epoch == args.epochs):
-            print(f"epoch {epoch:4d}/{args.epochs}  loss {float(loss.detach()):.4f}  train "
-                  f"{train_acc:.4f}  val {val_acc:.4f}  ({step_time * 1e3:.1f} ms/step)",
-                  flush=True)
+        record = dict(epoch=epoch, loss=float(loss.detach()), step_time_s=step_time)
+        if epoch % args.eval_every == 0 or epoch == args.epochs:
+            model.eval()
+            with torch.no_grad():
+                out = model(x, graph)
+            train_acc = accuracy(out, y, part.train_mask)
+            val_acc = accuracy(out, y, part.val_mask)
+            test_acc = accuracy(out, y, part.test_mask)
+            if val_acc > best_val:
+                best_val, test_at_best = val_acc, test_acc
+            record.update(train_acc=train_acc, val_acc=val_acc)
+        history.append(record)
+        accs = (f"  train {record['train_acc']:.4f}  val {record['val_acc']:.4f}"
+                if "val_acc" in record else "")
+        if bar is not None:
+            bar.set_postfix_str(f"loss {record['loss']:.4f}{accs}", refresh=False)
+            bar.update(1)
+        elif lead and (epoch % args.log_every == 0 or epoch == 1 or epoch == args.epochs):
+            print(f"epoch {epoch:4d}/{args.epochs}  loss {record['loss']:.4f}{accs}  "
+                  f"({step_time * 1e3:.1f} ms/step)", flush=True)
+        if args.checkpoint and (epoch % args.checkpoint_every == 0 or epoch == args.epochs):
+            pyg_sar.save_checkpoint(args.checkpoint, model, optimizer, epoch, config=vars(args),
+                                    partition=fingerprinted,
+                                    extra=dict(history=history, best_val=best_val,
+                                               test_at_best=test_at_best, test_acc=test_acc))
 
     metrics = dict(config=vars(args), world_size=ctx.world_size, backend=ctx.backend,
                    final_test_acc=test_acc, best_val_acc=best_val,
                    test_acc_at_best_val=test_at_best, history=history,
                    peak_rss_mb=ctx.comm.allgather_object(_peak_rss_mb()))
+    if bar is not None:
+        bar.close()
     if lead:
         print(f"final test accuracy: {test_acc:.4f}  (test at best val {test_at_best:.4f}, "
               f"best val {best_val:.4f})", flush=True)

@@ -6,6 +6,7 @@ from torch import Tensor
 from torch_geometric.data import Data
 
 from pyg_sar.datasets._split import random_split_masks
+from pyg_sar.partition.finite import check_finite, check_policy
 
 MASKS = ("train_mask", "val_mask", "test_mask")
 
@@ -15,7 +16,7 @@ def _shape(t: Tensor) -> tuple[int, ...]:
 
 
 def from_pyg(data: Data, split_seed: int = 0, train_fraction: float = 0.6,
-             val_fraction: float = 0.2) -> Data:
+             val_fraction: float = 0.2, on_nonfinite: str = "warn") -> Data:
     """Validate any PyG ``Data`` for node classification and return a normalised copy.
 
     Checks: ``edge_index`` is an integer ``[2, E]`` tensor with ids in ``[0, num_nodes)``;
@@ -28,9 +29,13 @@ def from_pyg(data: Data, split_seed: int = 0, train_fraction: float = 0.6,
     is added; if it has some but not all, that is an error (which nodes are unused would be a
     guess).
 
+    NaN / Inf in ``x``, ``edge_attr`` or ``edge_weight`` are reported by name and first row:
+    ``on_nonfinite="warn"`` (default) warns, ``"raise"`` refuses, ``"ignore"`` skips the check.
+
     Raises:
         ValueError: naming the attribute and the problem.
     """
+    check_policy(on_nonfinite, "from_pyg")
     if not isinstance(data, Data):
         raise ValueError(f"from_pyg: expected a torch_geometric.data.Data (got "
                          f"{type(data).__name__})")
@@ -74,6 +79,9 @@ def from_pyg(data: Data, split_seed: int = 0, train_fraction: float = 0.6,
             got = _shape(value) if isinstance(value, Tensor) else type(value).__name__
             raise ValueError(f"from_pyg: data.{key} must have one row per edge ({num_edges}) "
                              f"(got {got})")
+
+    check_finite({f"data.{k}": out.get(k) for k in ("x", "edge_attr", "edge_weight")},
+                 on_nonfinite, "from_pyg")
 
     y = out.get("y")
     if not isinstance(y, Tensor):

@@ -22,6 +22,8 @@ from typing import Any, Optional
 import torch
 from torch import Tensor
 
+from pyg_sar.distributed import watchdog
+
 REDUCE_OPS = ("sum", "prod", "max", "min")
 
 # Reductions of bool tensors: "sum" is logical or, "prod" logical and (as NCCL does).
@@ -111,6 +113,27 @@ class Work(ABC):
         """Whether the operation has finished (never blocks)."""
 
 
+class CommStats:
+    """Traffic counters of a communicator (filled by the engine's exchanges; reset per epoch).
+
+    Attributes:
+        bytes_sent / bytes_recv: payload bytes of the engine's row and gradient messages.
+        messages: number of messages sent.
+        wait_s: seconds spent blocked waiting for exchanges to finish.
+    """
+
+    __slots__ = ("bytes_sent", "bytes_recv", "messages", "wait_s")
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.bytes_sent, self.bytes_recv, self.messages, self.wait_s = 0, 0, 0, 0.0
+
+    def as_dict(self) -> dict:
+        return {k: getattr(self, k) for k in self.__slots__}
+
+
 class Communicator(ABC):
     """Tensor communication among ``world_size`` ranks.
 
@@ -127,6 +150,7 @@ class Communicator(ABC):
         self.rank = rank
         self.world_size = world_size
         self.timeout = float(timeout)
+        self.stats = CommStats()  # traffic counters, see CommStats
 
     def _check_peer(self, peer: int, op: str) -> None:
         if not isinstance(peer, int) or not 0 <= peer < self.world_size:
@@ -293,14 +317,21 @@ class _MPIWork(Work):
         deadline = time.monotonic() + seconds
         status = MPI.Status()
         delay = 0.0
+        watchdog.set_operation(_describe(self._op, self._peer, self._tag))
         while not self._request.Test(status):
             if time.monotonic() >= deadline:
                 self._abandon()
                 raise timeout_error(self._comm.rank, seconds, self._op, self._peer, self._tag)
+            try:
+                watchdog.check_peers()  # a failed peer ends the wait at once
+            except watchdog.PeerFailure:
+                self._abandon()
+                raise
             # Back off from a few microseconds to 1 ms: latency stays low for quick answers
             # without spinning a core that other ranks on this host need.
             time.sleep(delay)
             delay = min(max(delay * 2, 1e-5), 1e-3)
+        watchdog.done_operation()
         self._complete(status)
         return self._result
 
@@ -474,14 +505,30 @@ class _TorchWork(Work):
             return self._result
         seconds = self._comm._deadline(timeout)
         start = time.monotonic()
+        where = _describe(self._op, self._peer, self._tag)
+        watchdog.set_operation(where)
         try:
-            self._work.wait(timedelta(seconds=seconds))
+            # Collectives: poll rather than block, so that a failed peer ends the wait at
+            # once. gloo's point-to-point work completes only inside wait(): block there (a
+            # dead peer breaks the connection, and the watchdog's grace timer is the backstop).
+            delay = 0.0
+            while self._op not in ("isend", "irecv") and not self._work.is_completed() and \
+                    time.monotonic() - start < seconds:
+                watchdog.check_peers()
+                time.sleep(delay)
+                delay = min(max(delay * 2, 1e-5), 1e-3)
+            self._work.wait(timedelta(seconds=max(0.001, seconds - (time.monotonic() - start))))
+        except watchdog.PeerFailure:
+            raise
         except Exception as e:  # noqa: BLE001 - re-raised with rank, peer and operation
+            diagnosis = watchdog.wait_for_diagnosis()  # a dead peer breaks gloo's connections
+            if diagnosis is not None:
+                raise watchdog.PeerFailure(diagnosis) from e
             if time.monotonic() - start >= 0.9 * seconds or "imed out" in str(e):
                 raise timeout_error(self._comm.rank, seconds, self._op, self._peer, self._tag,
                                     str(e).splitlines()[0] if str(e) else "") from e
-            raise RuntimeError(f"pyg_sar: rank {self._comm.rank} failed in "
-                               f"{_describe(self._op, self._peer, self._tag)}: {e}") from e
+            raise RuntimeError(f"pyg_sar: rank {self._comm.rank} failed in {where}: {e}") from e
+        watchdog.done_operation()
         self._done = True
         if self._finish is not None:
             self._finish()

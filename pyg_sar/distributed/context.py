@@ -110,8 +110,13 @@ def detect_launcher() -> str:
     return "none"
 
 
-def _import_mpi(reason: str):
+def _import_mpi(reason: str, seconds: Optional[float] = None):
     try:
+        if seconds is not None:  # under mpiexec: MPI_Init blocks until every rank starts it
+            from pyg_sar.distributed.join import import_mpi_with_deadline
+            rank = next((_env_int(r) for r, _ in _MPI_ENV if r in os.environ), 0)
+            size = next((_env_int(s) for _, s in _MPI_ENV if s and s in os.environ), 0)
+            return import_mpi_with_deadline(seconds, rank, size)
         from mpi4py import MPI
     except Exception as e:  # noqa: BLE001 - ImportError or a broken MPI library
         raise RuntimeError(f"pyg_sar: {reason}, but mpi4py could not be imported: {e}") from e
@@ -154,8 +159,10 @@ def _init_default_group(backend: str, rank: int, world_size: int, timeout: float
         return False
     td = timedelta(seconds=timeout)
     if bootstrap is None and world_size > 1:  # torchrun: env:// rendezvous
-        dist.init_process_group(backend, init_method="env://", rank=rank,
-    world_size=world_size, timeout=td)
+        from pyg_sar.distributed.join import torch_store
+        store = torch_store(rank, world_size, timeout)  # names ranks that never join
+        dist.init_process_group(backend, store=store, rank=rank, world_size=world_size,
+                                timeout=td)
         return True
     # Rendezvous over MPI (or alone): rank 0 opens a store on a port the OS picks.
     hosts = bootstrap.allgather_object(socket.gethostname()) if bootstrap else ["localhost"]
@@ -230,7 +237,7 @@ def init(backend: Optional[str] = None, timeout: Optional[float] = None,
     launcher = detect_launcher()
     mpi = None
     if launcher == "mpiexec":
-        mpi = _import_mpi("the process was started by an MPI launcher")
+        mpi = _import_mpi("the process was started by an MPI launcher", seconds)
     elif launcher == "none" and backend == "mpi":
         try:
             mpi = _import_mpi("backend='mpi' was asked for")
@@ -282,6 +289,8 @@ def init(backend: Optional[str] = None, timeout: Optional[float] = None,
     seconds, None)
     else:
         if mpi is not None:
+            from pyg_sar.distributed.join import join_mpi
+            join_mpi(mpi.COMM_WORLD, seconds)  # Dup() would block forever on a missing rank
             bootstrap = MPICommunicator(mpi.COMM_WORLD.Dup(), seconds)
         if backend == "mpi":
             comm, bootstrap = bootstrap, None
@@ -315,7 +324,43 @@ def init(backend: Optional[str] = None, timeout: Optional[float] = None,
         # active exception") in about one run in three.
         atexit.register(shutdown)
         _ATEXIT_REGISTERED = True
+    if world_size > 1 and os.environ.get("PYG_SAR_WATCHDOG", "1") != "0":
+        # After shutdown's atexit hook, so that its fast exit after a failure runs first.
+        _start_watchdog(comm, hosts, seconds)
     return _CONTEXT
+
+
+def _env_seconds(name: str, default: float) -> float:
+    try:
+        value = float(os.environ.get(name, default))
+    except ValueError:
+        raise RuntimeError(f"pyg_sar: {name}={os.environ[name]!r} is not a number") from None
+    if not value > 0:
+        raise RuntimeError(f"pyg_sar: {name} must be > 0 (got {value})")
+    return value
+
+
+def _own_address() -> str:
+    try:
+        return socket.gethostbyname(socket.gethostname())
+    except OSError:
+        return socket.gethostname()
+
+
+def _start_watchdog(comm: Communicator, hosts: list[str], seconds: float) -> None:
+    """Failure detection (see :mod:`pyg_sar.distributed.watchdog`); intervals from
+    ``PYG_SAR_HEARTBEAT_S`` (2), ``PYG_SAR_DEAD_AFTER_S`` (45), ``PYG_SAR_FAILURE_GRACE_S``
+    (10); ``PYG_SAR_WATCHDOG=0`` turns it off."""
+    from pyg_sar.distributed import watchdog
+    try:
+        watchdog.start_watchdog(
+            comm, "127.0.0.1" if len(set(hosts)) == 1 else _own_address(), seconds,
+            heartbeat=_env_seconds("PYG_SAR_HEARTBEAT_S", watchdog.HEARTBEAT_S),
+            dead_after=_env_seconds("PYG_SAR_DEAD_AFTER_S", watchdog.DEAD_AFTER_S),
+            grace=_env_seconds("PYG_SAR_FAILURE_GRACE_S", watchdog.GRACE_S))
+    except BaseException:
+        shutdown()
+        raise
 
 
 def shutdown() -> None:
@@ -325,6 +370,8 @@ def shutdown() -> None:
     ctx, _CONTEXT = _CONTEXT, None
     if ctx is None:
         return
+    from pyg_sar.distributed.watchdog import stop_watchdog
+    stop_watchdog()
     ctx.comm.close()
     if ctx._bootstrap_comm is not None:
         ctx._bootstrap_comm.close()

@@ -92,3 +92,83 @@ def broadcast_parameters(model: torch.nn.Module, src: int = 0,
                          f"(got {src})")
     tensors = [p.data for p in model.parameters()] + [b for b in model.buffers()]
     _bucketed(tensors, bucket_size_mb, lambda flat: ctx.comm.broadcast(flat, src=src))
+
+
+def _digest(t: Tensor) -> str:
+    import hashlib
+    data = t.detach().to("cpu").contiguous().reshape(-1)
+    return hashlib.sha256(data.view(torch.uint8).numpy().tobytes()).hexdigest()[:16]
+
+
+def _first_difference(name: str, per_rank: list, field: str) -> Optional[str]:
+    values = [entry.get(name, {}).get(field) if entry is not None else None for entry in per_rank]
+    if len(set(map(str, values))) <= 1:
+        return None
+    groups: dict[str, list[int]] = {}
+    for r, v in enumerate(values):
+        groups.setdefault(str(v) if v is not None else "(absent)", []).append(r)
+    shown = "; ".join(f"ranks {ranks}: {v}" for v, ranks in groups.items())
+    return f"'{name}' has a different {field} across ranks ({shown})"
+
+
+def check_parameters_equal(model: torch.nn.Module, ctx: Optional[DistContext] = None,
+                           values: bool = True) -> None:
+    """Raise unless every rank holds the same parameters and buffers: names, shapes, dtypes
+    and (with ``values``) bit-identical values.
+
+    Call it once before training (after :func:`broadcast_parameters` or loading a
+    checkpoint): ranks that start from different parameters train different models while the
+    summed gradients still look plausible, and ranks with different dtypes or shapes
+    mis-match the gradient buckets. One small all-gather of names and SHA-256 digests.
+
+    Raises:
+        RuntimeError: naming the first differing tensors and which ranks hold which value.
+    """
+    ctx = _resolve(ctx)
+    if ctx.world_size == 1:
+        return
+    mine = {}
+    for kind, items in (("parameter", model.named_parameters()),
+                        ("buffer", model.named_buffers())):
+        for name, t in items:
+            entry = {"shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", "")}
+            if values:
+                entry["values (SHA-256 prefix)"] = _digest(t)
+            mine[f"{kind} {name}"] = entry
+    every = ctx.comm.allgather_object(mine)
+    names = sorted(set().union(*every), key=lambda n: (n not in mine, n))
+    problems = []
+    for name in names:
+        for fld in ("shape", "dtype", "values (SHA-256 prefix)"):
+            diff = _first_difference(name, every, fld)
+            if diff is not None:
+                problems.append(diff)
+                break
+    if problems:
+        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        raise RuntimeError(
+            f"pyg_sar: model parameters differ across ranks at rank {ctx.rank}: "
+            + "; ".join(problems[:3]) + more + ". Every rank must start from the same model: "
+            "build it with the same seed and dtype and call pyg_sar.broadcast_parameters(model)")
+
+
+def check_same_dtypes(tensors: dict[str, Optional[Tensor]],
+                      ctx: Optional[DistContext] = None) -> None:
+    """Raise unless every rank passes tensors of the same dtype and row shape under each
+    name (e.g. ``{"x": part.x, "edge_attr": part.edge_attr}``); rows may differ.
+
+    Raises:
+        RuntimeError: naming the tensor and the dtype / trailing shape each rank holds.
+    """
+    ctx = _resolve(ctx)
+    if ctx.world_size == 1:
+        return
+    mine = {name: ({"dtype": str(t.dtype).replace("torch.", ""), "row shape": list(t.shape[1:])}
+                   if t is not None else {"dtype": None, "row shape": None})
+            for name, t in tensors.items()}
+    every = ctx.comm.allgather_object(mine)
+    problems = [d for name in tensors for fld in ("dtype", "row shape")
+                if (d := _first_difference(name, every, fld)) is not None]
+    if problems:
+        raise RuntimeError(f"pyg_sar: inputs differ across ranks at rank {ctx.rank}: "
+                           + "; ".join(problems) + ". Cast every rank's tensors to one dtype.")

@@ -15,6 +15,7 @@ from torch import Tensor
 
 from pyg_sar.partition import format as fmt
 from pyg_sar.partition.assign import METHODS, assign_parts
+from pyg_sar.partition.finite import check_finite, check_policy
 from pyg_sar.partition.layout import Layout
 from pyg_sar.partition.storage import (
     check_out_dir,
@@ -152,10 +153,12 @@ def _key_spec(value: Tensor) -> dict:
 
 
 def write_partition(data: Any, num_parts: int, out_dir: str | Path, method: str = "metis",
-                    seed: int = 0, overwrite: bool = False) -> PartitionReport:
+                    seed: int = 0, overwrite: bool = False,
+                    on_nonfinite: str = "warn") -> PartitionReport:
     """:func:`partition_graph` returning a :class:`PartitionReport` (sizes, cut, timings)."""
     t_start = time.perf_counter()
     out_dir = Path(out_dir)
+    check_policy(on_nonfinite, "partition_graph")
     if method not in METHODS:
         raise ValueError(f"unknown partition method {method!r} (expected one of {METHODS})")
     if not isinstance(num_parts, (int, np.integer)) or isinstance(num_parts, bool):
@@ -173,6 +176,7 @@ def write_partition(data: Any, num_parts: int, out_dir: str | Path, method: str 
     edge_index = _edge_index_numpy(data, num_nodes)
     num_edges = int(edge_index.shape[1])
     node_data, edge_data = _split_tensors(data, num_nodes, num_edges)
+    check_finite({**node_data, **edge_data}, on_nonfinite, "partition_graph")
     timings = {"validate": time.perf_counter() - t_start}
 
     t = time.perf_counter()
@@ -258,7 +262,7 @@ def _write_parts(tmp: Path, layout: Layout, node_data: dict[str, Tensor],
 
 
 def partition_graph(data: Any, num_parts: int, out_dir: str | Path, method: str = "metis",
-                    seed: int = 0, overwrite: bool = False) -> Path:
+                    seed: int = 0, overwrite: bool = False, on_nonfinite: str = "warn") -> Path:
     r"""Partition ``data`` into ``num_parts`` parts and write them to ``out_dir``.
 
     Nodes are assigned to parts by ``method`` (``"metis"`` on the symmetrised loop-free graph,
@@ -276,12 +280,17 @@ def partition_graph(data: Any, num_parts: int, out_dir: str | Path, method: str 
         method: ``"metis"``, ``"random"`` or ``"contiguous"``.
         seed: seed of METIS / the random assignment.
         overwrite: replace a non-empty ``out_dir``.
+        on_nonfinite: what to do with NaN / Inf in floating-point node or edge tensors:
+            ``"warn"`` (report them, naming tensor and first row), ``"raise"`` (refuse the
+            input with a ``ValueError``) or ``"ignore"``.
 
     Returns:
         ``out_dir`` as a :class:`~pathlib.Path`.
 
     Raises:
         ValueError: bad ``num_parts``, ``method``, ``edge_index`` or node/edge tensor sizes, or
-            a non-empty ``out_dir`` without ``overwrite``.
+            a non-empty ``out_dir`` without ``overwrite``, or non-finite values with
+            ``on_nonfinite="raise"``.
     """
-    return write_partition(data, num_parts, out_dir, method, seed, overwrite).path
+    return write_partition(data, num_parts, out_dir, method, seed, overwrite,
+                           on_nonfinite).path

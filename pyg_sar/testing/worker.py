@@ -80,10 +80,12 @@ def main(argv: list[str] | None = None) -> None:
             _write(result_path, payload)
         except TypeError as e:
             raise TypeError(f"the target's return value must be JSON-serialisable: {e}") from e
-    except BaseException:  # noqa: BLE001 - every failure is reported to the launcher
+    except BaseException as exc:  # noqa: BLE001 - every failure is reported to the launcher
         error = traceback.format_exc()
         sys.stderr.write(error)
         _write(result_path, {"ok": False, "error": error, "rank": rank, "time": time.time()})
+        from pyg_sar.distributed.watchdog import report_failure
+        report_failure(exc)  # peers stop at once with this error instead of waiting
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(1)  # at once: peers blocked on this rank are killed by the launcher

@@ -1,5 +1,6 @@
 """run_on_ranks reports a failing rank's error and kills a launch that hangs."""
 import os
+import re
 import time
 
 import pytest
@@ -43,7 +44,8 @@ def test_failing_rank_is_named_with_its_traceback():
     msg = str(info.value)
     assert msg.startswith("pyg_sar: rank 1 failed".replace("pyg_sar", "pyg_sar.testing"))
     assert "ValueError: deliberate failure 4711" in msg and "raise_on_rank_1" in msg
-    assert "rank 0: no result" in msg
+    # Rank 0 is either killed by the launcher first or stops on the watchdog's notice first.
+    assert "rank 0: no result" in msg or re.search(r"rank 0: .*rank 1 failed", msg), msg
 
 
 @pytest.mark.skipif(not has_mpi(), reason="needs mpiexec and mpi4py")

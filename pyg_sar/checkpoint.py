@@ -1,0 +1,300 @@
+r"""Checkpoints of a (distributed) training run that resume bit-identically.
+
+Layout of a checkpoint folder (one folder per run; each save adds a snapshot and moves the
+``latest.json`` pointer, the commit point)::
+
+    latest.json                       format version, epoch, world size, partition fingerprint,
+                                      config, the model's tensor signature, SHA-256 per file
+    epoch-000012-<token>/rank{r}.pt   rank r: model and optimizer state, RNG states, epoch
+
+Every rank writes its own file (temporary name, fsync, rename); once all have written, rank 0
+replaces ``latest.json`` atomically and prunes older snapshots. A run killed at any moment
+leaves ``latest.json`` pointing at a complete snapshot. Rank files hold only tensors and plain
+containers and are read with ``torch.load(weights_only=True)`` after their checksum is checked:
+nothing is unpickled that could run code. The folder must be visible to every rank (a shared
+file system, or one host).
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import random
+import shutil
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+import torch
+
+FORMAT_VERSION = 1
+LATEST = "latest.json"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint is missing, damaged, or does not fit the model, partition or job."""
+
+
+@dataclass
+class Checkpoint:
+    """What :func:`load_checkpoint` restored.
+
+    Attributes:
+        epoch: the epoch the snapshot was taken after (resume at ``epoch + 1``).
+        config: the ``config`` given to :func:`save_checkpoint` (JSON).
+        extra: the ``extra`` given to :func:`save_checkpoint` (JSON), e.g. loop state.
+        path: the snapshot's folder.
+        fingerprint: the partition fingerprint it was written for (``None`` if none).
+    """
+
+    epoch: int
+    path: Path
+    config: dict = field(default_factory=dict)
+    extra: dict = field(default_factory=dict)
+    fingerprint: Optional[str] = None
+
+
+def _context(ctx):
+    if ctx is not None:
+        return ctx
+    from pyg_sar.distributed.context import get_context, init
+    return get_context() or init()
+
+
+def _signature(model: torch.nn.Module) -> dict[str, list]:
+    """``name -> [shape, dtype]`` of every tensor of the model's state dict."""
+    return {k: [list(v.shape), str(v.dtype).replace("torch.", "")]
+            for k, v in model.state_dict().items()}
+
+
+def _rng_state() -> dict:
+    np_state = np.random.get_state()
+    py_state = random.getstate()
+    state = {
+        "torch": torch.get_rng_state(),
+        "numpy": {"keys": torch.from_numpy(np_state[1].astype(np.int64)), "pos": int(np_state[2]),
+                  "has_gauss": int(np_state[3]), "cached_gaussian": float(np_state[4])},
+        "python": {"version": py_state[0], "state": list(py_state[1]), "gauss": py_state[2]},
+    }
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def _set_rng_state(state: dict) -> None:
+    torch.set_rng_state(state["torch"])
+    keys = state["numpy"]["keys"].numpy().astype(np.uint32)
+    np.random.set_state(("MT19937", keys, state["numpy"]["pos"], state["numpy"]["has_gauss"],
+                         state["numpy"]["cached_gaussian"]))
+    py = state["python"]
+    random.setstate((py["version"], tuple(py["state"]), py["gauss"]))
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fingerprint(partition: Any) -> Optional[str]:
+    if partition is None:
+        return None
+    fp = getattr(partition, "fingerprint", None)
+    if not isinstance(fp, str):
+        raise ValueError(f"partition must be a LocalPartition (with a fingerprint) or None "
+                         f"(got {type(partition).__name__})")
+    return fp
+
+
+def save_checkpoint(path: str | Path, model: torch.nn.Module,
+                    optimizer: Optional[torch.optim.Optimizer] = None, epoch: int = 0, *,
+                    config: Optional[dict] = None, partition: Any = None,
+                    extra: Optional[dict] = None, keep: int = 2, ctx=None) -> Path:
+    """Save this rank's training state; collective: every rank must call it.
+
+    Args:
+        path: the run's checkpoint folder (created if needed).
+        model: the (converted) model; its ``state_dict`` is saved.
+        optimizer: its ``state_dict`` is saved (optional).
+        epoch: the number of epochs completed.
+        config: JSON-serialisable run configuration, returned by :func:`load_checkpoint`.
+        partition: the rank's :class:`~pyg_sar.partition.LocalPartition`; its fingerprint is
+            recorded so a checkpoint is never resumed on another partition.
+        extra: JSON-serialisable loop state (e.g. best validation accuracy so far).
+        keep: snapshots kept (the newest ``keep``; at least 1).
+        ctx: the :class:`~pyg_sar.distributed.DistContext` (default: the current one).
+
+    Returns:
+        The snapshot folder.
+    """
+    if not isinstance(epoch, int) or isinstance(epoch, bool) or epoch < 0:
+        raise ValueError(f"save_checkpoint: epoch must be an integer >= 0 (got {epoch!r})")
+    if not isinstance(keep, int) or keep < 1:
+        raise ValueError(f"save_checkpoint: keep must be an integer >= 1 (got {keep!r})")
+    try:
+        config_json = json.dumps(config or {}, sort_keys=True, default=str)
+        extra_json = json.dumps(extra or {}, sort_keys=True)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"save_checkpoint: config and extra must be JSON-serialisable ({e})"
+                         ) from None
+    ctx = _context(ctx)
+    fingerprint = _fingerprint(partition)
+    root = Path(path)
+    # Agree on the epoch and a fresh snapshot name (never overwrite a committed snapshot).
+    token = uuid.uuid4().hex[:8] if ctx.rank == 0 else None
+    agreed = ctx.comm.allgather_object([epoch, token])
+    epochs = sorted({e for e, _ in agreed})
+    if len(epochs) > 1:
+        raise RuntimeError(f"save_checkpoint: ranks disagree on the epoch "
+                           f"({[e for e, _ in agreed]})")
+    snapshot = root / f"epoch-{epoch:06d}-{agreed[0][1]}"
+    snapshot.mkdir(parents=True, exist_ok=True)
+
+    payload = {
+        "format_version": FORMAT_VERSION, "epoch": epoch, "rank": ctx.rank,
+        "world_size": ctx.world_size, "fingerprint": fingerprint,
+        "model": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+        "optimizer": optimizer.state_dict() if optimizer is not None else None,
+        "rng": _rng_state(), "config_json": config_json, "extra_json": extra_json,
+    }
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    data = buffer.getvalue()
+    _write_atomic(snapshot / f"rank{ctx.rank}.pt", data)
+    digests = ctx.comm.allgather_object(hashlib.sha256(data).hexdigest())  # all written
+
+    if ctx.rank == 0:
+        latest = {
+            "format_version": FORMAT_VERSION, "epoch": epoch, "snapshot": snapshot.name,
+            "world_size": ctx.world_size, "fingerprint": fingerprint,
+            "model": _signature(model), "has_optimizer": optimizer is not None,
+            "config": json.loads(config_json), "sha256": digests,
+        }
+        _write_atomic(root / LATEST, (json.dumps(latest, indent=1) + "\n").encode())
+        snapshots = sorted(p for p in root.glob("epoch-*") if p.is_dir() and p != snapshot)
+        for old in snapshots[:max(0, len(snapshots) - (keep - 1))]:
+            shutil.rmtree(old, ignore_errors=True)
+    return snapshot
+
+
+def read_latest(path: str | Path) -> dict:
+    """The parsed, validated ``latest.json`` of a checkpoint folder."""
+    file = Path(path) / LATEST
+    if not file.is_file():
+        raise FileNotFoundError(f"no checkpoint at '{path}': '{file}' does not exist")
+    try:
+        latest = json.loads(file.read_bytes())
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise CheckpointError(f"malformed checkpoint metadata '{file}': not valid JSON ({e})"
+                              ) from None
+    if not isinstance(latest, dict):
+        raise CheckpointError(f"malformed checkpoint metadata '{file}': not a JSON object")
+    version = latest.get("format_version")
+    if not isinstance(version, int):
+        raise CheckpointError(f"malformed checkpoint metadata '{file}': no integer "
+                              f"format_version")
+    if version > FORMAT_VERSION:
+        raise CheckpointError(f"checkpoint '{file}' has format version {version}, newer than "
+                              f"this pyg_sar reads ({FORMAT_VERSION}); upgrade pyg_sar")
+    expected = {"epoch": int, "snapshot": str, "world_size": int, "model": dict,
+                "sha256": list, "config": dict}
+    for key, kind in expected.items():
+        if not isinstance(latest.get(key), kind):
+            raise CheckpointError(f"malformed checkpoint metadata '{file}': '{key}' missing "
+                                  f"or not {kind.__name__}")
+    if "/" in latest["snapshot"] or latest["snapshot"].startswith("."):
+        raise CheckpointError(f"malformed checkpoint metadata '{file}': bad snapshot name "
+                              f"{latest['snapshot']!r}")
+    return latest
+
+
+def _check_model(latest: dict, model: torch.nn.Module, file: Path) -> None:
+    saved, have = latest["model"], _signature(model)
+    problems = [f"'{k}' is in the model but not in the checkpoint" for k in have if k not in saved]
+    problems += [f"'{k}' is in the checkpoint but not in the model" for k in saved if k not in have]
+    problems += [f"'{k}' is {saved[k][1]} {saved[k][0]} in the checkpoint but {have[k][1]} "
+                 f"{have[k][0]} in the model" for k in have if k in saved and saved[k] != have[k]]
+    if problems:
+        more = f" (and {len(problems) - 4} more)" if len(problems) > 4 else ""
+        raise CheckpointError(f"checkpoint '{file}' was written for a different model: "
+                              + "; ".join(problems[:4]) + more)
+
+
+def load_checkpoint(path: str | Path, model: torch.nn.Module,
+                    optimizer: Optional[torch.optim.Optimizer] = None, *,
+                    partition: Any = None, restore_rng: bool = True, ctx=None) -> Checkpoint:
+    """Restore this rank's model, optimizer and RNG states from the latest snapshot.
+
+    Args:
+        path: the checkpoint folder given to :func:`save_checkpoint`.
+        model: a model of the same architecture (converted the same way); loaded in place.
+        optimizer: loaded in place when given.
+        partition: the rank's partition; refused unless it is the one the checkpoint was
+            written for (same fingerprint).
+        restore_rng: also restore torch / NumPy / Python RNG states (for bit-identical resume).
+        ctx: the :class:`~pyg_sar.distributed.DistContext` (default: the current one).
+
+    Raises:
+        FileNotFoundError: no checkpoint at ``path``.
+        CheckpointError: (a ``ValueError``) malformed or newer-format metadata, a rank file
+            that fails its checksum, another world size, partition or model.
+    """
+    ctx = _context(ctx)
+    root = Path(path)
+    latest = read_latest(root)
+    meta_file = root / LATEST
+    if latest["world_size"] != ctx.world_size:
+        raise CheckpointError(f"checkpoint '{meta_file}' was written by {latest['world_size']} "
+                              f"ranks but this job has {ctx.world_size}")
+    fingerprint = _fingerprint(partition)
+    saved_fp = latest.get("fingerprint")
+    if fingerprint is not None and saved_fp != fingerprint:
+        raise CheckpointError(
+            f"checkpoint '{meta_file}' was written for partition {str(saved_fp)[:12]} but this "
+            f"run uses partition {fingerprint[:12]} ('{getattr(partition, 'path', '?')}'); "
+            f"resume on the partition the run started with")
+    _check_model(latest, model, meta_file)
+    if optimizer is not None and not latest.get("has_optimizer", False):
+        raise CheckpointError(f"checkpoint '{meta_file}' holds no optimizer state")
+    if len(latest["sha256"]) != ctx.world_size:
+        raise CheckpointError(f"malformed checkpoint metadata '{meta_file}': "
+                              f"{len(latest['sha256'])} checksums for {ctx.world_size} ranks")
+
+    file = root / latest["snapshot"] / f"rank{ctx.rank}.pt"
+    if not file.is_file():
+        raise FileNotFoundError(f"checkpoint file '{file}' is missing")
+    data = file.read_bytes()
+    if hashlib.sha256(data).hexdigest() != latest["sha256"][ctx.rank]:
+        raise CheckpointError(f"checkpoint file '{file}' is damaged: its SHA-256 does not match "
+                              f"'{meta_file}' (truncated or altered)")
+    try:
+        payload = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+    except Exception as e:  # noqa: BLE001 - any refusal of the unpickler is a bad file
+        raise CheckpointError(f"checkpoint file '{file}' cannot be read safely: {e}") from None
+    if not isinstance(payload, dict) or payload.get("epoch") != latest["epoch"] or \
+            payload.get("rank") != ctx.rank:
+        raise CheckpointError(f"checkpoint file '{file}' does not belong to epoch "
+                              f"{latest['epoch']} / rank {ctx.rank}")
+
+    with torch.no_grad():
+        model.load_state_dict(payload["model"], strict=True)
+    if optimizer is not None:
+        optimizer.load_state_dict(payload["optimizer"])
+    if restore_rng:
+        _set_rng_state(payload["rng"])
+    return Checkpoint(epoch=int(payload["epoch"]), path=root / latest["snapshot"],
+                      config=json.loads(payload["config_json"]),
+                      extra=json.loads(payload["extra_json"]), fingerprint=saved_fp)

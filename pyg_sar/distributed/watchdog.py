@@ -1,0 +1,368 @@
+r"""Failure detection: when one rank dies or raises, every other rank stops promptly and says
+which rank failed and what it was doing.
+
+A side channel independent of the data communicator (so it works the same under ``mpiexec``,
+``torchrun`` and plain processes): every rank keeps one TCP connection to rank 0, which relays.
+A background thread on each rank
+
+* sends a heartbeat with the operation the rank is in (set by the communicator's waits)
+  every ``heartbeat`` seconds;
+* notices a peer that died: its connection closes at once (the kernel closes the sockets of a
+  killed process), or, for a lost host, no heartbeat for ``dead_after`` seconds;
+* relays a rank's own failure: an uncaught exception in the main thread is sent to every
+  rank with the operation it was in (:func:`report_failure` does it by hand).
+
+A rank that learns of a failure prints one line naming the failed rank and its operation;
+its communicator waits then raise that message (``PeerFailure``) instead of waiting out
+their timeout, and if the process has not ended ``grace`` seconds later it is ended with exit
+status 1. A failing process skips MPI finalisation and process-group teardown at exit (both
+can block on a dead peer). Timeouts are generous and heartbeats come from a thread, so a
+rank that is merely slow (an oversubscribed host) is never declared dead.
+"""
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import select
+import socket
+import sys
+import threading
+import time
+import traceback
+from typing import Optional
+
+HEARTBEAT_S = 2.0
+DEAD_AFTER_S = 45.0
+GRACE_S = 10.0
+
+
+class PeerFailure(RuntimeError):
+    """Another rank failed; this rank cannot go on. The message names the rank and operation."""
+
+
+# What this process is doing, for the heartbeats (written by the communicator's waits).
+_state = {"op": "starting", "waiting": False}
+_ACTIVE: Optional[Watchdog] = None
+_HOOKS_INSTALLED = False
+
+
+def set_operation(op: str, waiting: bool = True) -> None:
+    """Record the operation this rank is in (what peers report if it fails)."""
+    _state["op"] = op
+    _state["waiting"] = waiting
+
+
+def done_operation() -> None:
+    """The wait in progress finished; the rank computes until its next operation."""
+    _state["waiting"] = False
+
+
+def current_operation() -> str:
+    op = _state["op"]
+    return op if _state["waiting"] else f"computation (last communication: {op})"
+
+
+def failure() -> Optional[str]:
+    """The failure message this rank learnt of, or ``None``."""
+    return _ACTIVE.failure if _ACTIVE is not None else None
+
+
+def check_peers() -> None:
+    """Raise :class:`PeerFailure` if another rank has failed (cheap: reads one attribute)."""
+    dog = _ACTIVE
+    if dog is not None and dog.failure is not None and dog.failed_rank != dog.rank:
+        raise PeerFailure(dog.failure)
+
+
+def wait_for_diagnosis(seconds: float = 3.0) -> Optional[str]:
+    """After a communication error, give the watchdog ``seconds`` to name the failed rank."""
+    dog = _ACTIVE
+    if dog is None:
+        return None
+    deadline = time.monotonic() + seconds
+    while dog.failure is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return dog.failure if dog.failed_rank != dog.rank else None
+
+
+def report_failure(exc: BaseException) -> None:
+    """Tell every rank that this one failed with ``exc`` (also called for uncaught
+    exceptions). Harnesses that catch a rank's exception themselves should call it."""
+    dog = _ACTIVE
+    if dog is None:
+        return
+    error = "".join(traceback.format_exception_only(type(exc), exc)).strip().splitlines()
+    dog.report_own_failure(error[-1] if error else type(exc).__name__)
+
+
+def _send(sock: socket.socket, msg: dict) -> bool:
+    try:
+        sock.sendall((json.dumps(msg) + "\n").encode())
+        return True
+    except OSError:
+        return False
+
+
+class _Lines:
+    """Newline-delimited JSON messages from a socket."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.buf = b""
+
+    def read(self) -> Optional[list[dict]]:
+        """The messages now available, or ``None`` when the peer closed the connection."""
+        try:
+            data = self.sock.recv(65536)
+        except (BlockingIOError, InterruptedError):
+            return []
+        except OSError:
+            return None
+        if not data:
+            return None
+        self.buf += data
+        *lines, self.buf = self.buf.split(b"\n")
+        out = []
+        for line in lines:
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue
+        return out
+
+
+class Watchdog:
+    """The side channel of one rank (rank 0 hosts the relay). Use :func:`start_watchdog`."""
+
+    def __init__(self, rank: int, world_size: int, heartbeat: float, dead_after: float,
+                 grace: float) -> None:
+        self.rank, self.world_size = rank, world_size
+        self.heartbeat, self.dead_after, self.grace = heartbeat, dead_after, grace
+        self.failure: Optional[str] = None
+        self.failed_rank: Optional[int] = None
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: Optional[threading.Thread] = None
+        self._server: Optional[socket.socket] = None
+        self._peers: dict[int, socket.socket] = {}  # rank 0: every other rank; else: {0: hub}
+        self._readers: dict[int, _Lines] = {}
+        self._last_seen: dict[int, float] = {}
+        self._ops: dict[int, str] = {}
+        self._left: set[int] = set()  # ranks no longer watched (gone, or said goodbye)
+        self._bye: set[int] = set()  # ranks that ended cleanly
+        self._exiting_with_error = False
+
+    # ---------------------------------------------------------------- set-up and teardown
+    def connect(self, comm, host: str, timeout: float) -> None:
+        """Rendezvous over ``comm``: rank 0 listens, the others connect to it."""
+        if self.rank == 0:
+            server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            server.bind(("0.0.0.0" if host != "127.0.0.1" else host, 0))
+            server.listen(self.world_size)
+            self._server = server
+            endpoint = [host, server.getsockname()[1]]
+        else:
+            endpoint = None
+        endpoint = comm.allgather_object(endpoint)[0]
+        deadline = time.monotonic() + timeout
+        if self.rank == 0:
+            self._server.settimeout(1.0)
+            while len(self._peers) < self.world_size - 1:
+                if time.monotonic() > deadline:
+                    missing = sorted(set(range(1, self.world_size)) - set(self._peers))
+                    raise RuntimeError(f"pyg_sar.init: rank(s) {missing} did not connect to "
+                                       f"the failure watchdog within {timeout:.1f} s")
+                try:
+                    conn, _ = self._server.accept()
+                except TimeoutError:
+                    continue
+                conn.settimeout(max(1.0, deadline - time.monotonic()))
+                data = b""
+                while b"\n" not in data:
+                    chunk = conn.recv(256)
+                    if not chunk:
+                        raise RuntimeError("pyg_sar.init: a rank closed its watchdog "
+                                           "connection during the handshake")
+                    data += chunk
+                hello, rest = data.split(b"\n", 1)
+                peer = int(json.loads(hello)["hello"])
+                conn.setblocking(False)
+                self._peers[peer] = conn
+                self._readers[peer] = _Lines(conn)
+                self._readers[peer].buf = rest  # beats that came with the hello
+        else:
+            sock = socket.create_connection((endpoint[0], int(endpoint[1])), timeout=timeout)
+            sock.sendall((json.dumps({"hello": self.rank}) + "\n").encode())
+            sock.setblocking(False)
+            self._peers[0] = sock
+        now = time.monotonic()
+        for r, sock in self._peers.items():
+            self._readers.setdefault(r, _Lines(sock))
+            self._last_seen[r] = now
+            self._ops[r] = "starting"
+        self._thread = threading.Thread(target=self._run, name="pyg_sar-watchdog", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        """Say goodbye (a clean end, unless a failure is known) and stop the thread."""
+        if self._thread is None:
+            return
+        if self.failure is None and not self._exiting_with_error:
+            with self._lock:
+                for sock in self._peers.values():
+                    _send(sock, {"type": "bye", "rank": self.rank})
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self._thread = None
+        for sock in self._peers.values():
+            try:
+                sock.close()
+            except OSError:
+                pass
+        if self._server is not None:
+            self._server.close()
+        self._peers.clear()
+
+    # ---------------------------------------------------------------------- failures
+    def _declare(self, failed_rank: int, op: str, error: str) -> None:
+        """Record a failure of ``failed_rank`` (first one wins), print it, relay it, and
+        arm the grace timer that ends this process."""
+        with self._lock:
+            if self.failure is not None:
+                return
+            self.failed_rank = failed_rank
+            self.failure = (f"pyg_sar: rank {self.rank} stops: rank {failed_rank} failed in "
+                            f"{op}: {error}")
+            if self.rank == 0:
+                for r, sock in self._peers.items():
+                    if r != failed_rank:
+                        _send(sock, {"type": "fail", "rank": failed_rank, "op": op,
+                                     "error": error})
+        if failed_rank != self.rank:
+            print(self.failure, file=sys.stderr, flush=True)
+            timer = threading.Timer(self.grace, _hard_exit, args=(self.failure, self.grace))
+            timer.daemon = True
+            timer.start()
+
+    def report_own_failure(self, error: str) -> None:
+        op = current_operation()
+        if self.rank != 0:
+            with self._lock:
+                _send(self._peers[0], {"type": "fail", "rank": self.rank, "op": op,
+                                       "error": error})
+        self._declare(self.rank, op, error)
+
+    # ------------------------------------------------------------------------ thread
+    def _run(self) -> None:
+        next_beat, sent = 0.0, None
+        while not self._stop.is_set():
+            now = time.monotonic()
+            op = current_operation()
+            # A beat every `heartbeat` s, and soon after the operation changes, so that the
+            # operation named for a killed rank is the one it was in (at most 10 beats/s).
+            if now >= next_beat or op != sent:
+                with self._lock:
+                    for sock in self._peers.values():
+                        _send(sock, {"type": "beat", "rank": self.rank, "op": op})
+                next_beat, sent = now + self.heartbeat, op
+            socks = [s for r, s in self._peers.items() if r not in self._left]
+            try:
+                ready, _, _ = select.select(socks, [], [], min(0.1, self.heartbeat))
+            except (OSError, ValueError):
+                return  # closed under us: shutting down
+            for r, sock in list(self._peers.items()):
+                if sock in ready:
+                    self._receive(r)
+            now = time.monotonic()
+            for r, seen in self._last_seen.items():
+                if r not in self._left and now - seen > self.dead_after:
+                    self._left.add(r)
+                    self._declare(r, self._ops.get(r, "?"),
+                                  f"no heartbeat for {now - seen:.0f} s (host lost or process "
+                                  f"stopped)")
+
+    def _receive(self, r: int) -> None:
+        msgs = self._readers[r].read()
+        if msgs is None:
+            self._left.add(r)
+            if not self._stop.is_set() and not self._said_bye(r):
+                who = "the relay" if r == 0 and self.rank != 0 else "its process"
+                self._declare(r, self._ops.get(r, "?"),
+                              f"{who} exited or was killed (connection closed without a clean "
+                              f"shutdown)")
+            return
+        self._last_seen[r] = time.monotonic()
+        for msg in msgs:
+            kind = msg.get("type")
+            if kind == "beat":
+                self._ops[int(msg["rank"])] = str(msg.get("op"))
+            elif kind == "fail":
+                self._declare(int(msg["rank"]), str(msg.get("op")), str(msg.get("error")))
+            elif kind == "bye":
+                self._bye.add(int(msg["rank"]))
+                if int(msg["rank"]) == r:
+                    self._left.add(r)
+                if self.rank == 0:  # relay: others must not mistake its exit for a failure
+                    with self._lock:
+                        for q, sock in self._peers.items():
+                            if q != r:
+                                _send(sock, {"type": "bye", "rank": int(msg["rank"])})
+
+    def _said_bye(self, r: int) -> bool:
+        return r in self._bye
+
+
+def _hard_exit(message: str, grace: float) -> None:
+    sys.stderr.write(f"{message}\npyg_sar: the process did not end within {grace:.0f} s of "
+                     f"the failure; exiting with status 1\n")
+    sys.stderr.flush()
+    os._exit(1)
+
+
+def _excepthook(exc_type, exc, tb) -> None:
+    if _ACTIVE is not None and not issubclass(exc_type, (KeyboardInterrupt, PeerFailure)):
+        try:
+            report_failure(exc)
+        except Exception:  # noqa: BLE001 - never hide the original error
+            pass
+    _ORIGINAL_HOOK(exc_type, exc, tb)
+    if _ACTIVE is not None:
+        _ACTIVE._exiting_with_error = True
+
+
+_ORIGINAL_HOOK = sys.excepthook
+
+
+def _exit_fast_after_failure() -> None:
+    """At exit of a failed job, skip what can block on a dead peer (MPI_Finalize, gloo
+    teardown). Registered after mpi4py's own handler, so it runs before it."""
+    dog = _ACTIVE
+    if dog is not None and (dog.failure is not None or dog._exiting_with_error):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(1)
+
+
+def start_watchdog(comm, host: str, timeout: float, heartbeat: float = HEARTBEAT_S,
+                   dead_after: float = DEAD_AFTER_S, grace: float = GRACE_S) -> Watchdog:
+    """Start this rank's watchdog (collective over ``comm``); see the module docstring."""
+    global _ACTIVE, _HOOKS_INSTALLED
+    dog = Watchdog(comm.rank, comm.world_size, heartbeat, dead_after, grace)
+    dog.connect(comm, host, timeout)
+    _ACTIVE = dog
+    set_operation("init", waiting=False)
+    if not _HOOKS_INSTALLED:
+        sys.excepthook = _excepthook
+        atexit.register(_exit_fast_after_failure)
+        _HOOKS_INSTALLED = True
+    return dog
+
+
+def stop_watchdog() -> None:
+    """Stop this rank's watchdog after a clean end (called by :func:`pyg_sar.shutdown`)."""
+    global _ACTIVE
+    dog, _ACTIVE = _ACTIVE, None
+    if dog is not None:
+        dog.close()
