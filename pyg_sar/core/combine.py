@@ -47,7 +47,8 @@ class SumRule:
         return deg.view(-1, *([1] * (like.dim() - 1)))
 
     def finalize(self, acc: Tensor) -> Tensor:
-        return acc / self._scale(acc) if self.mean else acc
+        # acc is the propagate's own accumulator (a sum keeps no state for backward)
+        return acc.div_(self._scale(acc)) if self.mean else acc
 
     def node_grad(self, grad_out: Tensor) -> Tensor:
         """Gradient with respect to each block's partial sum."""

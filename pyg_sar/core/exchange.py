@@ -7,6 +7,7 @@ messages are skipped symmetrically.
 """
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Sequence
 from typing import Optional
@@ -20,6 +21,20 @@ from pyg_sar.graph import DistGraph
 # gradients to the same peers, and distinct tags keep the two streams apart whatever the order in
 # which the transport matches them.
 ROW_TAG, GRAD_TAG = 0, 64
+
+
+def count(comm, sent: int, recv: int, messages: int, wait_s: float = 0.0) -> None:
+    """Add traffic to ``comm.stats`` (communicators without counters are skipped)."""
+    stats = getattr(comm, "stats", None)
+    if stats is not None:
+        stats.bytes_sent += sent
+        stats.bytes_recv += recv
+        stats.messages += messages
+        stats.wait_s += wait_s
+
+
+def _nbytes(t: Tensor) -> int:
+    return t.numel() * t.element_size()
 
 
 class _Ready:
@@ -53,6 +68,7 @@ def exchange_rows(graph: DistGraph, step: int, send: Sequence[Tensor],
             continue
         pending.append(start_exchange(comm, s.contiguous() if s.shape[0] else None, send_to,
                                       recv if recv_rows else None, recv_from, tag=base + i))
+        count(comm, _nbytes(s), _nbytes(recv), int(s.shape[0] > 0))
         if recv_rows == 0:
             pending[-1] = _EmptyRecv(pending[-1], recv)
     return pending
@@ -102,7 +118,9 @@ class RowFetcher:
         self.prefetch(step)
         got_step, pending = self.in_flight.popleft()
         assert got_step == step, (got_step, step)
+        t = time.perf_counter()
         rows = [p.wait() for p in pending]
+        count(self.graph.context.comm, 0, 0, 0, time.perf_counter() - t)
         self.prefetch(step + self.depth)
         return rows
 
@@ -134,8 +152,10 @@ class GradReturner:
         if self.pending is None:
             return
         idx, live, pending = self.pending
-        for i, p in zip(live, pending):
-            got = p.wait()
+        t = time.perf_counter()
+        got_all = [p.wait() for p in pending]
+        count(self.graph.context.comm, 0, 0, 0, time.perf_counter() - t)
+        for i, got in zip(live, got_all):
             if got.shape[0]:
                 self.grads[i].index_add_(0, idx, got)
         self.pending = None

@@ -5,9 +5,12 @@ backward, so its memory does not fall with P on dense graphs.
 """
 from __future__ import annotations
 
+import time
+
 import torch
 from torch import Tensor
 
+from pyg_sar.core.exchange import count
 from pyg_sar.graph import DistGraph
 
 
@@ -31,7 +34,10 @@ class _HaloFetch(torch.autograd.Function):
         idx = _send_index(graph)
         send = x.index_select(0, idx).contiguous()
         out = x.new_empty((sum(graph.recv_counts), *x.shape[1:]))
+        t = time.perf_counter()
         graph.context.comm.all_to_all_single(out, send, graph.recv_counts, graph.send_counts)
+        count(graph.context.comm, send.numel() * send.element_size(),
+              out.numel() * out.element_size(), graph.world_size - 1, time.perf_counter() - t)
         ctx.graph, ctx.num_rows = graph, x.shape[0]
         return out
 
@@ -40,8 +46,11 @@ class _HaloFetch(torch.autograd.Function):
         graph: DistGraph = ctx.graph
         idx = _send_index(graph)
         back = grad.new_empty((int(idx.numel()), *grad.shape[1:]))
+        t = time.perf_counter()
         graph.context.comm.all_to_all_single(back, grad.contiguous(), graph.send_counts,
                                              graph.recv_counts)
+        count(graph.context.comm, grad.numel() * grad.element_size(),
+              back.numel() * back.element_size(), graph.world_size - 1, time.perf_counter() - t)
         gx = grad.new_zeros((ctx.num_rows, *grad.shape[1:])).index_add_(0, idx, back)
         return None, gx
 

@@ -37,10 +37,46 @@ def block_sum(rowptr: Tensor, col: Tensor, x_src: Tensor, weight: Optional[Tenso
     return x_src.new_zeros((num_dst, *x_src.shape[1:])).index_add_(0, row, msgs)
 
 
+def transpose_csr(rowptr: Tensor, col: Tensor, num_src: int) -> tuple[Tensor, Tensor, Tensor]:
+    """The block grouped by source: ``(colptr [num_src + 1], row [E], perm [E])``.
+
+    ``perm`` is a stable sort of the edges by ``col`` (edge positions ascend within a source,
+    the order the native backward sums in) and ``row[k]`` is the destination of edge
+    ``perm[k]``. Built once per block and cached by the caller: the native backward would
+    otherwise rebuild it on every call.
+    """
+    counts = rowptr[1:] - rowptr[:-1]
+    row = torch.repeat_interleave(torch.arange(rowptr.numel() - 1, device=col.device), counts)
+    perm = torch.sort(col, stable=True).indices
+    colptr = torch.zeros(num_src + 1, dtype=torch.long, device=col.device)
+    colptr[1:] = torch.cumsum(torch.bincount(col, minlength=num_src), 0)
+    return colptr, row.index_select(0, perm), perm
+
+
 def block_sum_transpose(grad_out: Tensor, rowptr: Tensor, col: Tensor,
-                        weight: Optional[Tensor], num_src: int) -> Tensor:
-    """Gradient of :func:`block_sum` with respect to ``x_src``: ``block^T @ grad_out``."""
-    if _native() and grad_out.dtype in (torch.float32, torch.float64):
+                        weight: Optional[Tensor], num_src: int,
+                        transposed: Optional[tuple[Tensor, Tensor, Tensor]] = None,
+                        row_scale: Optional[Tensor] = None) -> Tensor:
+    """Gradient of :func:`block_sum` with respect to ``x_src``: ``block^T @ grad_out``.
+
+    ``transposed`` (from :func:`transpose_csr`) lets the sum run as a forward gather over the
+    cached transposed block, in the same summation order as the native backward.
+    ``row_scale`` (``[num_dst]``) scales ``grad_out``'s rows first (a mean's ``1 / degree``);
+    with ``transposed`` it is folded into the edge weights, so no scaled copy of ``grad_out``
+    is made.
+    """
+    native = _native() and grad_out.dtype in (torch.float32, torch.float64)
+    if native and transposed is not None:
+        colptr, row_t, perm = transposed
+        w = None if row_scale is None else row_scale.to(grad_out.dtype).index_select(0, row_t)
+        if weight is not None:
+            ww = weight.index_select(0, perm).to(grad_out.dtype)
+            w = ww if w is None else w.mul_(ww)
+        out, _ = torch.ops.pyg_sar.gather_aggregate(colptr, row_t, _flat(grad_out), w, "sum")
+        return out.view(num_src, *grad_out.shape[1:])
+    if row_scale is not None:
+        grad_out = grad_out * row_scale.to(grad_out.dtype).view(-1, *([1] * (grad_out.dim() - 1)))
+    if native:
         w = None if weight is None else weight.to(grad_out.dtype).contiguous()
         empty = torch.empty(0, dtype=torch.long, device=col.device)
         gx, _ = torch.ops.pyg_sar.gather_aggregate_backward(

@@ -25,7 +25,7 @@ import torch
 from torch import Tensor
 
 from pyg_sar.core.exchange import GradReturner, RowFetcher
-from pyg_sar.core.kernels import block_sum, block_sum_transpose, edge_weight_grad
+from pyg_sar.core.kernels import block_sum, block_sum_transpose, edge_weight_grad, transpose_csr
 from pyg_sar.core.views import GraphView, ViewBlock
 
 
@@ -148,13 +148,17 @@ class SARPropagate(torch.autograd.Function):
         need_par = needs[n_src + n_dst + n_edge:]
         grad_out = grad_out.contiguous()
 
-        grad_src = [torch.zeros_like(t) if n else None for t, n in zip(src, need_src)]
+        # The linear path writes its local block's gradient straight into grad_src (no zeros).
+        lazy = -1 if prop.program.linear is None else prop.program.linear.src
+        grad_src = [torch.zeros_like(t) if n and i != lazy else None
+                    for i, (t, n) in enumerate(zip(src, need_src))]
         grad_dst = [torch.zeros_like(t) if n else None for t, n in zip(dst, need_dst)]
         grad_edge = [torch.zeros_like(t) if n else None for t, n in zip(edge, need_edge)]
         grad_par = [torch.zeros_like(t) if n else None for t, n in zip(params, need_par)]
 
         if prop.program.linear is not None:
-            _linear_backward(prop, grad_out, src, edge, kept, grad_src, grad_edge)
+            _linear_backward(prop, grad_out, src, edge, kept, grad_src, grad_edge,
+                             bool(need_src[lazy]))
         else:
             _generic_backward(prop, ctx.rng, grad_out, src, dst, edge, params, kept, state,
                               grad_src, grad_dst, grad_edge, grad_par)
@@ -165,19 +169,27 @@ def _kept_rows(kept: Sequence[Tensor], n_src: int, k: int) -> list[Tensor]:
     return list(kept[(k - 1) * n_src:k * n_src])
 
 
-def _linear_backward(prop: Propagation, grad_out, src, edge, kept, grad_src, grad_edge) -> None:
+def _linear_backward(prop: Propagation, grad_out, src, edge, kept, grad_src, grad_edge,
+                     need_x: bool) -> None:
     view, rule, linear = prop.view, prop.rule, prop.program.linear
     g = view.graph
     world, rank = g.world_size, g.rank
-    node_grad = rule.node_grad(grad_out)
     weight = None if linear.weight is None else edge[linear.weight]
     need_w = linear.weight is not None and grad_edge[linear.weight] is not None
-    need_x = grad_src[linear.src] is not None
+    # A mean's 1 / degree goes into the kernel's edge weights unless the edge-weight gradient
+    # needs the scaled gradient anyway: no N x F copy of grad_out.
+    inv_deg = None
+    if need_w:
+        node_grad = rule.node_grad(grad_out)
+    else:
+        node_grad = grad_out
+        if getattr(rule, "mean", False):  # only sum/mean rules take the linear path
+            inv_deg = 1.0 / rule.in_degree.clamp(min=1).to(grad_out.dtype)
     # Rows are only needed for the edge-weight gradient.
     fetcher = None
     if need_w and prop.mode == "sar" and world > 1:
         fetcher = RowFetcher(g, [src[linear.src]], prop.pipeline_depth).start()
-    returner = GradReturner(g, [grad_src[linear.src]]) if world > 1 else None
+    returner = None
     for k in range(world):
         block = view.blocks[(rank + k) % world]
         w = None if weight is None else weight[block.edge_slice]
@@ -193,14 +205,22 @@ def _linear_backward(prop: Propagation, grad_out, src, edge, kept, grad_src, gra
                     node_grad, block.row, block.col, rows)
         gx = None
         if need_x:
-            gx = block_sum_transpose(node_grad, block.rowptr, block.col, w, block.num_src)
-        if k == 0:
-            if gx is not None:
-                grad_src[linear.src].add_(gx)
+            gx = block_sum_transpose(node_grad, block.rowptr, block.col, w, block.num_src,
+                                     _transposed(g, block), inv_deg)
+        if k == 0:  # always the first step: later steps add into this tensor
+            grad_src[linear.src] = gx
+            if world > 1:
+                returner = GradReturner(g, [gx])
         else:
             returner.send(k, [gx])
     if returner is not None:
         returner.flush()
+
+
+def _transposed(graph, block: ViewBlock) -> tuple[Tensor, Tensor, Tensor]:
+    # Keyed by the block's index tensors: the stored and self-loop views share remote blocks.
+    key = ("csr_t", block.rowptr.data_ptr(), block.col.data_ptr(), block.num_src)
+    return graph.cached(key, lambda: transpose_csr(block.rowptr, block.col, block.num_src))
 
 
 def _generic_backward(prop: Propagation, rng, grad_out, src, dst, edge, params, kept, state,
