@@ -7,6 +7,8 @@ module after ``pyg_sar.convert`` on a one-rank ``DistGraph`` (P = 1, mode "sar")
 * time: median of ``--repeats`` forward+backward runs after one warm-up;
 * saved: bytes saved for backward (``torch.autograd.graph.saved_tensors_hooks``, unique
   storages, the layer's input ``x`` excluded as it is shared by both);
+* load: the machine's 1-minute load average (``os.getloadavg``) before and after the case, as
+  the machine may be shared (figures taken under load are slower and noisier);
 * peak: peak RSS growth of one run (``VmHWM`` after ``echo 5 > /proc/self/clear_refs``, minus
   ``VmRSS`` before), with glibc told to unmap large blocks on free (``MALLOC_MMAP_THRESHOLD_``)
   so that RSS follows live memory; the script re-executes itself with that set.
@@ -123,7 +125,7 @@ def main() -> None:
     cases = []
     header = (f"{'edges':>9} {'heads':>5} | {'PyG s':>7} {'ours s':>7} {'speedup':>7} | "
               f"{'PyG saved MB':>12} {'ours saved MB':>13} {'ratio':>6} | "
-              f"{'PyG peak MB':>11} {'ours peak MB':>12}")
+              f"{'PyG peak MB':>11} {'ours peak MB':>12} | load")
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, float32, "
           f"in={IN_CHANNELS}, out=64 (concat), median of {args.repeats}")
     print(header)
@@ -132,6 +134,7 @@ def main() -> None:
         x = torch.randn(n, IN_CHANNELS, generator=torch.Generator().manual_seed(1))
         x.requires_grad_()
         for heads in args.heads:
+            load_before = os.getloadavg()[0]
             torch.manual_seed(0)
             ref = GATConv(IN_CHANNELS, 64 // heads, heads=heads)
             ours = pyg_sar.convert(copy.deepcopy(ref), pyg_sar.SARConfig(mode="sar"))
@@ -140,13 +143,15 @@ def main() -> None:
             case = {"edges": int(edge_index.shape[1]), "nodes": n, "heads": heads,
                     "channels_per_head": 64 // heads, "pyg": pyg, "ours": fused,
                     "speedup": pyg["time_s"] / fused["time_s"],
-                    "saved_ratio": pyg["saved_bytes"] / max(fused["saved_bytes"], 1)}
+                    "saved_ratio": pyg["saved_bytes"] / max(fused["saved_bytes"], 1),
+                    "load_avg_1min": [load_before, os.getloadavg()[0]]}
             cases.append(case)
             mb = 1 / 2**20
             print(f"{case['edges']:>9} {heads:>5} | {pyg['time_s']:>7.3f} {fused['time_s']:>7.3f} "
                   f"{case['speedup']:>6.2f}x | {pyg['saved_bytes'] * mb:>12.1f} "
                   f"{fused['saved_bytes'] * mb:>13.1f} {case['saved_ratio']:>5.1f}x | "
-                  f"{pyg['peak_rss_bytes'] * mb:>11.1f} {fused['peak_rss_bytes'] * mb:>12.1f}",
+                  f"{pyg['peak_rss_bytes'] * mb:>11.1f} {fused['peak_rss_bytes'] * mb:>12.1f} | "
+                  f"{case['load_avg_1min'][0]:.1f}-{case['load_avg_1min'][1]:.1f}",
                   flush=True)
         del edge_index, graph, x
     result = {"benchmark": "attention", "torch": torch.__version__,

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 import torch
+from procmem import reset_peak, status_kib  # benchmarks/procmem.py
 from torch_geometric.utils import scatter
 
 from pyg_sar.ops import gather_aggregate, native_available
@@ -29,17 +30,6 @@ from pyg_sar.ops import gather_aggregate, native_available
 RESULTS = Path(__file__).resolve().parent / "results" / "gather_aggregate.json"
 
 
-def _status_kib(field: str) -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise RuntimeError(f"{field} not in /proc/self/status")
-
-
-def _reset_peak() -> None:
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")
 
 
 def random_graph(num_nodes: int, num_edges: int, seed: int) -> tuple[torch.Tensor, ...]:
@@ -69,12 +59,12 @@ def measure(fn, args, x, repeats: int) -> dict:
     times, peaks = [], []
     for _ in range(repeats):
         x.grad = None
-        before = _status_kib("VmRSS")
-        _reset_peak()
+        before = status_kib("VmRSS")
+        reset_peak()
         t0 = time.perf_counter()
         fn(*args)
         times.append(time.perf_counter() - t0)
-        peaks.append((_status_kib("VmHWM") - before) / 1024.0)
+        peaks.append((status_kib("VmHWM") - before) / 1024.0)
     return {"time_s": statistics.median(times), "times_s": times,
             "peak_growth_mib": statistics.median(peaks), "peak_growth_mib_all": peaks}
 

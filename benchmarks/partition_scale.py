@@ -26,20 +26,9 @@ from torch_geometric.data import Data
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from procmem import reset_peak, status_kib  # noqa: E402 (benchmarks/procmem.py)
+
 from pyg_sar.partition import write_partition  # noqa: E402
-
-
-def _status_kib(field: str) -> int:
-    with open("/proc/self/status") as fp:
-        for line in fp:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise RuntimeError(f"{field} not found in /proc/self/status")
-
-
-def _reset_peak() -> None:
-    with open("/proc/self/clear_refs", "w") as fp:
-        fp.write("5")
 
 
 def _rmat_torch(num_nodes: int, num_edges: int, num_features: int, seed: int) -> Data:
@@ -91,12 +80,12 @@ def main() -> None:
         out = scratch / f"partition_scale_p{num_parts}"
         shutil.rmtree(out, ignore_errors=True)
         gc.collect()
-        _reset_peak()
-        rss_before = _status_kib("VmRSS")
+        reset_peak()
+        rss_before = status_kib("VmRSS")
         t = time.perf_counter()
         report = write_partition(data, num_parts, out, method=args.method, seed=args.seed)
         total = time.perf_counter() - t
-        peak = _status_kib("VmHWM")
+        peak = status_kib("VmHWM")
         disk = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
         run = {
             "num_parts": num_parts,

@@ -21,6 +21,8 @@ import torch
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from procmem import MALLOC_ENV  # noqa: E402 (benchmarks/procmem.py)
+
 import pyg_sar  # noqa: E402
 
 
@@ -84,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     res = run_on_ranks(f"{Path(__file__).resolve()}:rank_profile", args.world_size,
                        kwargs=dict(parts=str(parts), model=args.model, mode=args.mode,
                                    repeats=args.repeats), timeout=3600,
-                       env={"MALLOC_MMAP_THRESHOLD_": "131072", "OMP_NUM_THREADS": "1"})
+                       env={**MALLOC_ENV, "OMP_NUM_THREADS": "1"})
     r0 = res[0]
     print(f"step median {r0['step_s']:.3f} s  {' '.join(f'{t:.3f}' for t in r0['times_s'])}")
     for e in r0["top"]:

@@ -28,12 +28,13 @@ import torch
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from procmem import MALLOC_ENV  # noqa: E402 (benchmarks/procmem.py)
+
 import pyg_sar  # noqa: E402
 
 RESULTS = HERE / "results"
 # glibc returns every freed large block to the OS, so RSS follows live memory.
-MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": "131072", "MALLOC_TRIM_THRESHOLD_": "131072",
-              "OMP_NUM_THREADS": "1", "DGLBACKEND": "pytorch"}
+RANK_ENV = {**MALLOC_ENV, "OMP_NUM_THREADS": "1", "DGLBACKEND": "pytorch"}
 MODES = ["sar", "sa", "halo", "pyg"]
 MODELS = ["sage", "gat"]
 
@@ -273,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
                 kwargs = dict(parts=str(parts), models=models, warmup=args.warmup,
                               repeats=args.repeats, **extra)
                 try:
-                    res = run_on_ranks(tgt, ranks, kwargs=kwargs, timeout=7200, env=MALLOC_ENV)
+                    res = run_on_ranks(tgt, ranks, kwargs=kwargs, timeout=7200, env=RANK_ENV)
                 except RankFailure as exc:
                     msg = str(exc).strip().splitlines()
                     err = next((m for m in reversed(msg) if "Error" in m), msg[-1])

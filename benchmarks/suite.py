@@ -23,22 +23,11 @@ import gc
 import statistics
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import torch
+from procmem import reset_peak, status_kib  # benchmarks/procmem.py
 
 import pyg_sar
-
-
-def _status_kb(key: str) -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1])
-    raise RuntimeError(f"{key} not found in /proc/self/status")
-
-
-def _reset_peak() -> None:
-    Path("/proc/self/clear_refs").write_text("5")
 
 
 def build_model(name: str, in_channels: int, classes: int, layers: int = 3) -> torch.nn.Module:
@@ -69,12 +58,12 @@ def _measure(step: Callable[[], dict], barrier: Callable[[], None], repeats: int
     for _ in range(repeats):
         barrier()
         gc.collect()
-        _reset_peak()
-        base = _status_kb("VmRSS")
+        reset_peak()
+        base = status_kib("VmRSS")
         t = time.perf_counter()
         info = step()
         times.append(time.perf_counter() - t)
-        growth.append((_status_kb("VmHWM") - base) / 1024)
+        growth.append((status_kib("VmHWM") - base) / 1024)
         extra.append(info)
     med = {k: statistics.median(e[k] for e in extra) for k in extra[0]}
     epoch = statistics.median(times)
