@@ -120,6 +120,16 @@ void check_attention_args(const char* op, const AttentionArgs& a, bool backward)
     TORCH_CHECK_VALUE(a.m.is_contiguous() && a.l.is_contiguous() && a.acc.is_contiguous(), op,
                       ": m, l and acc are updated in place and must be contiguous");
   }
+  if (backward && a.transposed.defined()) {
+    const at::Tensor& t = a.transposed;
+    TORCH_CHECK_VALUE(t.dim() == 1 && t.scalar_type() == at::kLong && t.numel() == S + 1 + 2 * E,
+                      op, ": transposed must be gat_transpose(rowptr, col, ", S,
+                      "): int64 [S + 1 + 2 E] = [", S + 1 + 2 * E, "] (got ", t.scalar_type(), " ",
+                      t.sizes(), ")");
+    TORCH_CHECK_VALUE(t.device() == a.x_src.device(), op,
+                      ": transposed and x_src must be on the same device (got ", t.device(),
+                      " and ", a.x_src.device(), ")");
+  }
   if (a.dropout > 0.0) {
     check_ids(op, a.src_ids, "src_ids", S, a.x_src);
     check_ids(op, a.dst_ids, "dst_ids", N, a.x_src);
@@ -155,6 +165,20 @@ AttentionArgs gatv2_args(const at::Tensor& rowptr, const at::Tensor& col,
   a.negative_slope = negative_slope, a.dropout = dropout, a.seed = seed;
   a.src_ids = opt(src_ids), a.dst_ids = opt(dst_ids);
   return a;
+}
+
+at::Tensor gat_transpose(const at::Tensor& rowptr, const at::Tensor& col, int64_t num_src) {
+  TORCH_CHECK_VALUE(num_src >= 0, "gat_transpose: num_src must be >= 0 (got ", num_src, ")");
+  check_csr("gat_transpose", rowptr, col, num_src);
+  const int64_t N = rowptr.numel() - 1, E = col.numel();
+  const auto opts = col.options();
+  // A stable sort keeps edges of one source in ascending position (the order pass 2 sums in).
+  const at::Tensor perm = at::argsort(col, /*stable=*/true);
+  const at::Tensor colptr =
+      at::cat({at::zeros({1}, opts), at::bincount(col, {}, num_src).cumsum(0)});
+  const at::Tensor row =
+      at::repeat_interleave(at::arange(N, opts), rowptr.diff(), /*dim=*/0, /*output_size=*/E);
+  return at::cat({colptr.to(at::kLong), perm, row.index_select(0, perm)});
 }
 
 at::Tensor gat_finalize(const at::Tensor& acc, const at::Tensor& l) {
@@ -217,12 +241,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> gat_block_backward(
     const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& x_src,
     const at::Tensor& a_src, const at::Tensor& a_dst, const std::optional<at::Tensor>& a_edge,
     double negative_slope, double dropout, int64_t seed, const std::optional<at::Tensor>& src_ids,
-    const std::optional<at::Tensor>& dst_ids) {
+    const std::optional<at::Tensor>& dst_ids, const std::optional<at::Tensor>& transposed) {
   static auto op = c10::Dispatcher::singleton()
                        .findSchemaOrThrow("pyg_sar::gat_block_backward", "")
                        .typed<decltype(gat_block_backward)>();
   return op.call(grad_out, out, m, l, rowptr, col, x_src, a_src, a_dst, a_edge, negative_slope,
-                 dropout, seed, src_ids, dst_ids);
+                 dropout, seed, src_ids, dst_ids, transposed);
 }
 
 void gatv2_block_forward_(const at::Tensor& rowptr, const at::Tensor& col,
@@ -247,12 +271,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> gatv2_block_backward(
     const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& x_src,
     const at::Tensor& x_dst, const std::optional<at::Tensor>& x_edge, const at::Tensor& att,
     double negative_slope, double dropout, int64_t seed, const std::optional<at::Tensor>& src_ids,
-    const std::optional<at::Tensor>& dst_ids) {
+    const std::optional<at::Tensor>& dst_ids, const std::optional<at::Tensor>& transposed) {
   static auto op = c10::Dispatcher::singleton()
                        .findSchemaOrThrow("pyg_sar::gatv2_block_backward", "")
                        .typed<decltype(gatv2_block_backward)>();
   return op.call(grad_out, out, m, l, rowptr, col, x_src, x_dst, x_edge, att, negative_slope,
-                 dropout, seed, src_ids, dst_ids);
+                 dropout, seed, src_ids, dst_ids, transposed);
 }
 
 TORCH_LIBRARY_FRAGMENT(pyg_sar, m) {
@@ -263,7 +287,8 @@ TORCH_LIBRARY_FRAGMENT(pyg_sar, m) {
   m.def(TORCH_SELECTIVE_SCHEMA(
       "pyg_sar::gat_block_backward(Tensor grad_out, Tensor out, Tensor m, Tensor l, "
       "Tensor rowptr, Tensor col, Tensor x_src, Tensor a_src, Tensor a_dst, Tensor? a_edge, "
-      "float negative_slope, float dropout, int seed, Tensor? src_ids, Tensor? dst_ids) -> "
+      "float negative_slope, float dropout, int seed, Tensor? src_ids, Tensor? dst_ids, "
+      "Tensor? transposed=None) -> "
       "(Tensor grad_x_src, Tensor grad_a_src, Tensor grad_a_dst, Tensor grad_a_edge)"));
   m.def(TORCH_SELECTIVE_SCHEMA(
       "pyg_sar::gatv2_block_forward_(Tensor rowptr, Tensor col, Tensor x_src, Tensor x_dst, "
@@ -272,8 +297,11 @@ TORCH_LIBRARY_FRAGMENT(pyg_sar, m) {
   m.def(TORCH_SELECTIVE_SCHEMA(
       "pyg_sar::gatv2_block_backward(Tensor grad_out, Tensor out, Tensor m, Tensor l, "
       "Tensor rowptr, Tensor col, Tensor x_src, Tensor x_dst, Tensor? x_edge, Tensor att, "
-      "float negative_slope, float dropout, int seed, Tensor? src_ids, Tensor? dst_ids) -> "
+      "float negative_slope, float dropout, int seed, Tensor? src_ids, Tensor? dst_ids, "
+      "Tensor? transposed=None) -> "
       "(Tensor grad_x_src, Tensor grad_x_dst, Tensor grad_x_edge, Tensor grad_att)"));
+  m.def("pyg_sar::gat_transpose(Tensor rowptr, Tensor col, int num_src) -> Tensor",
+        TORCH_FN(gat_transpose));
   m.def("pyg_sar::gat_finalize(Tensor acc, Tensor l) -> Tensor", TORCH_FN(gat_finalize));
   m.def("pyg_sar::gat_dropout_mask(Tensor src_ids, Tensor dst_ids, int heads, float dropout, "
         "int seed, ScalarType dtype) -> Tensor",

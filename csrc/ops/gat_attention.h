@@ -37,6 +37,7 @@ struct AttentionArgs {
   double negative_slope = 0.2, dropout = 0.0;
   int64_t seed = 0;
   at::Tensor src_ids, dst_ids;
+  at::Tensor transposed;  // backward only: gat_transpose's output, or undefined
 
   int64_t num_dst() const { return rowptr.numel() - 1; }
   int64_t num_src() const { return x_src.size(0); }
@@ -61,13 +62,13 @@ void gat_block_forward_(const at::Tensor& rowptr, const at::Tensor& col, const a
 at::Tensor gat_finalize(const at::Tensor& acc, const at::Tensor& l);
 
 // Returns (grad_x_src [S, H, C], grad_a_src [S, H], grad_a_dst [N, H], grad_a_edge [E, H] or an
-// empty tensor without a_edge).
+// empty tensor without a_edge). `transposed`: gat_transpose(rowptr, col, S) or None.
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> gat_block_backward(
     const at::Tensor& grad_out, const at::Tensor& out, const at::Tensor& m, const at::Tensor& l,
     const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& x_src,
     const at::Tensor& a_src, const at::Tensor& a_dst, const std::optional<at::Tensor>& a_edge,
     double negative_slope, double dropout, int64_t seed, const std::optional<at::Tensor>& src_ids,
-    const std::optional<at::Tensor>& dst_ids);
+    const std::optional<at::Tensor>& dst_ids, const std::optional<at::Tensor>& transposed);
 
 void gatv2_block_forward_(const at::Tensor& rowptr, const at::Tensor& col,
                           const at::Tensor& x_src, const at::Tensor& x_dst,
@@ -83,7 +84,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> gatv2_block_backward(
     const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& x_src,
     const at::Tensor& x_dst, const std::optional<at::Tensor>& x_edge, const at::Tensor& att,
     double negative_slope, double dropout, int64_t seed, const std::optional<at::Tensor>& src_ids,
-    const std::optional<at::Tensor>& dst_ids);
+    const std::optional<at::Tensor>& dst_ids, const std::optional<at::Tensor>& transposed);
+
+// The block's CSR grouped by source row, for the backward ops' second pass (it depends on the
+// graph only, so callers build it once per block and pass it to every backward call; without it
+// the backward ops build it themselves on every call). int64 [S + 1 + 2 E]: colptr [S + 1], then
+// perm [E] (edge ids grouped by source, ascending within a source), then the destination row of
+// every perm entry [E].
+at::Tensor gat_transpose(const at::Tensor& rowptr, const at::Tensor& col, int64_t num_src);
 
 // The dropout multipliers [E, heads] of edges (src_ids[e], dst_ids[e]): what the kernels apply.
 at::Tensor gat_dropout_mask(const at::Tensor& src_ids, const at::Tensor& dst_ids, int64_t heads,

@@ -8,7 +8,9 @@ softmax state ``(m, l, acc)`` by one kernel call (``pyg_sar::gat_block_forward_`
 Backward (mode ``"sar"``): the same walk; each remote block's rows are fetched again and
 ``*_block_backward`` recomputes the attention from ``(m, l)`` and returns the gradients of the
 fetched rows (sent back to their owners), of the destination inputs and of the edge term. Mode
-``"sa"`` keeps the fetched rows instead of fetching them again.
+``"sa"`` keeps the fetched rows instead of fetching them again. The backward kernels' second
+pass walks each block grouped by source row (``gat_transpose``); that structure depends on the
+graph only and is built once per view block and cached on the graph.
 
 Edge features enter through one ``[E_block, D] @ [D, H]`` (GAT: ``lin_edge`` folded with
 ``att_edge``) or ``[E_block, D] @ [D, H*C]`` (GATv2) product per block, recomputed in backward;
@@ -80,6 +82,15 @@ def global_source_ids(graph: DistGraph) -> list[Tensor]:
     return graph.cached(_SOURCE_IDS_KEY, build)
 
 
+def _transposed(spec: FusedAttention, s: int) -> Tensor:
+    """The source-grouped CSR of the view's block ``s`` for the backward kernels; it depends on
+    the graph only, so it is built once and cached on the graph (keyed by the cached view)."""
+    block = spec.view.blocks[s]
+    return spec.view.graph.cached(
+        ("gat_transposed", id(spec.view), s),
+        lambda: ops.gat_transpose(block.rowptr, block.col, block.num_src))
+
+
 def _edge_term(spec: FusedAttention, edge_attr: Optional[Tensor], w_edge: Optional[Tensor],
                block: ViewBlock) -> Optional[Tensor]:
     if edge_attr is None or w_edge is None:
@@ -133,9 +144,12 @@ class FusedAttentionFunction(torch.autograd.Function):
         src = [t.contiguous() for t in (x_src, a_src) if t is not None]
         grad_out = grad_out.contiguous()
         ids = global_source_ids(g) if spec.dropout > 0 else None
-        grad_src = [torch.zeros_like(t) for t in src]
-        grad_dst = torch.zeros_like(dst)
-        grad_att = None if att is None else torch.zeros_like(att)
+        # With one rank the local block's gradients are taken as they come (no zero-filled
+        # buffer and add); with several, GradReturner adds into the source buffers.
+        grad_src: list[Optional[Tensor]] = ([torch.zeros_like(t) for t in src] if world > 1
+                                            else [None] * len(src))
+        grad_dst: Optional[Tensor] = None
+        grad_att: Optional[Tensor] = None
         need_edge = edge_attr is not None and w_edge is not None
         grad_ea = torch.zeros_like(edge_attr) if need_edge and ctx.needs_input_grad[5] else None
         grad_w = torch.zeros_like(w_edge) if need_edge and ctx.needs_input_grad[6] else None
@@ -159,24 +173,35 @@ class FusedAttentionFunction(torch.autograd.Function):
             term = _edge_term(spec, edge_attr, w_edge, block)
             g_src, g_dst, g_term, g_att = _block_backward(spec, block, grad_out, out, m, l, rows,
                                                           dst, att, term, ids, s)
-            grad_dst.add_(g_dst)
-            if grad_att is not None:
-                grad_att.add_(g_att)
+            grad_dst = _accumulate(grad_dst, g_dst)
+            if att is not None:
+                grad_att = _accumulate(grad_att, g_att)
             if term is not None:
                 g_term = g_term.reshape(block.num_edges, -1)
                 if grad_ea is not None:
                     grad_ea[block.edge_slice] = g_term @ w_edge
                 if grad_w is not None:
                     grad_w.add_(g_term.t() @ edge_attr[block.edge_slice])
-            if k == 0:
+            if k == 0 and world == 1:
+                grad_src = list(g_src)
+            elif k == 0:
                 for acc, got in zip(grad_src, g_src):
                     acc.add_(got)
             else:
                 returner.send(k, g_src)
         if returner is not None:
             returner.flush()
+        grad_src = [torch.zeros_like(t) if got is None else got for t, got in zip(src, grad_src)]
+        grad_dst = torch.zeros_like(dst) if grad_dst is None else grad_dst
+        if att is not None and grad_att is None:
+            grad_att = torch.zeros_like(att)
         grad_a_src = grad_src[1] if a_src is not None else None
         return (None, grad_src[0], grad_a_src, grad_dst, grad_att, grad_ea, grad_w)
+
+
+def _accumulate(total: Optional[Tensor], part: Tensor) -> Tensor:
+    # The kernels return fresh tensors, so the first part can be kept and added to in place.
+    return part if total is None else total.add_(part)
 
 
 def _ids(ids: Optional[list[Tensor]], g: DistGraph, s: int):
@@ -202,11 +227,12 @@ def _block_backward(spec, block, grad_out, out, m, l, rows, dst, att, term, ids,
         gx, gas, gad, gae = ops.gat_block_backward(grad_out, out, m, l, block.rowptr, block.col,
                                                    rows[0], rows[1], dst, term,
                                                    spec.negative_slope, spec.dropout, spec.seed,
-                                                   src_ids, dst_ids)
+                                                   src_ids, dst_ids, _transposed(spec, s))
         return [gx, gas], gad, gae, None
     gx, gxd, gxe, gatt = ops.gatv2_block_backward(grad_out, out, m, l, block.rowptr, block.col,
                                                   rows[0], dst, term, att, spec.negative_slope,
-                                                  spec.dropout, spec.seed, src_ids, dst_ids)
+                                                  spec.dropout, spec.seed, src_ids, dst_ids,
+                                                  _transposed(spec, s))
     return [gx], gxd, gxe, gatt
 
 

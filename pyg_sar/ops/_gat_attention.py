@@ -63,23 +63,40 @@ def gat_block_backward(grad_out: Tensor, out: Tensor, m: Tensor, l: Tensor, rowp
                        col: Tensor, x_src: Tensor, a_src: Tensor, a_dst: Tensor,
                        a_edge: Optional[Tensor], negative_slope: float = 0.2,
                        dropout: float = 0.0, seed: int = 0, src_ids: Optional[Tensor] = None,
-                       dst_ids: Optional[Tensor] = None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """Gradients ``(x_src, a_src, a_dst, a_edge)`` of one block from the final ``out, m, l``."""
+                       dst_ids: Optional[Tensor] = None, transposed: Optional[Tensor] = None,
+                       ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Gradients ``(x_src, a_src, a_dst, a_edge)`` of one block from the final ``out, m, l``.
+
+    ``transposed``: :func:`gat_transpose` of the block (built once per graph and reused), or
+    ``None`` to have the op build it on every call.
+    """
     return torch.ops.pyg_sar.gat_block_backward(grad_out, out, m, l, rowptr, col, x_src, a_src,
                                                 a_dst, a_edge, negative_slope, dropout, seed,
-                                                src_ids, dst_ids)
+                                                src_ids, dst_ids, transposed)
 
 
 def gatv2_block_backward(grad_out: Tensor, out: Tensor, m: Tensor, l: Tensor, rowptr: Tensor,
                          col: Tensor, x_src: Tensor, x_dst: Tensor, x_edge: Optional[Tensor],
                          att: Tensor, negative_slope: float = 0.2, dropout: float = 0.0,
                          seed: int = 0, src_ids: Optional[Tensor] = None,
-                         dst_ids: Optional[Tensor] = None,
+                         dst_ids: Optional[Tensor] = None, transposed: Optional[Tensor] = None,
                          ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """Gradients ``(x_src, x_dst, x_edge, att)`` of one block from the final ``out, m, l``."""
+    """Gradients ``(x_src, x_dst, x_edge, att)`` of one block from the final ``out, m, l``
+    (``transposed`` as in :func:`gat_block_backward`)."""
     return torch.ops.pyg_sar.gatv2_block_backward(grad_out, out, m, l, rowptr, col, x_src, x_dst,
                                                   x_edge, att, negative_slope, dropout, seed,
-                                                  src_ids, dst_ids)
+                                                  src_ids, dst_ids, transposed)
+
+
+def gat_transpose(rowptr: Tensor, col: Tensor, num_src: int) -> Tensor:
+    """The CSR block grouped by source row, for the backward ops: int64 ``[S + 1 + 2 E]``
+    holding ``colptr [S + 1]``, ``perm [E]`` (edge ids grouped by source, ascending within a
+    source) and the destination row of every ``perm`` entry ``[E]``.
+
+    It depends on the graph only, so callers build it once per block and pass it to every
+    backward call.
+    """
+    return torch.ops.pyg_sar.gat_transpose(rowptr, col, num_src)
 
 
 def gat_dropout_mask(src_ids: Tensor, dst_ids: Tensor, heads: int, dropout: float, seed: int,

@@ -15,6 +15,7 @@ from pyg_sar.ops._gat_attention import (
     gat_block_forward_,
     gat_dropout_mask,
     gat_finalize,
+    gat_transpose,
     gatv2_attention,
     gatv2_block_backward,
     gatv2_block_forward_,
@@ -286,3 +287,60 @@ def test_bad_arguments_name_the_value():
         gat_block_forward_(rowptr, col, x.half(), a_s, a_d, None, m, l, acc)
     with pytest.raises(ValueError, match=r"rowptr\[-1\] must equal the number of edges"):
         gat_block_forward_(torch.tensor([0, 1, 1, 1, 9]), col, x, a_s, a_d, None, m, l, acc)
+
+
+def test_transpose_layout_and_cached_backward_match():
+    # gat_transpose groups edges by source (ascending edge id within a source) with the
+    # destination of every entry; backward given it equals backward building it itself.
+    rowptr, col = csr(6, 5, [3, 0, 1, 4, 2, 3], seed=11)
+    S, E, H, C = 5, int(col.numel()), 3, 4
+    t = gat_transpose(rowptr, col, S)
+    assert t.dtype == torch.long and t.numel() == S + 1 + 2 * E
+    colptr, perm, row = t[:S + 1], t[S + 1:S + 1 + E], t[S + 1 + E:]
+    assert colptr.tolist() == [0] + torch.bincount(col, minlength=S).cumsum(0).tolist()
+    assert perm.tolist() == torch.argsort(col, stable=True).tolist()
+    dst = torch.repeat_interleave(torch.arange(6), rowptr.diff())
+    assert row.tolist() == dst[perm].tolist()
+
+    x, asrc, adst = rand(S, H, C, seed=1), rand(S, H, seed=2), rand(6, H, seed=3)
+    m, l, acc = attention_state(6, H, C, x)
+    gat_block_forward_(rowptr, col, x, asrc, adst, None, m, l, acc, SLOPE)
+    out, grad = gat_finalize(acc, l), rand(6, H, C, seed=4)
+    plain = gat_block_backward(grad, out, m, l, rowptr, col, x, asrc, adst, None, SLOPE)
+    cached = gat_block_backward(grad, out, m, l, rowptr, col, x, asrc, adst, None, SLOPE,
+                                transposed=t)
+    for a, b in zip(plain[:3], cached[:3]):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+    xd, att = rand(6, H, C, seed=5), rand(H, C, seed=6)
+    m, l, acc = attention_state(6, H, C, x)
+    gatv2_block_forward_(rowptr, col, x, xd, None, att, m, l, acc, SLOPE)
+    out = gat_finalize(acc, l)
+    plain = gatv2_block_backward(grad, out, m, l, rowptr, col, x, xd, None, att, SLOPE)
+    cached = gatv2_block_backward(grad, out, m, l, rowptr, col, x, xd, None, att, SLOPE,
+                                  transposed=t)
+    for i in (0, 1, 3):
+        torch.testing.assert_close(plain[i], cached[i], rtol=0, atol=0)
+
+
+def test_bad_transposed_is_rejected():
+    rowptr, col = csr(4, 3, [2, 1, 0, 3], seed=12)
+    S, E, H, C = 3, int(col.numel()), 2, 2
+    x, asrc, adst = rand(S, H, C, seed=1), rand(S, H, seed=2), rand(4, H, seed=3)
+    m, l, acc = attention_state(4, H, C, x)
+    gat_block_forward_(rowptr, col, x, asrc, adst, None, m, l, acc, SLOPE)
+    out, grad = gat_finalize(acc, l), rand(4, H, C, seed=4)
+    t = gat_transpose(rowptr, col, S)
+    with pytest.raises(ValueError, match="transposed must be"):
+        gat_block_backward(grad, out, m, l, rowptr, col, x, asrc, adst, None, SLOPE,
+                           transposed=t[:-1])
+    bad = t.clone()
+    bad[S + 1] = E + 5  # an edge id out of range
+    with pytest.raises(ValueError, match="out of range"):
+        gat_block_backward(grad, out, m, l, rowptr, col, x, asrc, adst, None, SLOPE,
+                           transposed=bad)
+    bad = t.clone()
+    bad[S] = E - 1  # colptr does not end at E
+    with pytest.raises(ValueError, match="colptr runs from"):
+        gat_block_backward(grad, out, m, l, rowptr, col, x, asrc, adst, None, SLOPE,
+                           transposed=bad)

@@ -1,6 +1,7 @@
 // CPU kernels of the fused attention ops. Forward and the first backward pass run in parallel
 // over destination rows; the second backward pass (gradients of source rows) runs in parallel
-// over source rows of the transposed CSR. Every output element is written by one thread in a
+// over source rows of the transposed CSR (gat_transpose, cached per block by the caller), from
+// per-edge coefficients the first pass stores. Every output element is written by one thread in a
 // fixed order, so results do not depend on the thread count. Inner loops run over the C channels
 // of one head (contiguous), which the compiler vectorises.
 #include <ATen/ATen.h>
@@ -9,6 +10,7 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <atomic>
 #include <vector>
 
 #include "../gat_attention.h"
@@ -26,15 +28,36 @@ int64_t grain_for(int64_t num_rows, int64_t num_items, int64_t work_per_item) {
   return std::max<int64_t>(1, at::internal::GRAIN_SIZE / per_row);
 }
 
+// `omp simd` lets the compiler split the sum into vector lanes (a fixed order: the result does
+// not depend on threads), which plain -O3 may not do for floating point.
 template <typename T>
 T dot(const T* __restrict__ a, const T* __restrict__ b, int64_t n) {
   T s = T(0);
+#pragma omp simd reduction(+ : s)
   for (int64_t c = 0; c < n; ++c) s += a[c] * b[c];
   return s;
 }
 
 template <typename T>
 using Ptrs = gm::Inputs<T>;
+
+// The gathers (source rows in forward and pass 1, grad_out rows in pass 2) are random accesses
+// that miss the cache on large graphs; fetching them a few edges ahead overlaps the misses.
+constexpr int64_t kPrefetchAhead = 4;
+
+inline void prefetch_bytes(const void* p, int64_t bytes) {
+  const char* c = static_cast<const char*>(p);
+  for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(c + b);
+}
+
+// Prefetches the score and value inputs of source row col[e] when e < e_end.
+template <typename T>
+inline void prefetch_source(const Ptrs<T>& P, int64_t e, int64_t e_end) {
+  if (e >= e_end) return;
+  const int64_t j = P.col[e];
+  prefetch_bytes(P.x_src + j * P.H * P.C, P.H * P.C * static_cast<int64_t>(sizeof(T)));
+  if (P.a_src != nullptr) __builtin_prefetch(P.a_src + j * P.H);
+}
 
 struct Contig {
   at::Tensor rowptr, col, x_src, a_src, a_dst, a_edge, x_dst, x_edge, att, src_ids, dst_ids, m,
@@ -105,55 +128,83 @@ void run_forward(const char* op, const AttentionArgs& a) {
   });
 }
 
-// Edges grouped by source row (stable counting sort: ascending edge position per source) and
-// the destination row of every edge.
-struct TransposedCsr {
-  std::vector<int64_t> colptr, perm, row;
+// The block's CSR grouped by source row (gat_transpose's layout): colptr [S + 1], perm [E] (edge
+// ids, ascending within a source) and row [E] (the destination of every perm entry, stored in
+// perm order so that pass 2 reads it sequentially).
+struct TransposedView {
+  const int64_t *colptr, *perm, *row;
 };
 
-TransposedCsr transpose(const int64_t* rowptr, const int64_t* col, int64_t num_dst,
-                        int64_t num_src, int64_t num_edges) {
-  TransposedCsr t{std::vector<int64_t>(num_src + 1, 0), std::vector<int64_t>(num_edges),
-                  std::vector<int64_t>(num_edges)};
-  for (int64_t e = 0; e < num_edges; ++e) ++t.colptr[col[e] + 1];
-  for (int64_t s = 0; s < num_src; ++s) t.colptr[s + 1] += t.colptr[s];
-  std::vector<int64_t> cursor(t.colptr.begin(), t.colptr.end() - 1);
-  for (int64_t e = 0; e < num_edges; ++e) t.perm[cursor[col[e]]++] = e;
+// Stable counting sort, for calls without a cached gat_transpose (tests, one-off calls).
+at::Tensor transpose_cpu(const int64_t* rowptr, const int64_t* col, int64_t num_dst,
+                         int64_t num_src, int64_t num_edges) {
+  at::Tensor out = at::empty({num_src + 1 + 2 * num_edges}, at::kLong);
+  int64_t* colptr = out.mutable_data_ptr<int64_t>();
+  int64_t* perm = colptr + num_src + 1;
+  int64_t* row = perm + num_edges;
+  std::fill(colptr, colptr + num_src + 1, 0);
+  for (int64_t e = 0; e < num_edges; ++e) ++colptr[col[e] + 1];
+  for (int64_t s = 0; s < num_src; ++s) colptr[s + 1] += colptr[s];
+  std::vector<int64_t> cursor(colptr, colptr + num_src);
   for (int64_t i = 0; i < num_dst; ++i) {
-    std::fill(t.row.data() + rowptr[i], t.row.data() + rowptr[i + 1], i);
+    for (int64_t e = rowptr[i]; e < rowptr[i + 1]; ++e) {
+      const int64_t k = cursor[col[e]]++;
+      perm[k] = e;
+      row[k] = i;
+    }
   }
-  return t;
+  return out;
 }
 
 // Backward pass 1 over destination rows: D = <dout, out>, the gradients of the destination-side
 // inputs (a_dst or x_dst), of the edge inputs (a_edge or x_edge) and, for GATv2, each row's share
-// of grad_att (summed over rows afterwards, in a fixed order).
+// of grad_att (summed over rows afterwards, in a fixed order). Also stores, per (edge, head), the
+// two coefficients pass 2 needs, coef[2 (e H + h) + {0, 1}] = (drop a, ds) (GAT: ds times the
+// leaky_relu slope, i.e. the gradient of the pre-activation), so pass 2 does not recompute the
+// attention (which would re-gather a_dst, m, l, D and grad_out rows and redo the dot products).
 template <typename T>
 void backward_dst_rows(const Ptrs<T>& P, const T* go, const T* out, const T* m, const T* l,
-                       T* big_d, T* g_dst, T* g_edge, T* g_att_rows, int64_t begin, int64_t end) {
+                       T* big_d, T* g_dst, T* g_edge, T* g_att_rows, T* coef, int64_t begin,
+                       int64_t end) {
   const int64_t H = P.H, C = P.C;
   const bool v2 = P.att != nullptr;
+  const int64_t e_end = P.rowptr[end];
   for (int64_t i = begin; i < end; ++i) {
     const int64_t e0 = P.rowptr[i], e1 = P.rowptr[i + 1];
+    if (!v2) {
+      // GAT: heads inner, so each source row and coefficient pair is touched once per edge.
+      const T* __restrict__ g = go + i * H * C;
+      T* __restrict__ gd = g_dst + i * H;
+      for (int64_t h = 0; h < H; ++h) {
+        big_d[i * H + h] = dot(g + h * C, out + (i * H + h) * C, C);
+        gd[h] = T(0);
+      }
+      for (int64_t e = e0; e < e1; ++e) {
+        prefetch_source(P, e + kPrefetchAhead, e_end);
+        const int64_t j = P.col[e];
+        const T* __restrict__ xs = P.x_src + j * H * C;
+        T* __restrict__ ce = coef + 2 * e * H;
+        for (int64_t h = 0; h < H; ++h) {
+          const int64_t ih = i * H + h;
+          const T pre = gm::gat_pre(P.a_src[j * H + h], P.a_dst[ih], P.a_edge, e * H + h);
+          const T a = gm::attention(gm::leaky_relu(pre, P.slope), m[ih], l[ih]);
+          const T drop = P.drop(j, i, h);
+          const T ds = gm::score_grad(a, drop, dot(g + h * C, xs + h * C, C), big_d[ih]);
+          const T dpre = ds * gm::leaky_relu_grad(pre, P.slope);
+          gd[h] += dpre;
+          if (g_edge != nullptr) g_edge[e * H + h] = dpre;
+          ce[2 * h] = a * drop;
+          ce[2 * h + 1] = dpre;
+        }
+      }
+      continue;
+    }
     for (int64_t h = 0; h < H; ++h) {
       const int64_t ih = i * H + h;
       const T* __restrict__ g = go + ih * C;
       const T D = dot(g, out + ih * C, C);
       big_d[ih] = D;
-      if (!v2) {
-        T acc = T(0);
-        for (int64_t e = e0; e < e1; ++e) {
-          const int64_t j = P.col[e];
-          const T pre = gm::gat_pre(P.a_src[j * H + h], P.a_dst[ih], P.a_edge, e * H + h);
-          const T a = gm::attention(gm::leaky_relu(pre, P.slope), m[ih], l[ih]);
-          const T ds = gm::score_grad(a, P.drop(j, i, h), dot(g, P.x_src + (j * H + h) * C, C), D);
-          const T dpre = ds * gm::leaky_relu_grad(pre, P.slope);
-          acc += dpre;
-          if (g_edge != nullptr) g_edge[e * H + h] = dpre;
-        }
-        g_dst[ih] = acc;
-        continue;
-      }
+      const T mi = m[ih], li = l[ih];
       T* __restrict__ gd = g_dst + ih * C;
       T* __restrict__ gat = g_att_rows + ih * C;
       std::fill(gd, gd + C, T(0));
@@ -161,11 +212,15 @@ void backward_dst_rows(const Ptrs<T>& P, const T* go, const T* out, const T* m, 
       const T* __restrict__ att = P.att + h * C;
       const T* __restrict__ xd = P.x_dst + ih * C;
       for (int64_t e = e0; e < e1; ++e) {
+        if (h == 0) prefetch_source(P, e + kPrefetchAhead, e_end);
         const int64_t j = P.col[e];
         const T* __restrict__ xs = P.x_src + (j * H + h) * C;
         const T* xe = P.x_edge == nullptr ? nullptr : P.x_edge + (e * H + h) * C;
-        const T a = gm::attention(P.score(e, j, i, h), m[ih], l[ih]);
-        const T ds = gm::score_grad(a, P.drop(j, i, h), dot(g, xs, C), D);
+        const T a = gm::attention(P.score(e, j, i, h), mi, li);
+        const T drop = P.drop(j, i, h);
+        const T ds = gm::score_grad(a, drop, dot(g, xs, C), D);
+        coef[2 * (e * H + h)] = a * drop;
+        coef[2 * (e * H + h) + 1] = ds;
         T* ge = g_edge == nullptr ? nullptr : g_edge + (e * H + h) * C;
         for (int64_t c = 0; c < C; ++c) {
           const T pre = gm::gatv2_pre(xs[c], xd[c], xe, c);
@@ -179,41 +234,63 @@ void backward_dst_rows(const Ptrs<T>& P, const T* go, const T* out, const T* m, 
   }
 }
 
-// Backward pass 2 over source rows [begin, end) of the transposed CSR: grad of x_src (values and,
-// for GATv2, the score input) and, for GAT, of a_src.
+// Backward pass 2 over source rows [begin, end) of the transposed CSR, from pass 1's per-edge
+// coefficients: grad of x_src (values and, for GATv2, the score input) and, for GAT, of a_src.
+// Returns false when the transposed structure holds an out-of-range index.
 template <typename T>
-void backward_src_rows(const Ptrs<T>& P, const TransposedCsr& t, const T* go, const T* m,
-                       const T* l, const T* big_d, T* g_x, T* g_asrc, int64_t begin,
-                       int64_t end) {
+bool backward_src_rows(const Ptrs<T>& P, const TransposedView& t, int64_t num_dst,
+                       int64_t num_edges, const T* go, const T* coef, T* g_x, T* g_asrc,
+                       int64_t begin, int64_t end) {
   const int64_t H = P.H, C = P.C;
   const bool v2 = P.att != nullptr;
+  // bound of the prefetch look-ahead (clamped: colptr is validated row by row below)
+  const int64_t k_end = std::min<int64_t>(std::max<int64_t>(t.colptr[end], 0), num_edges);
   for (int64_t j = begin; j < end; ++j) {
     T* __restrict__ gx = g_x + j * H * C;
     std::fill(gx, gx + H * C, T(0));
-    if (!v2) std::fill(g_asrc + j * H, g_asrc + (j + 1) * H, T(0));
-    for (int64_t k = t.colptr[j]; k < t.colptr[j + 1]; ++k) {
-      const int64_t e = t.perm[k], i = t.row[e];
-      for (int64_t h = 0; h < H; ++h) {
-        const int64_t ih = i * H + h;
-        const T* __restrict__ g = go + ih * C;
-        const T* __restrict__ xs = P.x_src + (j * H + h) * C;
-        T* __restrict__ gxh = gx + h * C;
-        const T drop = P.drop(j, i, h);
-        if (!v2) {
-          const T pre = gm::gat_pre(P.a_src[j * H + h], P.a_dst[ih], P.a_edge, e * H + h);
-          const T a = gm::attention(gm::leaky_relu(pre, P.slope), m[ih], l[ih]);
-          const T ds = gm::score_grad(a, drop, dot(g, xs, C), big_d[ih]);
-          g_asrc[j * H + h] += ds * gm::leaky_relu_grad(pre, P.slope);
-          const T ad = a * drop;
-          for (int64_t c = 0; c < C; ++c) gxh[c] += ad * g[c];
+    T* gas = v2 ? nullptr : g_asrc + j * H;
+    if (!v2) std::fill(gas, gas + H, T(0));
+    const int64_t k0 = t.colptr[j], k1 = t.colptr[j + 1];
+    if (k0 < 0 || k1 < k0 || k1 > num_edges) return false;
+    for (int64_t k = k0; k < k1; ++k) {
+      const int64_t e = t.perm[k], i = t.row[k];
+      if (e < 0 || e >= num_edges || i < 0 || i >= num_dst) return false;
+      if (k + kPrefetchAhead < k_end) {
+        const int64_t ea = t.perm[k + kPrefetchAhead], ia = t.row[k + kPrefetchAhead];
+        if (ea >= 0 && ea < num_edges && ia >= 0 && ia < num_dst) {
+          prefetch_bytes(go + ia * H * C, H * C * static_cast<int64_t>(sizeof(T)));
+          prefetch_bytes(coef + 2 * ea * H, 2 * H * static_cast<int64_t>(sizeof(T)));
+        }
+      }
+      const T* __restrict__ ce = coef + 2 * e * H;
+      if (!v2) {
+        for (int64_t h = 0; h < H; ++h) gas[h] += ce[2 * h + 1];
+        if (H == 1) {  // the common single-head case: one contiguous axpy of C
+          const T ad = ce[0];
+          const T* __restrict__ g = go + i * C;
+#pragma omp simd
+          for (int64_t c = 0; c < C; ++c) gx[c] += ad * g[c];
           continue;
         }
+        const T* __restrict__ g = go + i * H * C;
+        for (int64_t h = 0; h < H; ++h) {
+          const T ad = ce[2 * h];
+          T* __restrict__ gxh = gx + h * C;
+          const T* __restrict__ gh = g + h * C;
+#pragma omp simd
+          for (int64_t c = 0; c < C; ++c) gxh[c] += ad * gh[c];
+        }
+        continue;
+      }
+      for (int64_t h = 0; h < H; ++h) {
+        const int64_t ih = i * H + h;
+        const T ad = ce[2 * h], ds = ce[2 * h + 1];
+        const T* __restrict__ g = go + ih * C;
+        const T* __restrict__ xs = P.x_src + (j * H + h) * C;
         const T* __restrict__ att = P.att + h * C;
         const T* __restrict__ xd = P.x_dst + ih * C;
         const T* xe = P.x_edge == nullptr ? nullptr : P.x_edge + (e * H + h) * C;
-        const T a = gm::attention(P.score(e, j, i, h), m[ih], l[ih]);
-        const T ds = gm::score_grad(a, drop, dot(g, xs, C), big_d[ih]);
-        const T ad = a * drop;
+        T* __restrict__ gxh = gx + h * C;
         for (int64_t c = 0; c < C; ++c) {
           const T pre = gm::gatv2_pre(xs[c], xd[c], xe, c);
           gxh[c] += ds * att[c] * gm::leaky_relu_grad(pre, P.slope) + ad * g[c];
@@ -221,6 +298,7 @@ void backward_src_rows(const Ptrs<T>& P, const TransposedCsr& t, const T* go, co
       }
     }
   }
+  return true;
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> run_backward(const char* op,
@@ -239,6 +317,18 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> run_backward(const ch
                                 : (v2 ? at::empty({E, H, C}, opts) : at::empty({E, H}, opts));
   at::Tensor g_att_rows = v2 ? at::empty({N, H, C}, opts) : at::empty({0}, opts);
   at::Tensor big_d = at::empty({N, H}, opts);
+  // Per-edge (drop a, ds) of this block: 2 E H values that live for this call only.
+  at::Tensor coef = at::empty({E, H, 2}, opts);
+  const at::Tensor tr = a.transposed.defined()
+                            ? a.transposed.contiguous()
+                            : transpose_cpu(c.rowptr.const_data_ptr<int64_t>(),
+                                            c.col.const_data_ptr<int64_t>(), N, S, E);
+  const int64_t* trp = tr.const_data_ptr<int64_t>();
+  const TransposedView t{trp, trp + S + 1, trp + S + 1 + E};
+  TORCH_CHECK_VALUE(t.colptr[0] == 0 && t.colptr[S] == E, op,
+                    ": transposed is not gat_transpose(rowptr, col, ", S, ") (colptr runs from ",
+                    t.colptr[0], " to ", t.colptr[S], ", expected 0 to ", E, ")");
+  bool ok = true;
   AT_DISPATCH_FLOATING_TYPES(a.x_src.scalar_type(), "gat_attention_cpu", [&] {
     const Ptrs<scalar_t> P = pointers<scalar_t>(c, a);
     const scalar_t* go = c.grad_out.const_data_ptr<scalar_t>();
@@ -249,16 +339,20 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> run_backward(const ch
     scalar_t* ge = has_edge ? g_edge.mutable_data_ptr<scalar_t>() : nullptr;
     scalar_t* gar = v2 ? g_att_rows.mutable_data_ptr<scalar_t>() : nullptr;
     scalar_t* gd = g_dst.mutable_data_ptr<scalar_t>();
+    scalar_t* cf = coef.mutable_data_ptr<scalar_t>();
     at::parallel_for(0, N, grain_for(N, E, H * C), [&](int64_t begin, int64_t end) {
-      backward_dst_rows<scalar_t>(P, go, out, m, l, bd, gd, ge, gar, begin, end);
+      backward_dst_rows<scalar_t>(P, go, out, m, l, bd, gd, ge, gar, cf, begin, end);
     });
-    const TransposedCsr t = transpose(P.rowptr, P.col, N, S, E);
     scalar_t* gas = v2 ? nullptr : g_asrc.mutable_data_ptr<scalar_t>();
     scalar_t* gx = g_x.mutable_data_ptr<scalar_t>();
+    std::atomic<bool> valid{true};
     at::parallel_for(0, S, grain_for(S, E, H * C), [&](int64_t begin, int64_t end) {
-      backward_src_rows<scalar_t>(P, t, go, m, l, bd, gx, gas, begin, end);
+      if (!backward_src_rows<scalar_t>(P, t, N, E, go, cf, gx, gas, begin, end)) valid = false;
     });
+    ok = valid.load();
   });
+  TORCH_CHECK_VALUE(ok, op, ": transposed is not gat_transpose(rowptr, col, ", S,
+                    ") (an index out of range)");
   if (v2) return {g_x, g_dst, g_edge, g_att_rows.sum(0)};
   return {g_x, g_asrc, g_dst, g_edge};
 }
@@ -278,10 +372,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> gat_block_backward_cp
     const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& x_src,
     const at::Tensor& a_src, const at::Tensor& a_dst, const std::optional<at::Tensor>& a_edge,
     double negative_slope, double dropout, int64_t seed, const std::optional<at::Tensor>& src_ids,
-    const std::optional<at::Tensor>& dst_ids) {
+    const std::optional<at::Tensor>& dst_ids, const std::optional<at::Tensor>& transposed) {
   AttentionArgs a = gat_args(rowptr, col, x_src, a_src, a_dst, a_edge, m, l, out, negative_slope,
                              dropout, seed, src_ids, dst_ids);
   a.grad_out = grad_out;
+  if (transposed.has_value()) a.transposed = *transposed;
   return run_backward("gat_block_backward", a);
 }
 
@@ -302,10 +397,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> gatv2_block_backward_
     const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& x_src,
     const at::Tensor& x_dst, const std::optional<at::Tensor>& x_edge, const at::Tensor& att,
     double negative_slope, double dropout, int64_t seed, const std::optional<at::Tensor>& src_ids,
-    const std::optional<at::Tensor>& dst_ids) {
+    const std::optional<at::Tensor>& dst_ids, const std::optional<at::Tensor>& transposed) {
   AttentionArgs a = gatv2_args(rowptr, col, x_src, x_dst, x_edge, att, m, l, out, negative_slope,
                                dropout, seed, src_ids, dst_ids);
   a.grad_out = grad_out;
+  if (transposed.has_value()) a.transposed = *transposed;
   return run_backward("gatv2_block_backward", a);
 }
 

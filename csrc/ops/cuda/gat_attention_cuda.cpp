@@ -85,10 +85,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> run_backward(const ch
                                 : (v2 ? at::empty({E, H, C}, opts) : at::empty({E, H}, opts));
   at::Tensor g_att_rows = v2 ? at::empty({N, H, C}, opts) : at::empty({0}, opts);
   at::Tensor big_d = at::empty({N, H}, opts);
-  // Transposed CSR without a host sync: a stable sort keeps ascending edge positions per source.
-  auto [sorted_col, perm] = at::sort(h.col, /*stable=*/true, /*dim=*/0, /*descending=*/false);
-  const at::Tensor colptr = at::searchsorted(sorted_col, at::arange(S + 1, h.col.options()));
-  const at::Tensor row = at::repeat_interleave(h.rowptr.diff(), E);
+  // Transposed CSR (gat_transpose's layout): the caller's cached one, else built here (a stable
+  // sort keeps ascending edge positions per source). Its row part is in perm order.
+  const at::Tensor tr = a.transposed.defined() ? a.transposed.contiguous()
+                                               : gat_transpose(h.rowptr, h.col, S);
+  const at::Tensor colptr = tr.narrow(0, 0, S + 1), perm = tr.narrow(0, S + 1, E),
+                   row = tr.narrow(0, S + 1 + E, E);
   const auto stream = c10::cuda::getCurrentCUDAStream();
   AT_DISPATCH_FLOATING_TYPES(a.x_src.scalar_type(), "gat_attention_backward_cuda", [&] {
     const auto in = inputs<scalar_t>(h, a);
@@ -125,10 +127,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> gat_block_backward_cu
     const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& x_src,
     const at::Tensor& a_src, const at::Tensor& a_dst, const std::optional<at::Tensor>& a_edge,
     double negative_slope, double dropout, int64_t seed, const std::optional<at::Tensor>& src_ids,
-    const std::optional<at::Tensor>& dst_ids) {
+    const std::optional<at::Tensor>& dst_ids, const std::optional<at::Tensor>& transposed) {
   AttentionArgs a = gat_args(rowptr, col, x_src, a_src, a_dst, a_edge, m, l, out, negative_slope,
                              dropout, seed, src_ids, dst_ids);
   a.grad_out = grad_out;
+  if (transposed.has_value()) a.transposed = *transposed;
   return run_backward("gat_block_backward", a);
 }
 
@@ -149,10 +152,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> gatv2_block_backward_
     const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& x_src,
     const at::Tensor& x_dst, const std::optional<at::Tensor>& x_edge, const at::Tensor& att,
     double negative_slope, double dropout, int64_t seed, const std::optional<at::Tensor>& src_ids,
-    const std::optional<at::Tensor>& dst_ids) {
+    const std::optional<at::Tensor>& dst_ids, const std::optional<at::Tensor>& transposed) {
   AttentionArgs a = gatv2_args(rowptr, col, x_src, x_dst, x_edge, att, m, l, out, negative_slope,
                                dropout, seed, src_ids, dst_ids);
   a.grad_out = grad_out;
+  if (transposed.has_value()) a.transposed = *transposed;
   return run_backward("gatv2_block_backward", a);
 }
 

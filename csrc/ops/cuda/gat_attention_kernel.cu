@@ -169,7 +169,7 @@ __global__ void backward_src_kernel(gm::Inputs<T> in, const int64_t* __restrict_
     for (int64_t c = 0; c < C; ++c) gx[c] = T(0);
     T gas = T(0);
     for (int64_t k = colptr[j]; k < colptr[j + 1]; ++k) {
-      const int64_t e = perm[k], i = row[e], ih = i * H + h;
+      const int64_t e = perm[k], i = row[k], ih = i * H + h;
       const T* g = go + ih * C;
       const T drop = in.drop(j, i, h);
       if (!v2) {

@@ -28,7 +28,7 @@ cudaError_t launch_attention_backward_dst(const gat_math::Inputs<T>& in, const T
                                           int64_t num_dst, cudaStream_t stream);
 
 // Backward pass 2 over sources of the transposed CSR (edges perm[colptr[s]..colptr[s+1]),
-// row[e] their destination): grad_x_src [S, H, C] and, for GAT, grad_a_src [S, H].
+// row[k] the destination of edge perm[k]): grad_x_src [S, H, C] and, for GAT, grad_a_src [S, H].
 template <typename T>
 cudaError_t launch_attention_backward_src(const gat_math::Inputs<T>& in, const int64_t* colptr,
                                           const int64_t* perm, const int64_t* row,
