@@ -4,11 +4,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__) || defined(__HIPCC__)
-#define PYG_SAR_HOST_DEVICE __host__ __device__ __forceinline__
-#else
-#define PYG_SAR_HOST_DEVICE inline
-#endif
+#include "host_device.h"
 
 namespace pyg_sar {
 namespace ops {
