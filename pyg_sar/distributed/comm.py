@@ -93,6 +93,17 @@ def _check_all_to_all(output: Tensor, input: Tensor) -> None:
         raise ValueError("all_to_all_single: tensors must have at least one dimension")
 
 
+def _all_to_all_layout(output: Tensor, input: Tensor,
+                       output_split_sizes: Optional[Sequence[int]],
+                       input_split_sizes: Optional[Sequence[int]],
+                       world_size: int) -> tuple[list[int], list[int], int]:
+    """Checked ``(send rows per rank, recv rows per rank, bytes per row)`` of an all-to-all."""
+    _check_all_to_all(output, input)
+    send_rows = _check_splits("input", input_split_sizes, input.shape[0], world_size)
+    recv_rows = _check_splits("output", output_split_sizes, output.shape[0], world_size)
+    return send_rows, recv_rows, _row_bytes(input)
+
+
 def _encode(obj: Any) -> bytes:
     try:
         return json.dumps(obj).encode()
@@ -433,11 +444,8 @@ class MPICommunicator(Communicator):
     def all_to_all_single(self, output, input, output_split_sizes=None, input_split_sizes=None,
                           *, timeout=None):
         from mpi4py import MPI
-        _check_all_to_all(output, input)
-        send_rows = _check_splits("input", input_split_sizes, input.shape[0], self.world_size)
-        recv_rows = _check_splits("output", output_split_sizes, output.shape[0],
-                                  self.world_size)
-        row = _row_bytes(input)
+        send_rows, recv_rows, row = _all_to_all_layout(output, input, output_split_sizes,
+                                                       input_split_sizes, self.world_size)
         send = self._host(input)
         recv, finish = self._recv_buffer(output)
 
@@ -604,11 +612,8 @@ class TorchCommunicator(Communicator):
     def all_to_all_single(self, output, input, output_split_sizes=None, input_split_sizes=None,
                           *, timeout=None):
         import torch.distributed as dist
-        _check_all_to_all(output, input)
-        send_rows = _check_splits("input", input_split_sizes, input.shape[0], self.world_size)
-        recv_rows = _check_splits("output", output_split_sizes, output.shape[0],
-                                  self.world_size)
-        row = _row_bytes(input)
+        send_rows, recv_rows, row = _all_to_all_layout(output, input, output_split_sizes,
+                                                       input_split_sizes, self.world_size)
         send = input.detach().contiguous()
         recv, finish = self._staged(output)
         if row == 0:  # rows without bytes (e.g. shape [n, 0]): nothing crosses
