@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import atexit
 import json
+import mmap
 import os
 import select
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -47,15 +49,31 @@ _ACTIVE: Optional[Watchdog] = None
 _HOOKS_INSTALLED = False
 
 
+# Shared with the witness process (see Witness): the current operation, published on every
+# change so that a killed rank's witness names the operation it really died in.
+_published: Optional[mmap.mmap] = None
+OP_BYTES = 256
+
+
+def _publish() -> None:
+    shared = _published
+    if shared is not None:
+        text = current_operation().encode()[:OP_BYTES - 2]
+        shared[2:2 + len(text)] = text
+        shared[0:2] = len(text).to_bytes(2, "little")
+
+
 def set_operation(op: str, waiting: bool = True) -> None:
     """Record the operation this rank is in (what peers report if it fails)."""
     _state["op"] = op
     _state["waiting"] = waiting
+    _publish()
 
 
 def done_operation() -> None:
     """The wait in progress finished; the rank computes until its next operation."""
     _state["waiting"] = False
+    _publish()
 
 
 def current_operation() -> str:
@@ -132,6 +150,73 @@ class _Lines:
         return out
 
 
+class Witness:
+    """The rank's side of :mod:`pyg_sar.distributed.witness` (a process that outlives the
+    rank, for launchers that kill every rank the moment one dies). Writes never raise."""
+
+    def __init__(self, job: str, rank: int) -> None:
+        global _published
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "witness.py")
+        fd = os.memfd_create("pyg_sar-operation") if hasattr(os, "memfd_create") else -1
+        try:
+            if fd >= 0:
+                os.ftruncate(fd, OP_BYTES)
+                self._shared: Optional[mmap.mmap] = mmap.mmap(fd, OP_BYTES)
+            else:
+                self._shared = None
+            self._proc = subprocess.Popen([sys.executable, "-I", "-S", script],
+                                          stdin=subprocess.PIPE, start_new_session=True,
+                                          pass_fds=(fd,) if fd >= 0 else ())
+        finally:
+            if fd >= 0:
+                os.close(fd)
+        self._lock = threading.Lock()
+        self.send({"job": job, "rank": rank, "op_fd": fd if self._shared is not None else None})
+        _published = self._shared
+        _publish()
+
+    def send(self, msg: dict) -> None:
+        with self._lock:
+            if self._proc.stdin is None:
+                return
+            try:
+                self._proc.stdin.write((json.dumps(msg) + "\n").encode())
+                self._proc.stdin.flush()
+            except (OSError, ValueError):
+                pass
+
+    def close(self, clean: bool) -> None:
+        if clean:
+            self.send({"bye": True})
+        with self._lock:
+            stdin, self._proc.stdin = self._proc.stdin, None
+        if stdin is not None:
+            try:
+                stdin.close()
+            except OSError:
+                pass
+        if clean:
+            try:
+                self._proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+        global _published
+        if _published is self._shared:
+            _published = None
+        if self._shared is not None:
+            self._shared.close()
+            self._shared = None
+
+
+def _witness_wanted() -> bool:
+    """On by default under PMI launchers (MPICH's mpiexec kills all ranks when one dies);
+    ``PYG_SAR_WITNESS=1/0`` forces it on or off."""
+    flag = os.environ.get("PYG_SAR_WITNESS")
+    if flag is not None:
+        return flag.strip().lower() not in ("0", "false", "no", "off", "")
+    return "PMI_RANK" in os.environ
+
+
 class Watchdog:
     """The side channel of one rank (rank 0 hosts the relay). Use :func:`start_watchdog`."""
 
@@ -152,6 +237,7 @@ class Watchdog:
         self._left: set[int] = set()  # ranks no longer watched (gone, or said goodbye)
         self._bye: set[int] = set()  # ranks that ended cleanly
         self._exiting_with_error = False
+        self.witness: Optional[Witness] = None
 
     # ---------------------------------------------------------------- set-up and teardown
     def connect(self, comm, host: str, timeout: float) -> None:
@@ -197,6 +283,8 @@ class Watchdog:
             sock.sendall((json.dumps({"hello": self.rank}) + "\n").encode())
             sock.setblocking(False)
             self._peers[0] = sock
+        if _witness_wanted():
+            self.witness = Witness(f"{endpoint[0]}:{endpoint[1]}", self.rank)
         now = time.monotonic()
         for r, sock in self._peers.items():
             self._readers.setdefault(r, _Lines(sock))
@@ -209,10 +297,13 @@ class Watchdog:
         """Say goodbye (a clean end, unless a failure is known) and stop the thread."""
         if self._thread is None:
             return
-        if self.failure is None and not self._exiting_with_error:
+        clean = self.failure is None and not self._exiting_with_error
+        if clean:
             with self._lock:
                 for sock in self._peers.values():
                     _send(sock, {"type": "bye", "rank": self.rank})
+        if self.witness is not None:
+            self.witness.close(clean)
         self._stop.set()
         self._thread.join(timeout=5)
         self._thread = None
@@ -240,8 +331,17 @@ class Watchdog:
                     if r != failed_rank:
                         _send(sock, {"type": "fail", "rank": failed_rank, "op": op,
                                      "error": error})
-        if failed_rank != self.rank:
+        witness = self.witness
+        if failed_rank == self.rank:
+            if witness is not None:
+                witness.send({"own": True, "op": op, "error": error})
+        else:
+            if witness is not None:
+                witness.send({"failure": self.failure, "failed_rank": failed_rank,
+                              "failed_op": op, "failed_error": error})
             print(self.failure, file=sys.stderr, flush=True)
+            if witness is not None:
+                witness.send({"printed": True})
             timer = threading.Timer(self.grace, _hard_exit, args=(self.failure, self.grace))
             timer.daemon = True
             timer.start()
@@ -266,6 +366,8 @@ class Watchdog:
                 with self._lock:
                     for sock in self._peers.values():
                         _send(sock, {"type": "beat", "rank": self.rank, "op": op})
+                if op != sent and self.witness is not None:
+                    self.witness.send({"op": op})
                 next_beat, sent = now + self.heartbeat, op
             socks = [s for r, s in self._peers.items() if r not in self._left]
             try:
@@ -322,6 +424,10 @@ def _hard_exit(message: str, grace: float) -> None:
 
 
 def _excepthook(exc_type, exc, tb) -> None:
+    if (_ACTIVE is not None and _ACTIVE.witness is not None
+            and issubclass(exc_type, KeyboardInterrupt)):  # interrupted, not failed
+        _ACTIVE.witness.send({"own": True, "op": current_operation(),
+                              "error": "KeyboardInterrupt"})
     if _ACTIVE is not None and not issubclass(exc_type, (KeyboardInterrupt, PeerFailure)):
         try:
             report_failure(exc)
