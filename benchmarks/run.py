@@ -244,11 +244,17 @@ def main(argv: list[str] | None = None) -> int:
               "dgl": "measured" if have_dgl else "dgl not importable: skipped"}
     if args.merge and out.exists():
         old = json.loads(out.read_text())
-        redo = {(n, w) for n in names for w in worlds}
-        result["rows"] = [r for r in old["rows"] if (r["workload"], r["world_size"]) not in redo]
+        # Rows of the (workload, P, model, mode) measured now are replaced; the rest are kept.
+        modes = set(args.modes) | ({"dgl"} if have_dgl else set())
+        redo = {(n, w, m, mode) for n in names for w in worlds for m in args.models
+                for mode in modes}
+        result["rows"] = [r for r in old["rows"]
+                          if (r["workload"], r["world_size"], r["model"], r["mode"]) not in redo]
         result["workloads"] = {**old.get("workloads", {}), **result["workloads"]}
         result["failures"] = [f for f in old.get("failures", [])
-                              if (f["workload"], f["world_size"]) not in redo]
+                              if not any((f["workload"], f["world_size"], m, mode) in redo
+                                         for m in f["models"] for mode in modes)]
+        result["summary"] = _summarise(result["rows"])
     print("bandwidth probe ...", flush=True)
     result["bandwidth"] = bandwidth_probe()
     result["kernel"] = kernel_bandwidth()

@@ -17,11 +17,15 @@ class SARConfig:
         pipeline_depth: number of block fetches kept in flight ahead of the block being
             computed (0 disables prefetching).
         use_kernels: use the fused native kernels where a layer's message allows it.
+        project_first: let a narrowing GraphSAGE layer with sum/mean aggregation apply its
+            neighbour projection before aggregating (exact up to rounding; less memory and
+            traffic, as DGL's ``lin_before_mp``).
     """
 
     mode: str = "sar"
     pipeline_depth: int = 1
     use_kernels: bool = True
+    project_first: bool = True
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

@@ -6,13 +6,14 @@ from typing import Optional
 
 import torch
 from torch_geometric.nn import norm as pyg_norm
-from torch_geometric.nn.conv import GATConv, GATv2Conv, MessagePassing
+from torch_geometric.nn.conv import GATConv, GATv2Conv, MessagePassing, SAGEConv
 
 from pyg_sar.config import SARConfig
 from pyg_sar.nn.attention import dist_edge_updater
 from pyg_sar.nn.layers import UnsupportedLayerError, inspect_layer
 from pyg_sar.nn.norm import DistributedBatchNorm
 from pyg_sar.nn.propagate import dist_propagate
+from pyg_sar.nn.sage import sage_forward
 
 # Norms whose statistics span the whole graph and have no distributed version yet.
 _GRAPH_NORMS = tuple(getattr(pyg_norm, n) for n in (
@@ -65,6 +66,9 @@ def convert(model: torch.nn.Module, config: Optional[SARConfig] = None) -> torch
                 if isinstance(module, (GATConv, GATv2Conv)):
                     module._sar_original_edge_updater = module.edge_updater
                     module.edge_updater = types.MethodType(dist_edge_updater, module)
+                if isinstance(module, SAGEConv):
+                    module._sar_original_forward = module.forward
+                    module.forward = types.MethodType(sage_forward, module)
             module._sar_spec = specs[name]
             module._sar_config = config
     _replace_batch_norms(model)

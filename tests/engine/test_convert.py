@@ -90,3 +90,27 @@ def test_config_validation(kwargs, needle):
 def test_convert_rejects_a_non_config():
     with pytest.raises(TypeError, match="SARConfig"):
         pyg_sar.convert(GCN(2, 2, 1), {"mode": "sar"})
+
+
+@pytest.mark.parametrize("aggr, project", [("mean", False), ("sum", True), ("max", False)])
+def test_narrowing_sage_projects_before_aggregating(aggr, project):
+    """A narrowing SAGEConv with sum/mean aggregates W x_j (rows of width out_channels) and
+    still matches PyG's lin_l(aggr x_j); max does not commute with W and keeps PyG's order.
+    Multi-rank exactness of the same path: tests/engine (sage_mean, basic_sage_bn_jk)."""
+    torch.manual_seed(0)
+    x = torch.randn(40, 16, dtype=torch.float64)
+    edge_index = torch.randint(0, 40, (2, 200))
+    layer = SAGEConv(16, 4, aggr=aggr, project=project).double()
+    expected = layer(x, edge_index)
+    widths = []
+    pyg_sar.convert(layer)
+    original = layer._sar_original_propagate
+
+    def spy(edge_index, **kwargs):
+        widths.append(kwargs["x"][0].shape[1])
+        return original(edge_index, **kwargs)
+    for project_first in (True, False):
+        pyg_sar.convert(layer, pyg_sar.SARConfig(project_first=project_first))
+        layer.propagate = spy
+        torch.testing.assert_close(layer(x, edge_index), expected, rtol=1e-12, atol=1e-12)
+    assert widths == ([4, 16] if aggr != "max" else [16, 16])

@@ -1,0 +1,51 @@
+"""GraphSAGE with the neighbour projection applied before aggregation where that is cheaper.
+
+PyG's :class:`~torch_geometric.nn.conv.SAGEConv` computes ``lin_l(aggr_j x_j)``. For the sum
+and mean aggregations this equals ``aggr_j (W x_j) + b`` exactly in real arithmetic (only the
+rounding differs), and when the layer narrows (``out_channels < in_channels``) the projected
+rows are smaller: every fetched block, every message and the transient aggregation buffers
+shrink by ``out / in``. DGL's ``SAGEConv`` does the same (``lin_before_mp``).
+"""
+from __future__ import annotations
+
+from typing import Optional, Union
+
+import torch.nn.functional as F
+from torch import Tensor
+from torch.nn.parameter import UninitializedParameter
+from torch_geometric.nn import SAGEConv
+
+
+def projects_first(layer: SAGEConv) -> bool:
+    """Whether ``layer`` can and should project before aggregating: a sum or mean
+    aggregation (the projection commutes with it) and a narrowing, initialised ``lin_l``."""
+    aggr = layer.aggr if isinstance(layer.aggr, str) else None
+    weight = layer.lin_l.weight
+    return (aggr in ("mean", "add", "sum") and not isinstance(weight, UninitializedParameter)
+            and weight.shape[0] < weight.shape[1])
+
+
+def sage_forward(self: SAGEConv, x: Union[Tensor, tuple[Tensor, Optional[Tensor]]],
+                 edge_index, size=None) -> Tensor:
+    """:meth:`SAGEConv.forward`, projecting the neighbour features first when
+    :func:`projects_first` says so (bound to converted layers by :func:`pyg_sar.convert`)."""
+    config = getattr(self, "_sar_config", None)
+    if config is None or not config.project_first or not projects_first(self):
+        return self._sar_original_forward(x, edge_index, size)
+    if isinstance(x, Tensor):
+        x = (x, x)
+    if self.project and hasattr(self, "lin"):
+        x = (self.lin(x[0]).relu(), x[1])
+    projected = F.linear(x[0], self.lin_l.weight)
+    out = self.propagate(edge_index, x=(projected, x[1]), size=size)
+    if self.lin_l.bias is not None:
+        out = out + self.lin_l.bias
+    x_r = x[1]
+    if self.root_weight and x_r is not None:
+        out = out + self.lin_r(x_r)
+    if self.normalize:
+        out = F.normalize(out, p=2.0, dim=-1)
+    return out
+
+
+__all__ = ["projects_first", "sage_forward"]
