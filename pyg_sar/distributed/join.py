@@ -18,13 +18,37 @@ def _missing_text(missing: list[int], world_size: int, seconds: float) -> str:
 
 
 _GUARD = r"""
-import os, select, signal, sys
-fd, seconds, pid = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
+import os, select, signal, socket, sys, time
+fd, seconds, pid, rank, size, local, key = (int(sys.argv[1]), float(sys.argv[2]),
+    int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), sys.argv[7])
+name = lambda r: "\0pyg_sar-mpi-init-%s-%d" % (key, r)
+marker = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    marker.bind(name(rank)); marker.listen(64)
+except OSError:
+    marker = None
 ready, _, _ = select.select([fd], [], [], seconds)
 if not ready:
-    sys.stderr.write(sys.argv[4] + "\n")
+    waiting = []
+    for r in range(size):
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect(name(r)); waiting.append(r)
+        except OSError:
+            pass
+        finally:
+            probe.close()
+    if marker is not None and local == size:  # every rank runs on this host
+        missing = sorted(set(range(size)) - set(waiting))
+        who = ("rank(s) %s of %d never started MPI (not started, or crashed before "
+               "pyg_sar.init)" % (missing, size))
+    else:
+        who = ("ranks waiting on this host: %s; a rank on another host has not started MPI"
+               % waiting)
+    sys.stderr.write(sys.argv[8] + ": " + who + "\n")
     sys.stderr.flush()
     os.kill(pid, signal.SIGKILL)
+    time.sleep(1.0)  # keep the marker while the other ranks' guards look for it
 """
 
 
@@ -33,20 +57,24 @@ def import_mpi_with_deadline(seconds: float, rank: int, world_size: int):
 
     MPI_Init waits for every rank of the launch and holds the GIL while it does, so no Python
     thread can time it out: a tiny guard process does, and ends this one with a message if
-    MPI is not up in time. Which rank is missing cannot be known before MPI is up.
+    MPI is not up in time. Each guard holds an abstract Unix socket named after the launch
+    (host and launcher process) and its rank while it waits, so the one that fires names the
+    ranks that never arrived when all ranks share the host (``MPI_LOCALNRANKS``).
     """
+    import socket
     import subprocess
     if "mpi4py.MPI" in sys.modules:
         from mpi4py import MPI
         return MPI
     read_fd, write_fd = os.pipe()
-    message = (f"pyg_sar.init: rank {rank}: MPI_Init did not complete within {seconds:.1f} s: "
-               f"a rank of this {world_size}-rank mpiexec launch has not started MPI (MPI_Init "
-               f"waits for all of them; ranks that start MPI but never call pyg_sar.init are "
-               f"named by rank)")
-    guard = subprocess.Popen([sys.executable, "-c", _GUARD, str(read_fd), str(seconds),
-                              str(os.getpid()), message], pass_fds=(read_fd,),
-                             stdin=subprocess.DEVNULL)
+    message = (f"pyg_sar.init: rank {rank}: MPI_Init did not complete within {seconds:.1f} s "
+               f"(it waits for every rank of this {world_size}-rank launch)")
+    local = int(os.environ.get("MPI_LOCALNRANKS", "0") or 0)
+    key = f"{socket.gethostname()}-{os.getppid()}"
+    guard = subprocess.Popen([sys.executable, "-I", "-S", "-c", _GUARD, str(read_fd),
+                              str(seconds), str(os.getpid()), str(rank), str(world_size),
+                              str(local), key, message], pass_fds=(read_fd,),
+                             stdin=subprocess.DEVNULL, start_new_session=True)
     os.close(read_fd)
     try:
         from mpi4py import MPI

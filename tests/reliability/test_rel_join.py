@@ -49,9 +49,14 @@ def test_mpiexec_names_the_rank_that_never_joins():
 @pytest.mark.skipif(not has_mpi(), reason="needs mpiexec and mpi4py")
 def test_mpiexec_rank_that_never_starts_mpi():
     """MPI_Init itself waits for every rank (holding the GIL): a guard process ends the rank
-    at the deadline with a message."""
-    out = _run([find_mpiexec(), "-n", "2", sys.executable, JOB, "1", str(TIMEOUT)], _env())
-    assert "pyg_sar.init: rank 0: MPI_Init did not complete within 4.0 s" in out, out[-3000:]
+    at the deadline with a message naming the rank that never arrived (all ranks on one host)."""
+    out = _run([find_mpiexec(), "-n", "3", sys.executable, JOB, "1", str(TIMEOUT)], _env())
+    found = re.findall(r"pyg_sar.init: rank (\d): MPI_Init did not complete within 4.0 s "
+                       r"\(it waits for every rank of this 3-rank launch\): (.*)", out)
+    assert found, out[-3000:]
+    for rank, who in found:
+        assert rank in ("0", "2")
+        assert who.startswith("rank(s) [1] of 3 never started MPI"), who
 
 
 def test_torchrun_names_the_rank_that_never_joins():
