@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 MODES = ("sar", "sa", "halo")
 
@@ -15,7 +16,9 @@ class SARConfig:
             backward), ``"sa"`` (sequential aggregation, fetched rows kept for backward) or
             ``"halo"`` (one all-to-all of the whole halo per layer: the vanilla baseline).
         pipeline_depth: number of block fetches kept in flight ahead of the block being
-            computed (0 disables prefetching).
+            computed (0 disables prefetching). ``None`` (default): 1 where the transport moves
+            data while the rank computes (gloo, NCCL), 0 where it moves data only inside
+            waits (MPICH), since there a prefetch only holds its buffers longer.
         use_kernels: use the fused native kernels where a layer's message allows it.
         project_first: let a narrowing GraphSAGE layer with sum/mean aggregation apply its
             neighbour projection before aggregating (exact up to rounding; less memory and
@@ -23,13 +26,14 @@ class SARConfig:
     """
 
     mode: str = "sar"
-    pipeline_depth: int = 1
+    pipeline_depth: Optional[int] = None
     use_kernels: bool = True
     project_first: bool = True
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ValueError(f"SARConfig: mode must be one of {MODES} (got {self.mode!r})")
-        if not isinstance(self.pipeline_depth, int) or self.pipeline_depth < 0:
+        if self.pipeline_depth is not None and (not isinstance(self.pipeline_depth, int)
+                                                or self.pipeline_depth < 0):
             raise ValueError(f"SARConfig: pipeline_depth must be an integer >= 0 "
                              f"(got {self.pipeline_depth!r})")

@@ -47,7 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--weight-decay", type=float, default=5e-4)
     p.add_argument("--mode", choices=("sar", "sa", "halo"), default="sar")
-    p.add_argument("--pipeline-depth", type=int, default=1)
+    p.add_argument("--pipeline-depth", type=int, default=None,
+                   help="block fetches in flight ahead of the computation (default: 1 on "
+                        "gloo/NCCL, 0 on MPI, where data moves only inside waits)")
     p.add_argument("--dtype", choices=tuple(DTYPES), default="float32")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--backend", default=None, help="mpi, gloo or nccl (default: by launcher)")

@@ -85,13 +85,24 @@ class _EmptyRecv:
         return self.recv
 
 
-class RowFetcher:
-    """Fetches the boundary rows of every remote block, ``depth`` steps ahead of the consumer."""
+def pipeline_depth(graph: DistGraph, depth: Optional[int]) -> int:
+    """The prefetch depth to use: ``depth`` if given; otherwise 1 where the transport moves
+    data in the background (the fetch of step k+1 overlaps the computation of step k) and 0
+    where it does not (a posted fetch would only hold its send and receive buffers)."""
+    if depth is not None:
+        return depth
+    return 1 if getattr(graph.context.comm, "progresses_in_background", True) else 0
 
-    def __init__(self, graph: DistGraph, tensors: Sequence[Tensor], depth: int) -> None:
+
+class RowFetcher:
+    """Fetches the boundary rows of every remote block, ``depth`` steps ahead of the consumer
+    (``None``: see :func:`pipeline_depth`)."""
+
+    def __init__(self, graph: DistGraph, tensors: Sequence[Tensor],
+                 depth: Optional[int]) -> None:
         self.graph = graph
         self.tensors = list(tensors)
-        self.depth = depth
+        self.depth = pipeline_depth(graph, depth)
         self.next_step = 1
         self.in_flight: deque = deque()
 
@@ -129,13 +140,21 @@ class GradReturner:
     """Sends gradients of fetched rows back to their owners and adds what comes back.
 
     At most one step's exchange is kept in flight, so the pending gradient buffers stay the
-    size of one block.
+    size of one block; where the transport does not move data in the background, not even
+    that while the next block is computed (:meth:`before_next_block`).
     """
 
     def __init__(self, graph: DistGraph, grads: Sequence[Optional[Tensor]]) -> None:
         self.graph = graph
         self.grads = list(grads)
         self.pending: Optional[tuple] = None
+        self.overlap = getattr(graph.context.comm, "progresses_in_background", True)
+
+    def before_next_block(self) -> None:
+        """Call before computing the next block's gradients: finishes the pending return
+        first unless it can progress during that computation."""
+        if not self.overlap:
+            self.flush()
 
     def send(self, step: int, block_grads: Sequence[Tensor]) -> None:
         """Return ``block_grads`` (grads of the rows fetched at ``step``) to their owner."""

@@ -55,7 +55,7 @@ class FusedAttention:
     dropout: float = 0.0
     seed: int = 0
     mode: str = "sar"
-    pipeline_depth: int = 1
+    pipeline_depth: Optional[int] = None  # None: see exchange.pipeline_depth
 
 
 _SOURCE_IDS_KEY = ("dropout_source_ids",)
@@ -160,6 +160,8 @@ class FusedAttentionFunction(torch.autograd.Function):
         for k in range(world):
             s = (rank + k) % world
             block = spec.view.blocks[s]
+            if returner is not None:
+                returner.before_next_block()
             if k == 0:
                 rows = src
             elif spec.mode == "sa":

@@ -54,7 +54,7 @@ class Propagation:
     program: BlockProgram
     rule: object
     mode: str = "sar"
-    pipeline_depth: int = 1
+    pipeline_depth: Optional[int] = None  # None: see exchange.pipeline_depth
     replay_rng: bool = False
 
 
@@ -192,6 +192,8 @@ def _linear_backward(prop: Propagation, grad_out, src, edge, kept, grad_src, gra
     returner = None
     for k in range(world):
         block = view.blocks[(rank + k) % world]
+        if returner is not None:
+            returner.before_next_block()
         w = None if weight is None else weight[block.edge_slice]
         if need_w:
             if k == 0:
@@ -236,6 +238,8 @@ def _generic_backward(prop: Propagation, rng, grad_out, src, dst, edge, params, 
     live_par = [i for i, gr in enumerate(grad_par) if gr is not None]
     for k in range(world):
         block = view.blocks[(rank + k) % world]
+        if returner is not None:
+            returner.before_next_block()
         if k == 0:
             rows = src
         elif prop.mode == "sa":

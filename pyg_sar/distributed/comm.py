@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -153,9 +154,14 @@ class Communicator(ABC):
         world_size: number of ranks.
         timeout: default deadline (seconds) of every blocking wait.
         backend: ``"mpi"``, ``"gloo"``, ``"nccl"`` or ``"local"``.
+        progresses_in_background: whether posted sends and receives move data while this
+            process computes. Where they only move inside a wait (MPICH without an async
+            progress thread), posting early buys no overlap and only holds buffers, so the
+            engine fetches just in time (see :func:`pyg_sar.core.exchange.pipeline_depth`).
     """
 
     backend: str = ""
+    progresses_in_background: bool = True
 
     def __init__(self, rank: int, world_size: int, timeout: float) -> None:
         self.rank = rank
@@ -365,9 +371,14 @@ class MPICommunicator(Communicator):
     """
 
     backend = "mpi"
+    # MPICH moves rendezvous-size messages only inside MPI calls (unless its async progress
+    # thread is on: MPIR_CVAR_ASYNC_PROGRESS=1).
+    progresses_in_background = False
 
     def __init__(self, mpi_comm, timeout: float = 120.0) -> None:
         super().__init__(mpi_comm.Get_rank(), mpi_comm.Get_size(), timeout)
+        if os.environ.get("MPIR_CVAR_ASYNC_PROGRESS", "0").strip() not in ("", "0"):
+            self.progresses_in_background = True
         self.mpi_comm = mpi_comm
 
     @staticmethod

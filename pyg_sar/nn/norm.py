@@ -6,6 +6,19 @@ from torch import Tensor
 
 from pyg_sar.core.collectives import world_comm
 
+_CHUNK_ELEMENTS = 1 << 21  # temporaries of (a * b) are at most this many elements
+
+
+def _product_sum(a: Tensor, b: Tensor, dims: list[int]) -> Tensor:
+    """``(a * b).sum(dims)`` over row chunks: never materialises a full-size product (the
+    backward of a layer of N x C activations would otherwise hold several N x C temporaries)."""
+    rows = max(1, _CHUNK_ELEMENTS // max(1, a[0].numel()))
+    total = None
+    for start in range(0, a.shape[0], rows):
+        part = (a[start:start + rows] * b[start:start + rows]).sum(dims)
+        total = part if total is None else total.add_(part)
+    return total if total is not None else (a * b).sum(dims)
+
 
 def _sum_over_ranks(comm, t: Tensor) -> Tensor:
     t = t.contiguous()
@@ -33,10 +46,11 @@ class _DistributedBatchNormFn(torch.autograd.Function):
         shape = [1, -1] + [1] * (x.dim() - 2)
         mean = total[:-1] / n
         centered = x - mean.view(shape)
-        var = _sum_over_ranks(comm, (centered * centered).sum(dims)) / n
+        var = _sum_over_ranks(comm, _product_sum(centered, centered, dims)) / n
         invstd = torch.rsqrt(var + eps)
         x_hat = centered.mul_(invstd.view(shape))
-        out = x_hat * weight.view(shape) + bias.view(shape) if weight is not None else x_hat
+        out = (torch.addcmul(bias.view(shape), x_hat, weight.view(shape))
+               if weight is not None else x_hat)
         ctx.comm, ctx.dims, ctx.n, ctx.shape = comm, dims, n, shape
         ctx.save_for_backward(x_hat, invstd, weight)
         stats.extend([mean, var * n / (n - 1)])  # for the running statistics
@@ -46,14 +60,21 @@ class _DistributedBatchNormFn(torch.autograd.Function):
     def backward(ctx, grad: Tensor):
         x_hat, invstd, weight = ctx.saved_tensors
         dims, shape = ctx.dims, ctx.shape
-        grad_w = (grad * x_hat).sum(dims) if weight is not None else None
-        grad_b = grad.sum(dims) if weight is not None else None
-        dx_hat = grad * weight.view(shape) if weight is not None else grad
-        sums = _sum_over_ranks(ctx.comm, torch.cat([dx_hat.sum(dims),
-                                                    (dx_hat * x_hat).sum(dims)]))
+        # With dx_hat = grad * weight: sum(dx_hat) = weight * sum(grad) and
+        # sum(dx_hat * x_hat) = weight * sum(grad * x_hat), so no N x C temporary is needed;
+        # dx = invstd * (dx_hat - mean(dx_hat) - x_hat * mean(dx_hat * x_hat)) is then built
+        # in one output tensor.
+        grad_sum = grad.sum(dims)
+        grad_xhat_sum = _product_sum(grad, x_hat, dims)
+        grad_w = grad_xhat_sum if weight is not None else None
+        grad_b = grad_sum if weight is not None else None
+        scale = weight if weight is not None else torch.ones_like(invstd)
+        sums = _sum_over_ranks(ctx.comm, torch.cat([grad_sum * scale, grad_xhat_sum * scale]))
         c = x_hat.shape[1]
         mean_dx, mean_dx_xhat = sums[:c] / ctx.n, sums[c:] / ctx.n
-        dx = (dx_hat - mean_dx.view(shape) - x_hat * mean_dx_xhat.view(shape)) * invstd.view(shape)
+        dx = grad * (scale * invstd).view(shape)
+        dx.sub_((mean_dx * invstd).view(shape))
+        dx.addcmul_(x_hat, (mean_dx_xhat * invstd).view(shape), value=-1)
         return dx, grad_w, grad_b, None, None, None, None
 
 
