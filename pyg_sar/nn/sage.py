@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Optional, Union
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor
 from torch.nn.parameter import UninitializedParameter
@@ -36,12 +37,24 @@ def sage_forward(self: SAGEConv, x: Union[Tensor, tuple[Tensor, Optional[Tensor]
         x = (x, x)
     if self.project and hasattr(self, "lin"):
         x = (self.lin(x[0]).relu(), x[1])
-    projected = F.linear(x[0], self.lin_l.weight)
-    out = self.propagate(edge_index, x=(projected, x[1]), size=size)
+    x_r = x[1]
+    root = None
+    if self.root_weight and x_r is x[0]:
+        # One product with [W_l; W_r]: backward then makes one N x in gradient of x, not
+        # two that autograd adds (the layer's peak memory).
+        out_channels = self.lin_l.weight.shape[0]
+        both = F.linear(x[0], torch.cat([self.lin_l.weight, self.lin_r.weight]))
+        projected, root = both[:, :out_channels].contiguous(), both[:, out_channels:]
+        if self.lin_r.bias is not None:
+            root = root + self.lin_r.bias
+    else:
+        projected = F.linear(x[0], self.lin_l.weight)
+    out = self.propagate(edge_index, x=(projected, x_r), size=size)
     if self.lin_l.bias is not None:
         out = out + self.lin_l.bias
-    x_r = x[1]
-    if self.root_weight and x_r is not None:
+    if root is not None:
+        out = out + root
+    elif self.root_weight and x_r is not None:
         out = out + self.lin_r(x_r)
     if self.normalize:
         out = F.normalize(out, p=2.0, dim=-1)
