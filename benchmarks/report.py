@@ -51,6 +51,12 @@ def goals(result: dict, workload: str) -> list[str]:
             lines.append(f"{model} P=1: SAR vs DGL memory {sar1['peak_growth_mb']:.0f} / "
                          f"{dgl['peak_growth_mb']:.0f} MB, time {sar1['epoch_s']:.2f} / "
                          f"{dgl['epoch_s']:.2f} s (goal: at or below DGL)")
+        pairs = [p for p in worlds if (model, p, "halo") in by and (model, p, "sar") in by
+                 and p > 1]
+        if pairs:
+            ratios = ", ".join(f"P={p}: {by[(model, p, 'sar')]['epoch_s'] / by[(model, p, 'halo')]['epoch_s']:.2f}"  # noqa: E501
+                               for p in pairs)
+            lines.append(f"{model}: SAR / halo epoch time {ratios} (goal <= 1.3)")
         top = max((p for p in worlds if (model, p, "halo") in by and (model, p, "sar") in by),
                   default=None)
         if top:
