@@ -156,14 +156,15 @@ def plot(result: dict, out_dir: Path, prefix: str) -> list[str]:
             ax.set_visible(False)
         for ax, (wl, model) in zip(axes.flat, panels):
             rows = [s for s in summary if s["workload"] == wl and s["model"] == model]
-            for mode, style in (("sar", "o-"), ("sa", "s--"), ("halo", "^-."),
-                                ("pyg", "kx"), ("dgl", "r*")):
+            for mode, style, color in (("sar", "o-", "C0"), ("sa", "s--", "C1"),
+                                       ("halo", "^-.", "C2"), ("pyg", "x", "k"),
+                                       ("dgl", "*", "r")):
                 pts = sorted((s["world_size"], s[metric]) for s in rows if s["mode"] == mode)
                 if not pts:
                     continue
                 name = {"pyg": "PyG (1 process)", "dgl": "DGL (1 process)"}.get(mode, mode)
-                ax.plot([p for p, _ in pts], [v for _, v in pts], style, label=name,
-                        markersize=9 if mode in ("pyg", "dgl") else 5)
+                ax.plot([p for p, _ in pts], [v for _, v in pts], style, color=color,
+                        label=name, markersize=9 if mode in ("pyg", "dgl") else 5)
             if metric == "peak_growth_mb":
                 ideal = [s for s in rows if s["mode"] == "sar" and s["world_size"] == 1]
                 if ideal:
