@@ -14,21 +14,26 @@ as JSON lines:
   traceback);
 * ``{"bye": true}`` on a clean shutdown.
 
-When the pipe closes without a goodbye the rank is gone. The first witness of a job on this host
-to see that claims an abstract Unix socket named after the job: its rank is the one that failed
-(a launcher's clean-up kills come later). It answers the others' questions on that socket for
-``LINGER_S`` seconds; every witness whose rank had not already printed the news prints
-``pyg_sar: rank R stops: rank F failed in OP: ERROR``, as the watchdog would have.
+When the pipe closes, the rank is gone. The first witness of a job on this host to see that
+claims an abstract Unix socket named after the job: its rank ended first (a launcher's clean-up
+kills come later), and without a goodbye that is the failure. It answers the others' questions
+on that socket for ``LINGER_S`` seconds. Every witness whose rank ended without a goodbye, within
+``CLEANUP_S`` of the first and without having printed the news, prints
+``pyg_sar: rank R stops: rank F failed in OP: ERROR`` as the watchdog would have (or that rank F
+ended first, if F shut down cleanly and then exited with an error status); one that ended later
+reports its own failure.
 """
 from __future__ import annotations
 
 import json
 import mmap
+import os
 import socket
 import sys
 import time
 
 LINGER_S = 1.0
+CLEANUP_S = 0.5  # a launcher's clean-up kills follow the first end within this
 OP_BYTES = 256  # as in watchdog.py
 KILLED = "its process exited or was killed (connection closed without a clean shutdown)"
 
@@ -91,50 +96,69 @@ def _shared_operation(fd) -> str | None:
         return None
 
 
-def main() -> None:
-    state = _read_state(sys.stdin)
-    op = _shared_operation(state.get("op_fd"))
-    if op:
-        state["op"] = op
-    if state.get("bye") or state["job"] is None:
-        return
-    rank = state["rank"]
-    if state.get("own"):
-        failed = {"rank": rank, "op": state.get("op"), "error": state.get("error")}
-    else:
-        failed = {"rank": rank, "op": f"{state['op']}", "error": KILLED}
-    name = f"\0pyg_sar-witness-{state['job']}"
+def _print(message: str) -> None:
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()
+
+
+def _claim(name: str) -> socket.socket | None:
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         server.bind(name)
         server.listen(64)
+        return server
     except OSError:
         server.close()
-        server = None
-    if server is None:  # another rank went first: this one was stopped because of it
-        answer = _ask(name)
-        if state.get("printed"):
-            return
-        if state.get("failure"):
-            message = state["failure"]
-        elif answer is not None:
-            message = (f"pyg_sar: rank {rank} stops: rank {answer['rank']} failed in "
-                       f"{answer['op']}: {answer['error']}")
-        else:
-            return
-        sys.stderr.write(message + "\n")
-        sys.stderr.flush()
+        return None
+
+
+def main() -> None:
+    state = _read_state(sys.stdin)
+    ended = time.monotonic()  # when the rank's pipe closed (CLOCK_MONOTONIC: host-wide)
+    op = _shared_operation(state.get("op_fd"))
+    if op:
+        state["op"] = op
+    if state["job"] is None:
         return
-    with server:
-        if not state.get("own") and not state.get("printed"):
-            # This rank died first (or learnt of a failure no witness here claimed).
-            sys.stderr.write((state.get("failure") or
-                              f"pyg_sar: rank {rank} failed in {failed['op']}: {KILLED}") + "\n")
-            sys.stderr.flush()
-        if state.get("failure"):  # the failure came from another host: pass it on
-            failed = {"rank": state.get("failed_rank", "?"), "op": state.get("failed_op", "?"),
-                      "error": state.get("failed_error", "?")}
-        _serve(server, failed)
+    rank, clean = state["rank"], bool(state.get("bye"))
+    if clean:  # nothing to say; do not hold the launcher's output pipes open
+        for fd in (1, 2):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    if state.get("failure"):  # learnt from the watchdog (possibly from another host)
+        record = {"rank": state.get("failed_rank", "?"), "op": state.get("failed_op", "?"),
+                  "error": state.get("failed_error", "?")}
+    elif state.get("own"):
+        record = {"rank": rank, "op": state.get("op"), "error": state.get("error")}
+    else:
+        record = {"rank": rank, "op": state["op"], "error": KILLED}
+    record.update(clean=clean, ended=ended)
+    name = f"\0pyg_sar-witness-{state['job']}"
+    server = _claim(name)
+    if server is not None:  # the first rank of this job on this host to end
+        with server:
+            if not clean and not state.get("own") and not state.get("printed"):
+                _print(state.get("failure") or
+                       f"pyg_sar: rank {rank} failed in {record['op']}: {KILLED}")
+            _serve(server, record)
+        return
+    # Another rank ended first. If this one ended within CLEANUP_S of it, the launcher (or
+    # that failure) stopped it; later, its end is a failure of its own.
+    answer = _ask(name)
+    if clean or state.get("own") or state.get("printed"):
+        return
+    if state.get("failure"):
+        _print(state["failure"])
+    elif answer is None or ended - float(answer.get("ended", ended)) > CLEANUP_S:
+        _print(f"pyg_sar: rank {rank} failed in {record['op']}: {KILLED}")
+    elif answer.get("clean"):
+        _print(f"pyg_sar: rank {rank} stops: rank {answer['rank']} ended first (it shut "
+               f"pyg_sar down cleanly, then its process exited: see its exit status)")
+    else:
+        _print(f"pyg_sar: rank {rank} stops: rank {answer['rank']} failed in {answer['op']}: "
+               f"{answer['error']}")
 
 
 if __name__ == "__main__":

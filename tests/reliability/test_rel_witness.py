@@ -110,3 +110,28 @@ def test_rank_publishes_its_operation_to_the_witness(job, capfd):
         watchdog.set_operation("starting", waiting=False)
     err = capfd.readouterr().err
     assert f"pyg_sar: rank 3 failed in isend to rank 5: its process {KILLED}" in err, err
+
+
+def test_a_clean_end_that_stops_the_others_is_named(job):
+    """A rank that shut pyg_sar down cleanly and then exited with an error status: mpiexec
+    kills the others, which must not be blamed."""
+    w3 = _start(job, 3, {"op": "all_reduce"}, {"bye": True})
+    w0 = _start(job, 0, {"op": "all_reduce"})
+    first, second = _end_in_order(w3, w0)
+    assert first == ""
+    assert second.strip() == ("pyg_sar: rank 0 stops: rank 3 ended first (it shut pyg_sar down "
+                              "cleanly, then its process exited: see its exit status)")
+
+
+def test_a_later_death_is_a_failure_of_its_own(job):
+    """Ending well after the first rank (beyond a launcher's clean-up window) is not blamed on
+    it."""
+    from pyg_sar.distributed.witness import CLEANUP_S, LINGER_S
+    w1 = _start(job, 1, {"op": "all_reduce"}, {"bye": True})
+    w0 = _start(job, 0, {"op": "isend to rank 2"})
+    w1.stdin.close()
+    time.sleep((CLEANUP_S + LINGER_S) / 2)  # w1 still holds the claim
+    assert w1.poll() is None
+    assert _end(w0).strip() == (f"pyg_sar: rank 0 failed in isend to rank 2: its process "
+                                f"{KILLED} (connection closed without a clean shutdown)")
+    assert _collect(w1) == ""
