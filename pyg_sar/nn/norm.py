@@ -1,6 +1,8 @@
 """Batch normalisation with statistics over the nodes of all ranks."""
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor
 
@@ -12,7 +14,8 @@ _CHUNK_ELEMENTS = 1 << 21  # temporaries of (a * b) are at most this many elemen
 def _product_sum(a: Tensor, b: Tensor, dims: list[int]) -> Tensor:
     """``(a * b).sum(dims)`` over row chunks: never materialises a full-size product (the
     backward of a layer of N x C activations would otherwise hold several N x C temporaries)."""
-    rows = max(1, _CHUNK_ELEMENTS // max(1, a[0].numel()))
+    row_elements = math.prod(a.shape[1:])
+    rows = max(1, _CHUNK_ELEMENTS // max(1, row_elements))
     total = None
     for start in range(0, a.shape[0], rows):
         part = (a[start:start + rows] * b[start:start + rows]).sum(dims)
