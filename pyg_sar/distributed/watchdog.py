@@ -59,8 +59,11 @@ def _publish() -> None:
     shared = _published
     if shared is not None:
         text = current_operation().encode()[:OP_BYTES - 2]
-        shared[2:2 + len(text)] = text
-        shared[0:2] = len(text).to_bytes(2, "little")
+        try:
+            shared[2:2 + len(text)] = text
+            shared[0:2] = len(text).to_bytes(2, "little")
+        except ValueError:  # closed by a concurrent shutdown: nothing left to tell
+            pass
 
 
 def set_operation(op: str, waiting: bool = True) -> None:
@@ -284,7 +287,11 @@ class Watchdog:
             sock.setblocking(False)
             self._peers[0] = sock
         if _witness_wanted():
-            self.witness = Witness(f"{endpoint[0]}:{endpoint[1]}", self.rank)
+            try:
+                self.witness = Witness(f"{endpoint[0]}:{endpoint[1]}", self.rank)
+            except OSError as e:  # failure reports still come from the watchdog itself
+                print(f"pyg_sar: rank {self.rank}: could not start the failure witness ({e}); "
+                      f"continuing without it", file=sys.stderr, flush=True)
         now = time.monotonic()
         for r, sock in self._peers.items():
             self._readers.setdefault(r, _Lines(sock))
