@@ -31,27 +31,15 @@ import time
 from pathlib import Path
 
 import torch
+from procmem import MALLOC_ENV, reset_peak, status_kib  # benchmarks/procmem.py
 from torch_geometric.nn import GATConv
 
 import pyg_sar
 from pyg_sar.graph import Block, DistGraph
 
 RESULTS = Path(__file__).resolve().parent / "results" / "attention.json"
-MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": "131072", "MALLOC_TRIM_THRESHOLD_": "131072"}
 IN_CHANNELS = 64
 AVG_DEGREE = 10
-
-
-def _status_kib(field: str) -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    raise RuntimeError(f"{field} not in /proc/self/status")
-
-
-def _reset_peak() -> None:
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")
 
 
 def random_graph(num_edges: int, seed: int = 0):
@@ -102,10 +90,10 @@ def measure(model, x, edge_index, repeats: int) -> dict:
     del out
     model.zero_grad(set_to_none=True)
     x.grad = None
-    before = _status_kib("VmRSS")
-    _reset_peak()
+    before = status_kib("VmRSS")
+    reset_peak()
     run()
-    peak = (_status_kib("VmHWM") - before) * 1024
+    peak = (status_kib("VmHWM") - before) * 1024
     return {"time_s": statistics.median(times), "times_s": times, "saved_bytes": saved,
             "peak_rss_bytes": peak}
 
