@@ -26,6 +26,7 @@ _LAZY = {
     "load_partition": "pyg_sar.partition",
     "LocalPartition": "pyg_sar.partition",
     "convert": "pyg_sar.nn.convert",
+    "UnsupportedLayerError": "pyg_sar.nn.layers",
     "save_checkpoint": "pyg_sar.checkpoint",
     "load_checkpoint": "pyg_sar.checkpoint",
     "nn": "pyg_sar.nn",
