@@ -1,7 +1,9 @@
 """Builds the native operators ``pyg_sar._C`` from csrc/ (sources listed in csrc/sources.txt).
 
 CUDA sources are compiled when torch has CUDA and nvcc is found (``CUDA_HOME``), or when
-``FORCE_CUDA=1``; ``FORCE_ONLY_CPU=1`` skips them. Metadata lives in pyproject.toml.
+``FORCE_CUDA=1``; ``FORCE_ONLY_CPU=1`` skips them. ``PYG_SAR_NO_EXTENSION=1`` installs the Python
+package alone (``.ci/setup`` builds the extension itself, incrementally). Metadata lives in
+pyproject.toml.
 """
 from __future__ import annotations
 
@@ -64,5 +66,5 @@ def build_extensions() -> tuple[list, dict]:
     return [ext], {"build_ext": BuildExtension}
 
 
-ext_modules, cmdclass = build_extensions()
+ext_modules, cmdclass = ([], {}) if env_flag("PYG_SAR_NO_EXTENSION") else build_extensions()
 setup(ext_modules=ext_modules, cmdclass=cmdclass)
