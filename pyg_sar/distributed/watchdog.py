@@ -34,6 +34,8 @@ import time
 import traceback
 from typing import Optional
 
+from pyg_sar.distributed import witness as witness_process
+
 HEARTBEAT_S = 2.0
 DEAD_AFTER_S = 45.0
 GRACE_S = 10.0
@@ -155,28 +157,63 @@ class _Lines:
 
 class Witness:
     """The rank's side of :mod:`pyg_sar.distributed.witness` (a process that outlives the
-    rank, for launchers that kill every rank the moment one dies). Writes never raise."""
+    rank, for launchers that kill every rank the moment one dies). Writes never raise.
 
-    def __init__(self, job: str, rank: int) -> None:
+    Start it before the ranks meet, so that its listening socket exists when they exchange
+    tokens; then :meth:`link` this rank to every witness on its host (its own included).
+
+    Args:
+        rank: this rank.
+        options: extra fields of the first message (``cleanup_s``, ``wait_s``, ``trace``).
+        publish: share :func:`current_operation` with the witness through memory (one witness
+            per process does).
+        stdout, stderr: the witness's (default: this process's).
+    """
+
+    def __init__(self, rank: int, *, options: Optional[dict] = None, publish: bool = True,
+                 stdout=None, stderr=None) -> None:
         global _published
-        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "witness.py")
-        fd = os.memfd_create("pyg_sar-operation") if hasattr(os, "memfd_create") else -1
+        self.rank = rank
+        self.token = os.urandom(12).hex()
+        self.links: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._shared: Optional[mmap.mmap] = None
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        fd = os.memfd_create("pyg_sar-operation") if publish and hasattr(os, "memfd_create") \
+            else -1
         try:
+            listener.bind(witness_process.address(self.token))
+            listener.listen(1024)
             if fd >= 0:
                 os.ftruncate(fd, OP_BYTES)
-                self._shared: Optional[mmap.mmap] = mmap.mmap(fd, OP_BYTES)
-            else:
-                self._shared = None
-            self._proc = subprocess.Popen([sys.executable, "-I", "-S", script],
-                                          stdin=subprocess.PIPE, start_new_session=True,
-                                          pass_fds=(fd,) if fd >= 0 else ())
+                self._shared = mmap.mmap(fd, OP_BYTES)
+            self._proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", witness_process.__file__], stdin=subprocess.PIPE,
+                stdout=stdout, stderr=stderr, start_new_session=True,
+                pass_fds=(listener.fileno(),) + ((fd,) if fd >= 0 else ()))
+            hello = {"rank": rank, "listen_fd": listener.fileno(),
+                     "op_fd": fd if self._shared is not None else None, **(options or {})}
+        except BaseException:
+            if self._shared is not None:
+                self._shared.close()
+            raise
         finally:
+            listener.close()
             if fd >= 0:
                 os.close(fd)
-        self._lock = threading.Lock()
-        self.send({"job": job, "rank": rank, "op_fd": fd if self._shared is not None else None})
-        _published = self._shared
-        _publish()
+        self.send(hello)
+        if publish:
+            _published = self._shared
+            _publish()
+
+    @property
+    def process(self) -> subprocess.Popen:
+        """The witness process."""
+        return self._proc
+
+    def link(self, peers: dict[int, str], timeout: float) -> None:
+        """Link this rank to the witnesses ``peers`` (rank -> token, on this host)."""
+        self.links += link_witnesses(self.rank, self.token, peers, timeout)
 
     def send(self, msg: dict) -> None:
         with self._lock:
@@ -189,8 +226,10 @@ class Witness:
                 pass
 
     def close(self, clean: bool) -> None:
+        """This rank's end as the witnesses see it: the links close, then the state stream."""
         if clean:
             self.send({"bye": True})
+        _close_all(self.links)
         with self._lock:
             stdin, self._proc.stdin = self._proc.stdin, None
         if stdin is not None:
@@ -200,7 +239,7 @@ class Witness:
                 pass
         if clean:
             try:
-                self._proc.wait(timeout=5)
+                self._proc.wait(timeout=30)  # hang detector: it only sends its record
             except subprocess.TimeoutExpired:
                 self._proc.kill()
         global _published
@@ -211,13 +250,67 @@ class Witness:
             self._shared = None
 
 
+def link_witnesses(rank: int, token: Optional[str], peers: dict[int, str],
+                   timeout: float) -> list[socket.socket]:
+    """Open this rank's silent connections to the witnesses ``peers`` (rank -> token) and wait
+    until each has registered its connection, so that they see this rank's end in order with
+    the others'. ``token`` names this rank's own witness (``None``: it has none)."""
+    hello = (json.dumps({"link": rank, "witness": token}) + "\n").encode()
+    links: list[tuple[int, socket.socket]] = []
+    for r, peer in sorted(peers.items()):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(timeout)
+        try:
+            sock.connect(witness_process.address(peer))
+            sock.sendall(hello)
+            links.append((r, sock))
+        except OSError:
+            sock.close()
+    deadline = time.monotonic() + timeout
+    for r, sock in links:
+        answer = b""
+        try:
+            while not answer.endswith(b"\n"):
+                sock.settimeout(max(0.001, deadline - time.monotonic()))
+                chunk = sock.recv(16)
+                if not chunk:
+                    break
+                answer += chunk
+        except OSError:
+            pass
+        if answer != b"ok\n":
+            print(f"pyg_sar: rank {rank}: the failure witness of rank {r} did not answer within "
+                  f"{timeout:.1f} s; a failure may be reported less precisely", file=sys.stderr,
+                  flush=True)
+    return [sock for _, sock in links]
+
+
+def _close_all(socks: list[socket.socket]) -> None:
+    for sock in socks:
+        try:
+            sock.close()
+        except OSError:
+            pass
+    socks.clear()
+
+
 def _witness_wanted() -> bool:
-    """On by default under PMI launchers (MPICH's mpiexec kills all ranks when one dies);
-    ``PYG_SAR_WITNESS=1/0`` forces it on or off."""
+    """On by default under PMI launchers (MPICH's mpiexec kills all ranks when one dies) and
+    torchrun (its agent SIGTERMs the others within its monitor interval); ``PYG_SAR_WITNESS=1/0``
+    forces it on or off."""
     flag = os.environ.get("PYG_SAR_WITNESS")
     if flag is not None:
         return flag.strip().lower() not in ("0", "false", "no", "off", "")
-    return "PMI_RANK" in os.environ
+    return "PMI_RANK" in os.environ or "TORCHELASTIC_RUN_ID" in os.environ
+
+
+def _host_key() -> str:
+    """Ranks with the same key can reach each other's abstract Unix sockets."""
+    try:
+        netns = os.stat("/proc/self/ns/net").st_ino
+    except OSError:
+        netns = 0
+    return f"{socket.gethostname()}/{netns}"
 
 
 class Watchdog:
@@ -240,11 +333,38 @@ class Watchdog:
         self._left: set[int] = set()  # ranks no longer watched (gone, or said goodbye)
         self._bye: set[int] = set()  # ranks that ended cleanly
         self._exiting_with_error = False
+        self._declared = False  # a failure is being or has been declared
         self.witness: Optional[Witness] = None
+        self._links: list[socket.socket] = []  # to this host's witnesses, if it has none
 
     # ---------------------------------------------------------------- set-up and teardown
     def connect(self, comm, host: str, timeout: float) -> None:
-        """Rendezvous over ``comm``: rank 0 listens, the others connect to it."""
+        """Rendezvous over ``comm``: rank 0 listens, the others connect to it. Where wanted,
+        each rank starts its witness first and links to every witness on its host."""
+        witness = None
+        if _witness_wanted():
+            try:
+                witness = Witness(self.rank)
+            except OSError as e:  # failure reports still come from the watchdog itself
+                print(f"pyg_sar: rank {self.rank}: could not start the failure witness ({e}); "
+                      f"continuing without it", file=sys.stderr, flush=True)
+        try:
+            self._connect(comm, host, timeout, witness)
+        except BaseException:
+            if witness is not None:
+                witness.close(clean=True)
+            _close_all(self._links)
+            raise
+        self.witness = witness
+        now = time.monotonic()
+        for r, sock in self._peers.items():
+            self._readers.setdefault(r, _Lines(sock))
+            self._last_seen[r] = now
+            self._ops[r] = "starting"
+        self._thread = threading.Thread(target=self._run, name="pyg_sar-watchdog", daemon=True)
+        self._thread.start()
+
+    def _connect(self, comm, host: str, timeout: float, witness: Optional[Witness]) -> None:
         if self.rank == 0:
             server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -254,7 +374,11 @@ class Watchdog:
             endpoint = [host, server.getsockname()[1]]
         else:
             endpoint = None
-        endpoint = comm.allgather_object(endpoint)[0]
+        # Every witness listens before this exchange, so each rank can link to all of them.
+        mine = {"endpoint": endpoint, "host": _host_key(),
+                "witness": witness.token if witness is not None else None}
+        everyone = comm.allgather_object(mine)
+        endpoint = everyone[0]["endpoint"]
         deadline = time.monotonic() + timeout
         if self.rank == 0:
             self._server.settimeout(1.0)
@@ -286,31 +410,25 @@ class Watchdog:
             sock.sendall((json.dumps({"hello": self.rank}) + "\n").encode())
             sock.setblocking(False)
             self._peers[0] = sock
-        if _witness_wanted():
-            try:
-                self.witness = Witness(f"{endpoint[0]}:{endpoint[1]}", self.rank)
-            except OSError as e:  # failure reports still come from the watchdog itself
-                print(f"pyg_sar: rank {self.rank}: could not start the failure witness ({e}); "
-                      f"continuing without it", file=sys.stderr, flush=True)
-        now = time.monotonic()
-        for r, sock in self._peers.items():
-            self._readers.setdefault(r, _Lines(sock))
-            self._last_seen[r] = now
-            self._ops[r] = "starting"
-        self._thread = threading.Thread(target=self._run, name="pyg_sar-watchdog", daemon=True)
-        self._thread.start()
+        peers = {r: e["witness"] for r, e in enumerate(everyone)
+                 if e["witness"] and e["host"] == mine["host"]}
+        if witness is not None:
+            witness.link(peers, timeout)
+        elif peers:  # no witness of its own, but the others must see it end
+            self._links = link_witnesses(self.rank, None, peers, timeout)
 
     def close(self) -> None:
         """Say goodbye (a clean end, unless a failure is known) and stop the thread."""
         if self._thread is None:
             return
-        clean = self.failure is None and not self._exiting_with_error
-        if clean:
-            with self._lock:
+        with self._lock:
+            clean = not self._declared and not self._exiting_with_error
+            if clean:
                 for sock in self._peers.values():
                     _send(sock, {"type": "bye", "rank": self.rank})
         if self.witness is not None:
             self.witness.close(clean)
+        _close_all(self._links)
         self._stop.set()
         self._thread.join(timeout=5)
         self._thread = None
@@ -325,31 +443,33 @@ class Watchdog:
 
     # ---------------------------------------------------------------------- failures
     def _declare(self, failed_rank: int, op: str, error: str) -> None:
-        """Record a failure of ``failed_rank`` (first one wins), print it, relay it, and
-        arm the grace timer that ends this process."""
+        """Record a failure of ``failed_rank`` (first one wins), relay it, print it, and arm
+        the grace timer that ends this process. The failure becomes visible to this rank's
+        main thread (which then stops and may exit at once) only after all of that is done."""
+        message = f"pyg_sar: rank {self.rank} stops: rank {failed_rank} failed in {op}: {error}"
         with self._lock:
-            if self.failure is not None:
+            if self._declared:
                 return
-            self.failed_rank = failed_rank
-            self.failure = (f"pyg_sar: rank {self.rank} stops: rank {failed_rank} failed in "
-                            f"{op}: {error}")
+            self._declared = True
             if self.rank == 0:
                 for r, sock in self._peers.items():
                     if r != failed_rank:
                         _send(sock, {"type": "fail", "rank": failed_rank, "op": op,
                                      "error": error})
-        witness = self.witness
-        if failed_rank == self.rank:
-            if witness is not None:
-                witness.send({"own": True, "op": op, "error": error})
-        else:
-            if witness is not None:
-                witness.send({"failure": self.failure, "failed_rank": failed_rank,
-                              "failed_op": op, "failed_error": error})
-            print(self.failure, file=sys.stderr, flush=True)
-            if witness is not None:
-                witness.send({"printed": True})
-            timer = threading.Timer(self.grace, _hard_exit, args=(self.failure, self.grace))
+            witness = self.witness
+            if failed_rank == self.rank:
+                if witness is not None:
+                    witness.send({"own": True, "op": op, "error": error})
+            else:
+                if witness is not None:
+                    witness.send({"failure": message, "failed_rank": failed_rank,
+                                  "failed_op": op, "failed_error": error})
+                print(message, file=sys.stderr, flush=True)
+                if witness is not None:
+                    witness.send({"printed": True})
+            self.failed_rank, self.failure = failed_rank, message
+        if failed_rank != self.rank:
+            timer = threading.Timer(self.grace, _hard_exit, args=(message, self.grace))
             timer.daemon = True
             timer.start()
 

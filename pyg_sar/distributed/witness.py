@@ -1,87 +1,66 @@
 r"""A rank's witness: a tiny process that outlives its rank and says what happened to it.
 
 Why: MPICH's ``mpiexec`` (hydra) SIGKILLs every rank within about a millisecond of one rank
-being killed, before the survivors' watchdogs can print which rank failed. So each rank starts
-a witness (this file, run by path with ``python -I -S``, standard library only, in its own
-session so the launcher's kill does not reach it) and streams its state to the witness's stdin
-as JSON lines:
+being killed, and torchrun SIGTERMs them within its monitor interval, before the survivors'
+watchdogs can print which rank failed. So each rank starts a witness (this file, run by path
+with ``python -I -S``, standard library only, in its own session so the launcher's kill does
+not reach it).
 
-* ``{"job": ID, "rank": R, "op_fd": FD}`` first, where FD is shared memory in which the rank
-  publishes its current operation at every change (``{"op": OP}`` lines where there is none);
-* ``{"failure": MESSAGE}`` when the rank learnt that another rank failed, then
-  ``{"printed": true}`` once it printed the message itself;
+Which rank ended first comes from the kernel, not from which witness happened to run first.
+Every rank holds a silent connection (a *link*) to every witness on its host; the kernel closes
+a process's sockets as it exits, and each witness's epoll ready list keeps those ends in the
+order they happened. A launcher kills the other ranks only after it saw the first one end, and
+a rank's links (opened late, so closed first among its files) are closed before the launcher
+can see that: every witness sees the same order, however late it is scheduled.
+
+Protocol. The rank creates the witness's listening Unix socket (abstract name
+``\0pyg_sar-witness-TOKEN``) and shared memory in which it publishes its current operation at
+every change, passes both, and streams its state to the witness's stdin as JSON lines:
+
+* ``{"rank": R, "listen_fd": FD, "op_fd": FD}`` first (``op_fd`` may be null; optional
+  ``cleanup_s``, ``wait_s``, ``trace``: see :class:`_Witness`);
+* ``{"op": OP}`` at every change where there is no shared memory;
+* ``{"failure": MESSAGE, "failed_rank": F, "failed_op": OP, "failed_error": E}`` when the rank
+  learnt that another rank failed, then ``{"printed": true}`` once it printed the message;
 * ``{"own": true, "op": OP, "error": ERROR}`` when the rank itself failed (it prints its own
   traceback);
 * ``{"bye": true}`` on a clean shutdown.
 
-When the pipe closes, the rank is gone. The first witness of a job on this host to see that
-claims an abstract Unix socket named after the job: its rank ended first (a launcher's clean-up
-kills come later), and without a goodbye that is the failure. It answers the others' questions
-on that socket for ``LINGER_S`` seconds. Every witness whose rank ended without a goodbye, within
-``CLEANUP_S`` of the first and without having printed the news, prints
-``pyg_sar: rank R stops: rank F failed in OP: ERROR`` as the watchdog would have (or that rank F
-ended first, if F shut down cleanly and then exited with an error status); one that ended later
-reports its own failure.
+A connection to the listening socket starts with one JSON line: ``{"link": R, "witness": TOKEN}``
+from rank R (answered ``ok``, then silent until rank R ends), or ``{"record": {...}}`` from the
+witness of a rank that ended, saying how it ended.
+
+When its own rank has ended (its link and its stdin closed), a witness sends its record to every
+other witness on the host, then decides. Let F be the first rank, in the kernel's order, of those
+that ended at most ``cleanup_s`` before its own (a launcher's clean-up follows the end that
+caused it within that). A rank that ended cleanly, printed its own error, or printed the failure
+it learnt of says nothing more; one that learnt of a failure but was killed before printing it
+prints it; if F is its own rank, it prints ``pyg_sar: rank R failed in OP: its process exited or
+was killed ...``; otherwise it waits for F's record and prints ``pyg_sar: rank R stops: rank F
+failed in OP: ERROR`` as the watchdog would have (or that rank F ended first, if F shut down
+cleanly and then exited with an error status).
 """
 from __future__ import annotations
 
+import errno
 import json
 import mmap
 import os
+import select
 import socket
 import sys
 import time
 
-LINGER_S = 1.0
-CLEANUP_S = 0.5  # a launcher's clean-up kills follow the first end within this
+CLEANUP_S = 3.0  # a launcher's clean-up kills follow the end that caused them within this
+WAIT_S = 30.0  # hang detector: how long to wait for the first rank's record
 OP_BYTES = 256  # as in watchdog.py
 KILLED = "its process exited or was killed (connection closed without a clean shutdown)"
+PREFIX = "\0pyg_sar-witness-"
 
 
-def _read_state(stream) -> dict:
-    state = {"op": "starting", "rank": "?", "job": None}
-    for line in stream:
-        try:
-            msg = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(msg, dict):
-            state.update(msg)
-    return state
-
-
-def _serve(server: socket.socket, answer: dict) -> None:
-    """Answer every witness that asks, until ``LINGER_S`` seconds have passed."""
-    server.settimeout(0.05)
-    deadline = time.monotonic() + LINGER_S
-    while time.monotonic() < deadline:
-        try:
-            conn, _ = server.accept()
-        except (TimeoutError, OSError):
-            continue
-        with conn:
-            try:
-                conn.sendall((json.dumps(answer) + "\n").encode())
-            except OSError:
-                pass
-
-
-def _ask(name: str) -> dict | None:
-    for _ in range(20):
-        try:
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-                sock.settimeout(1.0)
-                sock.connect(name)
-                data = b""
-                while not data.endswith(b"\n"):
-                    chunk = sock.recv(4096)
-                    if not chunk:
-                        break
-                    data += chunk
-                return json.loads(data)
-        except (OSError, ValueError):
-            time.sleep(0.01)
-    return None
+def address(token: str) -> str:
+    """The abstract socket name of the witness with this token."""
+    return PREFIX + token
 
 
 def _shared_operation(fd) -> str | None:
@@ -96,69 +75,229 @@ def _shared_operation(fd) -> str | None:
         return None
 
 
-def _print(message: str) -> None:
-    sys.stderr.write(message + "\n")
-    sys.stderr.flush()
+def _lines(buf: bytes) -> tuple[list[dict], bytes]:
+    """The complete JSON lines of ``buf`` (objects only) and the incomplete rest."""
+    *lines, rest = buf.split(b"\n")
+    out = []
+    for line in lines:
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(msg, dict):
+            out.append(msg)
+    return out, rest
 
 
-def _claim(name: str) -> socket.socket | None:
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+def _push(token: str, record: dict) -> None:
+    """Send ``record`` to the witness with ``token`` (gone already: nothing to do)."""
     try:
-        server.bind(name)
-        server.listen(64)
-        return server
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(5.0)
+            sock.connect(address(token))
+            sock.sendall((json.dumps({"record": record}) + "\n").encode())
     except OSError:
-        server.close()
-        return None
+        pass
+
+
+class _Conn:
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock, self.buf, self.rank = sock, b"", None
+
+
+class _Witness:
+    """One witness. ``cleanup_s`` (:data:`CLEANUP_S`) and ``wait_s`` (:data:`WAIT_S`, a hang
+    detector) may be set in the first message; with ``trace``, each rank's end it sees is
+    written to stdout as ``witness R: rank X ended`` (for tests that must order events)."""
+
+    def __init__(self, hello: dict, rest: bytes) -> None:
+        self.rank = int(hello["rank"])
+        self.cleanup_s = float(hello.get("cleanup_s", CLEANUP_S))
+        self.wait_s = float(hello.get("wait_s", WAIT_S))
+        self.trace = bool(hello.get("trace"))
+        self.op_fd = hello.get("op_fd")
+        self.state: dict = {"op": "starting"}
+        self.listener = socket.socket(fileno=int(hello["listen_fd"]))
+        self.listener.setblocking(False)
+        self.poll = select.epoll()
+        self.poll.register(self.listener.fileno(), select.EPOLLIN)
+        os.set_blocking(0, False)
+        self.poll.register(0, select.EPOLLIN)
+        self.stdin_buf, self.stdin_open = rest, True
+        self.conns: dict[int, _Conn] = {}
+        self.ended: list[tuple[int, float]] = []  # (rank, when seen), in the kernel's order
+        self.witnesses: dict[int, str | None] = {}  # linked rank -> token of its witness
+        self.records: dict[int, dict] = {}  # rank -> how it ended, from its witness
+
+    # ------------------------------------------------------------------------- events
+    def _step(self, timeout: float) -> None:
+        for fd, _ in self.poll.poll(timeout):
+            if fd == 0:
+                self._read_stdin()
+            elif fd == self.listener.fileno():
+                self._accept()
+            elif fd in self.conns:
+                self._read_conn(self.conns[fd])
+
+    def _read_stdin(self) -> None:
+        while self.stdin_open:
+            try:
+                data = os.read(0, 65536)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b""
+            if not data:
+                self.stdin_open = False
+                self.poll.unregister(0)
+                data = b"\n"
+            msgs, self.stdin_buf = _lines(self.stdin_buf + data)
+            for msg in msgs:
+                self.state.update(msg)
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                sock, _ = self.listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                return
+            sock.setblocking(False)
+            conn = _Conn(sock)
+            self.conns[sock.fileno()] = conn
+            # Edge-triggered: a link's end joins the ready list when it happens, behind the
+            # ends that happened before it (level-triggered could leave a link queued early).
+            self.poll.register(sock, select.EPOLLIN | select.EPOLLRDHUP | select.EPOLLET)
+            self._read_conn(conn)
+
+    def _read_conn(self, conn: _Conn) -> None:
+        while True:
+            try:
+                data = conn.sock.recv(65536)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                data = b""
+            if not data:
+                self._close_conn(conn)
+                return
+            msgs, conn.buf = _lines(conn.buf + data)
+            for msg in msgs:
+                if "link" in msg and conn.rank is None:
+                    conn.rank = int(msg["link"])
+                    self.witnesses[conn.rank] = msg.get("witness")
+                    try:
+                        conn.sock.sendall(b"ok\n")
+                    except OSError:
+                        pass
+                elif isinstance(msg.get("record"), dict):
+                    record = msg["record"]
+                    self.records[int(record.get("from", -1))] = record
+
+    def _close_conn(self, conn: _Conn) -> None:
+        if conn.rank is not None:
+            self.ended.append((conn.rank, time.monotonic()))
+            if self.trace:
+                sys.stdout.write(f"witness {self.rank}: rank {conn.rank} ended\n")
+                sys.stdout.flush()
+        self.conns.pop(conn.sock.fileno(), None)
+        try:
+            self.poll.unregister(conn.sock)
+        except (OSError, ValueError):
+            pass
+        conn.sock.close()
+
+    def _own_end(self) -> float | None:
+        return next((t for r, t in self.ended if r == self.rank), None)
+
+    # ---------------------------------------------------------------------- decision
+    def _record(self) -> dict:
+        """How this rank ended, as the others will tell it."""
+        state = self.state
+        if state.get("bye"):
+            return {"from": self.rank, "clean": True}
+        if state.get("failure"):  # learnt from the watchdog (possibly from another host)
+            return {"from": self.rank, "rank": state.get("failed_rank", "?"),
+                    "op": state.get("failed_op", "?"), "error": state.get("failed_error", "?")}
+        if state.get("own"):
+            return {"from": self.rank, "rank": self.rank, "op": state.get("op"),
+                    "error": state.get("error")}
+        return {"from": self.rank, "rank": self.rank, "op": state["op"], "error": KILLED}
+
+    def _first(self, own_end: float) -> int:
+        """The first rank to end at most ``cleanup_s`` before this witness's rank."""
+        return next(r for r, t in self.ended if own_end - t <= self.cleanup_s)
+
+    def _message(self, first: int) -> str | None:
+        state, rank = self.state, self.rank
+        if state.get("bye") or state.get("own") or state.get("printed"):
+            return None
+        if state.get("failure"):
+            return str(state["failure"])
+        if first == rank:
+            return f"pyg_sar: rank {rank} failed in {state['op']}: {KILLED}"
+        if self.witnesses.get(first) is None:
+            return (f"pyg_sar: rank {rank} stops: rank {first} ended first (it has no witness "
+                    f"to say how)")
+        deadline = time.monotonic() + self.wait_s
+        while first not in self.records and time.monotonic() < deadline:
+            self._step(max(0.0, deadline - time.monotonic()))
+        record = self.records.get(first)
+        if record is None:
+            return (f"pyg_sar: rank {rank} stops: rank {first} ended first (its witness did "
+                    f"not say how within {self.wait_s:.0f} s)")
+        if record.get("clean"):
+            return (f"pyg_sar: rank {rank} stops: rank {first} ended first (it shut pyg_sar "
+                    f"down cleanly, then its process exited: see its exit status)")
+        return (f"pyg_sar: rank {rank} stops: rank {record.get('rank')} failed in "
+                f"{record.get('op')}: {record.get('error')}")
+
+    def run(self) -> None:
+        linked_self = False
+        while self.stdin_open or self._own_end() is None:
+            self._step(-1)
+            linked_self = linked_self or self.rank in self.witnesses
+            if not self.stdin_open and not linked_self and self._own_end() is None:
+                # The rank never linked to its own witness: its stdin closing is its end.
+                self.ended.append((self.rank, time.monotonic()))
+        op = _shared_operation(self.op_fd)
+        if op:
+            self.state["op"] = op
+        if self.state.get("bye") and not self.trace:
+            for fd in (1, 2):  # nothing to say; do not hold the launcher's output pipes open
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        record = self._record()
+        for r, token in self.witnesses.items():
+            if r != self.rank and token:
+                _push(token, record)
+        message = self._message(self._first(self._own_end()))
+        if message:
+            sys.stderr.write(message + "\n")
+            sys.stderr.flush()
 
 
 def main() -> None:
-    state = _read_state(sys.stdin)
-    ended = time.monotonic()  # when the rank's pipe closed (CLOCK_MONOTONIC: host-wide)
-    op = _shared_operation(state.get("op_fd"))
-    if op:
-        state["op"] = op
-    if state["job"] is None:
+    data = b""
+    while b"\n" not in data:  # the first line, unbuffered: the rest is read through epoll
+        chunk = os.read(0, 4096)
+        if not chunk:
+            return
+        data += chunk
+    line, rest = data.split(b"\n", 1)
+    try:
+        hello = json.loads(line)
+        int(hello["rank"]), int(hello["listen_fd"])
+    except (ValueError, KeyError, TypeError):
         return
-    rank, clean = state["rank"], bool(state.get("bye"))
-    if clean:  # nothing to say; do not hold the launcher's output pipes open
-        for fd in (1, 2):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-    if state.get("failure"):  # learnt from the watchdog (possibly from another host)
-        record = {"rank": state.get("failed_rank", "?"), "op": state.get("failed_op", "?"),
-                  "error": state.get("failed_error", "?")}
-    elif state.get("own"):
-        record = {"rank": rank, "op": state.get("op"), "error": state.get("error")}
-    else:
-        record = {"rank": rank, "op": state["op"], "error": KILLED}
-    record.update(clean=clean, ended=ended)
-    name = f"\0pyg_sar-witness-{state['job']}"
-    server = _claim(name)
-    if server is not None:  # the first rank of this job on this host to end
-        with server:
-            if not clean and not state.get("own") and not state.get("printed"):
-                _print(state.get("failure") or
-                       f"pyg_sar: rank {rank} failed in {record['op']}: {KILLED}")
-            _serve(server, record)
-        return
-    # Another rank ended first. If this one ended within CLEANUP_S of it, the launcher (or
-    # that failure) stopped it; later, its end is a failure of its own.
-    answer = _ask(name)
-    if clean or state.get("own") or state.get("printed"):
-        return
-    if state.get("failure"):
-        _print(state["failure"])
-    elif answer is None or ended - float(answer.get("ended", ended)) > CLEANUP_S:
-        _print(f"pyg_sar: rank {rank} failed in {record['op']}: {KILLED}")
-    elif answer.get("clean"):
-        _print(f"pyg_sar: rank {rank} stops: rank {answer['rank']} ended first (it shut "
-               f"pyg_sar down cleanly, then its process exited: see its exit status)")
-    else:
-        _print(f"pyg_sar: rank {rank} stops: rank {answer['rank']} failed in {answer['op']}: "
-               f"{answer['error']}")
+    try:
+        _Witness(hello, rest).run()
+    except OSError as e:
+        if e.errno != errno.EPIPE:
+            raise
 
 
 if __name__ == "__main__":

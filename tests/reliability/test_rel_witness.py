@@ -1,137 +1,186 @@
-"""The witness process (``pyg_sar/distributed/witness.py``), driven directly: the rank that
-died first is named by every witness, whatever order the launcher's kills come in."""
+"""The witness process (``pyg_sar/distributed/witness.py``), driven directly through the
+rank-side client (``watchdog.Witness``): the rank that ended first is named by every witness,
+whatever order the witnesses run in.
+
+The test process plays every rank. A rank "dies" when it closes its links and its state stream
+(``Witness.close(clean=False)``, what the kernel does for a killed process); the order of
+deaths is the order of those calls, so nothing here depends on how fast a witness runs. The
+clean-up window is widened to a hang detector (``WIDE``) where the ends form one burst, and the
+one test of an end outside the window waits until the witness has provably seen the first end.
+"""
 from __future__ import annotations
 
-import json
 import os
+import select
+import signal
 import subprocess
-import sys
 import time
-import uuid
 
 import pytest
 
 from pyg_sar.distributed import watchdog
+from pyg_sar.distributed.watchdog import Witness, link_witnesses
 
-SCRIPT = os.path.join(os.path.dirname(watchdog.__file__), "witness.py")
-KILLED = "exited or was killed"
-
-
-def _start(job: str, rank: int, *msgs: dict) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-I", "-S", SCRIPT], stdin=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
-    for msg in ({"job": job, "rank": rank}, *msgs):
-        proc.stdin.write((json.dumps(msg) + "\n").encode())
-    proc.stdin.flush()
-    return proc
+KILLED = "its process exited or was killed (connection closed without a clean shutdown)"
+WIDE = {"cleanup_s": 600.0}  # every end in a test is one burst, however slow the machine
+HANG_S = 60.0  # hang detector for a witness's output
 
 
-def _end(proc: subprocess.Popen) -> str:
-    """The rank 'dies' (its pipe closes); returns what its witness printed."""
-    proc.stdin.close()
-    return _collect(proc)
+def _job(n: int, options: dict = WIDE, **kw) -> list[Witness]:
+    """``n`` ranks' witnesses (their stderr captured), each rank linked to all of them."""
+    ws = [Witness(r, options=options, publish=False, stderr=subprocess.PIPE, **kw)
+          for r in range(n)]
+    for w in ws:
+        w.link({v.rank: v.token for v in ws}, timeout=HANG_S)
+    return ws
 
 
-def _collect(proc: subprocess.Popen) -> str:
-    err = proc.stderr.read()
-    assert proc.wait(timeout=30) == 0, err
+def _said(w: Witness) -> str:
+    """What the witness printed on stderr, once it has exited (successfully)."""
+    _, err = w.process.communicate(timeout=HANG_S)
+    assert w.process.returncode == 0, err
     return err.decode()
 
 
-@pytest.fixture
-def job() -> str:
-    return uuid.uuid4().hex
+def _kill(*ranks: Witness) -> None:
+    """The ranks die in this order."""
+    for w in ranks:
+        w.close(clean=False)
 
 
-def _end_in_order(first: subprocess.Popen, *rest: subprocess.Popen) -> list[str]:
-    """Close ``first`` and, a moment later (as a launcher's clean-up would), the others."""
-    first.stdin.close()
-    time.sleep(0.05)
-    for proc in rest:
-        proc.stdin.close()
-    return [_collect(proc) for proc in (first, *rest)]
+OPS = ["all_to_all", "computation (last communication: all_reduce)", "irecv from rank 1"]
 
 
-def test_killed_rank_is_named_by_every_witness(job):
-    w0 = _start(job, 0, {"op": "all_to_all"})
-    w1 = _start(job, 1, {"op": "computation (last communication: all_reduce)"})
-    w2 = _start(job, 2, {"op": "irecv from rank 1"})
-    dead, *stopped = _end_in_order(w1, w0, w2)
-    assert dead.strip() == (f"pyg_sar: rank 1 failed in computation (last communication: "
-                            f"all_reduce): its process {KILLED} (connection closed without a "
-                            f"clean shutdown)")
-    for r, text in zip((0, 2), stopped):
-        assert text.startswith(f"pyg_sar: rank {r} stops: rank 1 failed in computation (last "
-                               f"communication: all_reduce): its process {KILLED}"), text
+def _check_rank_1_named(said: list[str]) -> None:
+    assert said[1].strip() == ("pyg_sar: rank 1 failed in computation (last communication: "
+                               f"all_reduce): {KILLED}")
+    for r in (0, 2):
+        assert said[r].strip() == (f"pyg_sar: rank {r} stops: rank 1 failed in computation "
+                                   f"(last communication: all_reduce): {KILLED}"), said[r]
 
 
-def test_raising_rank_is_named_with_its_error(job):
-    w0 = _start(job, 0, {"op": "all_reduce"})
-    w1 = _start(job, 1, {"own": True, "op": "computation (last communication: all_to_all)",
-                         "error": "ValueError: boom"})
-    dead, stopped = _end_in_order(w1, w0)
-    assert dead == ""  # the rank printed its own traceback
-    assert stopped.strip() == ("pyg_sar: rank 0 stops: rank 1 failed in computation (last "
-                               "communication: all_to_all): ValueError: boom")
+def test_killed_rank_is_named_by_every_witness():
+    ws = _job(3)
+    for w, op in zip(ws, OPS):
+        w.send({"op": op})
+    _kill(ws[1], ws[0], ws[2])
+    _check_rank_1_named([_said(w) for w in ws])
 
 
-def test_silent_after_a_clean_end_or_a_printed_message(job):
-    assert _end(_start(job, 0, {"op": "all_reduce"}, {"bye": True})) == ""
+def test_order_is_the_kernels_not_the_witnesses():
+    """The witnesses are stopped while the ranks die and resumed in another order (a busy
+    host): each still sees the ends in the order they happened."""
+    ws = _job(3)
+    for w, op in zip(ws, OPS):
+        w.send({"op": op})
+    for w in ws:
+        os.kill(w.process.pid, signal.SIGSTOP)
+    try:
+        _kill(ws[1], ws[0], ws[2])
+    finally:
+        for r in (2, 0, 1):
+            os.kill(ws[r].process.pid, signal.SIGCONT)
+    _check_rank_1_named([_said(w) for w in ws])
+
+
+def test_raising_rank_is_named_with_its_error():
+    w0, w1 = _job(2)
+    w0.send({"op": "all_reduce"})
+    w1.send({"own": True, "op": "computation (last communication: all_to_all)",
+             "error": "ValueError: boom"})
+    _kill(w1, w0)
+    assert _said(w1) == ""  # the rank printed its own traceback
+    assert _said(w0).strip() == ("pyg_sar: rank 0 stops: rank 1 failed in computation (last "
+                                 "communication: all_to_all): ValueError: boom")
+
+
+def test_silent_after_a_clean_end_or_a_printed_message():
+    (w,) = _job(1)
+    w.send({"op": "all_reduce"})
+    w.close(clean=True)
+    assert _said(w) == ""
+    (w,) = _job(1)
     message = "pyg_sar: rank 0 stops: rank 2 failed in all_reduce: ValueError: x"
-    assert _end(_start(job, 0, {"failure": message, "failed_rank": 2, "failed_op": "all_reduce",
-                                "failed_error": "ValueError: x"}, {"printed": True})) == ""
+    w.send({"failure": message, "failed_rank": 2, "failed_op": "all_reduce",
+            "failed_error": "ValueError: x"})
+    w.send({"printed": True})
+    _kill(w)
+    assert _said(w) == ""
 
 
-def test_a_known_failure_not_yet_printed_is_printed(job):
+def test_a_known_failure_not_yet_printed_is_printed():
     """The rank learnt of the failure but was killed before it could print it."""
+    w0, w1 = _job(2)
     message = "pyg_sar: rank 0 stops: rank 2 failed in all_reduce: ValueError: x"
-    w0 = _start(job, 0, {"failure": message, "failed_rank": 2, "failed_op": "all_reduce",
-                         "failed_error": "ValueError: x"})
-    w1 = _start(job, 1, {"op": "all_reduce"})
-    first, second = _end_in_order(w0, w1)
-    assert first.strip() == message
+    w0.send({"failure": message, "failed_rank": 2, "failed_op": "all_reduce",
+             "failed_error": "ValueError: x"})
+    w1.send({"op": "all_reduce"})
+    _kill(w0, w1)
+    assert _said(w0).strip() == message
     # w0 passed on what it knew: rank 2 (on another host) failed, not rank 0.
-    assert second.strip() == ("pyg_sar: rank 1 stops: rank 2 failed in all_reduce: "
-                              "ValueError: x")
+    assert _said(w1).strip() == "pyg_sar: rank 1 stops: rank 2 failed in all_reduce: ValueError: x"
 
 
 @pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="needs os.memfd_create (Linux)")
-def test_rank_publishes_its_operation_to_the_witness(job, capfd):
+def test_rank_publishes_its_operation_to_the_witness():
     """The Witness client shares the current operation through memory: the witness names the
-    operation at the moment of death, not the last one a heartbeat carried."""
-    witness = watchdog.Witness(job, 3)
+    operation at the moment of death, not the last one a message carried."""
+    witness = Witness(3, stderr=subprocess.PIPE)
     try:
+        witness.link({3: witness.token}, timeout=HANG_S)
         watchdog.set_operation("all_to_all")
         watchdog.done_operation()
         watchdog.set_operation("isend to rank 5")
     finally:
         witness.close(clean=False)
-        witness._proc.wait(timeout=30)
         watchdog.set_operation("starting", waiting=False)
-    err = capfd.readouterr().err
-    assert f"pyg_sar: rank 3 failed in isend to rank 5: its process {KILLED}" in err, err
+    assert _said(witness).strip() == f"pyg_sar: rank 3 failed in isend to rank 5: {KILLED}"
 
 
-def test_a_clean_end_that_stops_the_others_is_named(job):
+def test_a_clean_end_that_stops_the_others_is_named():
     """A rank that shut pyg_sar down cleanly and then exited with an error status: mpiexec
     kills the others, which must not be blamed."""
-    w3 = _start(job, 3, {"op": "all_reduce"}, {"bye": True})
-    w0 = _start(job, 0, {"op": "all_reduce"})
-    first, second = _end_in_order(w3, w0)
-    assert first == ""
-    assert second.strip() == ("pyg_sar: rank 0 stops: rank 3 ended first (it shut pyg_sar down "
-                              "cleanly, then its process exited: see its exit status)")
+    w0, w1 = _job(2)
+    w1.send({"op": "all_reduce"})
+    w0.send({"op": "all_reduce"})
+    w1.close(clean=True)
+    _kill(w0)
+    assert _said(w1) == ""
+    assert _said(w0).strip() == ("pyg_sar: rank 0 stops: rank 1 ended first (it shut pyg_sar "
+                                 "down cleanly, then its process exited: see its exit status)")
 
 
-def test_a_later_death_is_a_failure_of_its_own(job):
-    """Ending well after the first rank (beyond a launcher's clean-up window) is not blamed on
-    it."""
-    from pyg_sar.distributed.witness import CLEANUP_S, LINGER_S
-    w1 = _start(job, 1, {"op": "all_reduce"}, {"bye": True})
-    w0 = _start(job, 0, {"op": "isend to rank 2"})
-    w1.stdin.close()
-    time.sleep((CLEANUP_S + LINGER_S) / 2)  # w1 still holds the claim
-    assert w1.poll() is None
-    assert _end(w0).strip() == (f"pyg_sar: rank 0 failed in isend to rank 2: its process "
-                                f"{KILLED} (connection closed without a clean shutdown)")
-    assert _collect(w1) == ""
+def _readline(stream, timeout: float) -> str:
+    ready, _, _ = select.select([stream], [], [], timeout)
+    assert ready, f"no line within {timeout} s"
+    return stream.readline().decode()
+
+
+def test_a_later_death_is_a_failure_of_its_own():
+    """Ending beyond the clean-up window after the first rank is not blamed on it. Rank 0 dies
+    only once its witness has seen rank 1 end and the window has provably passed since."""
+    window = 0.3
+    w0, w1 = _job(2, options={"cleanup_s": window, "trace": True}, stdout=subprocess.PIPE)
+    w1.send({"op": "all_reduce"})
+    w0.send({"op": "isend to rank 2"})
+    w1.close(clean=True)
+    assert _readline(w0.process.stdout, HANG_S).strip() == "witness 0: rank 1 ended"
+    seen = time.monotonic()  # after the witness took the time of rank 1's end
+    while time.monotonic() <= seen + window:  # a lower bound: load only makes it longer
+        time.sleep(window)
+    _kill(w0)
+    assert _said(w1) == ""
+    assert _said(w0).strip() == f"pyg_sar: rank 0 failed in isend to rank 2: {KILLED}"
+
+
+def test_a_rank_without_a_witness_is_still_seen_first():
+    """A rank whose witness could not start still links to the others: its end is ordered."""
+    w0 = Witness(0, options=WIDE, publish=False, stderr=subprocess.PIPE)
+    w0.link({0: w0.token}, timeout=HANG_S)
+    links = link_witnesses(1, None, {0: w0.token}, timeout=HANG_S)
+    w0.send({"op": "all_reduce"})
+    for sock in links:  # rank 1 dies
+        sock.close()
+    _kill(w0)
+    assert _said(w0).strip() == ("pyg_sar: rank 0 stops: rank 1 ended first (it has no "
+                                 "witness to say how)")
