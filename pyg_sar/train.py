@@ -22,28 +22,58 @@ from typing import Optional
 import torch
 
 import pyg_sar
+from pyg_sar.datasets.registry import KNOWN_NAMES, is_known_dataset
 from pyg_sar.nn.functional import accuracy, cross_entropy
+from pyg_sar.partition.assign import METHODS
 
 MODELS = ("gcn", "sage", "gin", "gat")
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
+# Rank variables of the launchers (MPICH/Intel MPI, Open MPI, MVAPICH, PMIx, torchrun).
+_RANK_ENV = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "MV2_COMM_WORLD_RANK", "PMIX_RANK", "RANK")
+
+
+def _launch_rank() -> int:
+    """This process's rank as its launcher set it (0 without a launcher), before init()."""
+    for name in _RANK_ENV:
+        if name in os.environ:
+            try:
+                return int(os.environ[name])
+            except ValueError:
+                return 0
+    return 0
+
+
+class _Parser(argparse.ArgumentParser):
+    """Every rank of a launch parses the same arguments: only rank 0 prints the error."""
+
+    def error(self, message: str):
+        if _launch_rank() != 0:
+            self.exit(2)
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m pyg_sar.train", description=__doc__.split("\n")[0])
+    p = _Parser(prog="python -m pyg_sar.train", description=__doc__.split("\n")[0],
+                usage="%(prog)s [--parts DIR | --dataset NAME] [options]")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--parts", help="partition folder written by pyg_sar.partition")
     src.add_argument("--dataset", default=None,
-                     help="built-in dataset (default: cora) partitioned on the fly")
+                     help=f"built-in dataset, partitioned on the fly: {', '.join(KNOWN_NAMES)} "
+                          f"(default: cora)")
     p.add_argument("--parts-dir", default=None,
-                   help="where --dataset is partitioned (default: runs/parts-<dataset>-<P>)")
-    p.add_argument("--method", default="metis", help="partition method for --dataset")
+                   help="where --dataset is partitioned (default: "
+                        "runs/parts-<dataset>-<P>-<method>)")
+    p.add_argument("--method", choices=METHODS, default="metis",
+                   help="partition method for --dataset")
     p.add_argument("--model", choices=MODELS, default="gcn")
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--hidden", type=int, default=16)
     p.add_argument("--heads", type=int, default=8, help="attention heads (gat)")
     p.add_argument("--dropout", type=float, default=0.5)
     p.add_argument("--norm", choices=("none", "batch_norm"), default="none")
-    p.add_argument("--epochs", type=int, default=200)
+    p.add_argument("--epochs", type=_positive_int, default=200)
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--weight-decay", type=float, default=5e-4)
     p.add_argument("--mode", choices=("sar", "sa", "halo"), default="sar")
@@ -54,12 +84,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--backend", default=None, help="mpi, gloo or nccl (default: by launcher)")
     p.add_argument("--metrics", default=None, help="write per-epoch metrics JSON here")
-    p.add_argument("--log-every", type=int, default=10)
-    p.add_argument("--eval-every", type=int, default=1,
+    p.add_argument("--log-every", type=_positive_int, default=10)
+    p.add_argument("--eval-every", type=_positive_int, default=1,
                    help="evaluate (one more forward pass) every N epochs and at the end")
     p.add_argument("--checkpoint", default=None,
                    help="checkpoint folder: save the training state there (see --resume)")
-    p.add_argument("--checkpoint-every", type=int, default=10,
+    p.add_argument("--checkpoint-every", type=_positive_int, default=10,
                    help="save a checkpoint every N epochs (and after the last one)")
     p.add_argument("--resume", action="store_true",
                    help="continue from the latest checkpoint in --checkpoint (bit-identical "
@@ -68,6 +98,32 @@ def build_parser() -> argparse.ArgumentParser:
                    help="train the plain, unconverted PyG model on the whole graph in this one "
                         "process instead (the single-process baseline)")
     return p
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1 (got {text!r})") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1 (got {value})")
+    return value
+
+
+def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
+    """Parse and cross-check the arguments; a bad combination is an argparse error (exit
+    status 2, naming the flag) before anything is loaded or launched."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.resume and not args.checkpoint:
+        parser.error("--resume needs --checkpoint (the folder to resume from)")
+    if args.dataset is not None and not is_known_dataset(args.dataset):
+        parser.error(f"argument --dataset: unknown dataset {args.dataset!r} (known: "
+                     f"{', '.join(KNOWN_NAMES)})")
+    if args.reference and args.parts:
+        parser.error("--reference trains plain PyG on the whole --dataset in one process; "
+                     "it does not take --parts")
+    return args
 
 
 def build_model(args: argparse.Namespace, in_channels: int, num_classes: int) -> torch.nn.Module:
@@ -104,7 +160,9 @@ def _load(args: argparse.Namespace, ctx) -> pyg_sar.LocalPartition:
                              f"(got world size {ctx.world_size}, --parts {args.parts!r})")
         return _WholeGraph(args.dataset or "cora")
     if args.parts:
-        return pyg_sar.load_partition(args.parts, ctx.rank)
+        # The job's world size, even for one process: a 1-rank job given a P-part folder fails
+        # here, naming the folder, instead of in the first forward pass.
+        return pyg_sar.load_partition(args.parts, ctx.rank, world_size=ctx.world_size)
     name = args.dataset or "cora"
     out = Path(args.parts_dir or f"runs/parts-{name}-{ctx.world_size}-{args.method}")
     if ctx.rank == 0:
@@ -116,7 +174,7 @@ def _load(args: argparse.Namespace, ctx) -> pyg_sar.LocalPartition:
         print(f"partitioned {name} into {ctx.world_size} part(s) at {out} "
               f"in {time.perf_counter() - t:.2f} s", flush=True)
     ctx.comm.barrier()
-    return pyg_sar.load_partition(out, ctx.rank)
+    return pyg_sar.load_partition(out, ctx.rank, world_size=ctx.world_size)
 
 
 def _progress_bar(lead: bool, first_epoch: int, epochs: int):
@@ -153,10 +211,6 @@ def run(args: argparse.Namespace) -> dict:
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
     x, y, graph = part.x.to(dtype), part.y, part.graph
     lead = ctx.rank == 0
-    if args.resume and not args.checkpoint:
-        raise ValueError("--resume needs --checkpoint (the folder to resume from)")
-    if args.checkpoint_every < 1:
-        raise ValueError(f"--checkpoint-every must be >= 1 (got {args.checkpoint_every})")
     fingerprinted = part if hasattr(part, "fingerprint") else None
     history, best_val, test_at_best, test_acc, first_epoch = [], -1.0, float("nan"), \
         float("nan"), 1
@@ -236,7 +290,7 @@ def _write_json(path: Path, obj: dict) -> None:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    run(build_parser().parse_args(argv))
+    run(parse_args(argv))
     return 0
 
 

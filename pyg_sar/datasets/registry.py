@@ -32,6 +32,15 @@ _BUILDERS: dict[str, tuple[Callable[..., Data], bool]] = {
 KNOWN_NAMES = (*_BUILDERS, "ogb:<folder>")
 
 
+def is_known_dataset(name: str) -> bool:
+    """Whether :func:`load_dataset` knows ``name`` (checks the name only, loads nothing)."""
+    if not isinstance(name, str):
+        return False
+    if name[:4].lower() == "ogb:":
+        return bool(name[4:])
+    return name.lower() in _BUILDERS
+
+
 def load_dataset(name: str = "cora", root: str | os.PathLike | None = None,
                  **kwargs: Any) -> Data:
     """Load a built-in dataset by name.

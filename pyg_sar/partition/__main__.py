@@ -17,6 +17,7 @@ import importlib
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from pyg_sar.partition.assign import METHODS
@@ -32,43 +33,75 @@ def _parse_arg(text: str) -> tuple[str, Any]:
         return key, value  # a plain string
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1 (got {text!r})") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1 (got {value})")
+    return value
+
+
+def _for_cli(err: Exception) -> str:
+    """The library's message with its keyword argument spelt as this CLI's flag."""
+    return str(err).replace("pass overwrite=True", "pass --overwrite")
+
+
 def load_data(dataset: str, kwargs: dict[str, Any]):
     """The ``Data`` named by ``dataset`` (a built-in name or ``module:function``)."""
-    if ":" in dataset:
+    from pyg_sar.datasets import load_dataset
+    from pyg_sar.datasets.registry import is_known_dataset
+    if ":" in dataset and not is_known_dataset(dataset):  # "ogb:<folder>" is built in
         module_name, _, func_name = dataset.partition(":")
         func = getattr(importlib.import_module(module_name), func_name, None)
         if not callable(func):
             raise ValueError(f"--dataset {dataset!r}: {module_name} has no function {func_name!r}")
         return func(**kwargs)
-    from pyg_sar.datasets import load_dataset
     return load_dataset(dataset, **kwargs)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from pyg_sar.datasets.registry import KNOWN_NAMES, is_known_dataset
+
     parser = argparse.ArgumentParser(prog="python -m pyg_sar.partition",
                                      description="Partition a graph for pyg_sar training.")
     parser.add_argument("--dataset", required=True,
-                        help="dataset name (pyg_sar.datasets) or module:function returning Data")
+                        help=f"a built-in dataset ({', '.join(KNOWN_NAMES)}) or "
+                             f"module:function returning a torch_geometric Data")
     parser.add_argument("--arg", action="append", default=[], type=_parse_arg, metavar="KEY=VALUE",
                         help="keyword argument for the dataset loader (repeatable)")
-    parser.add_argument("--num-parts", type=int, required=True)
+    parser.add_argument("--num-parts", type=_positive_int, required=True)
     parser.add_argument("--out", required=True, help="output folder (must be empty or absent)")
     parser.add_argument("--method", default="metis", choices=METHODS)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--overwrite", action="store_true",
                         help="replace a non-empty output folder")
     args = parser.parse_args(argv)
+    # Everything the arguments alone decide is refused before the (possibly long) load.
+    if ":" not in args.dataset and not is_known_dataset(args.dataset):
+        parser.error(f"argument --dataset: unknown dataset {args.dataset!r} (known: "
+                     f"{', '.join(KNOWN_NAMES)}, or module:function)")
+    from pyg_sar.partition.storage import check_out_dir
+    try:
+        check_out_dir(Path(args.out), args.overwrite)
+    except ValueError as err:
+        parser.error(f"argument --out: {_for_cli(err)}")
 
     from pyg_sar.partition.writer import write_partition
 
     t = time.perf_counter()
-    data = load_data(args.dataset, dict(args.arg))
+    try:
+        data = load_data(args.dataset, dict(args.arg))
+    except (ValueError, OSError, ImportError) as err:
+        parser.exit(2, f"{parser.prog}: error: could not load --dataset {args.dataset!r}: "
+                       f"{err}\n")
     load_time = time.perf_counter() - t
     try:
         report = write_partition(data, args.num_parts, args.out, method=args.method,
                                  seed=args.seed, overwrite=args.overwrite)
-    except ValueError as err:
-        print(f"error: {err}", file=sys.stderr)
+    except ValueError as err:  # e.g. the folder filled up meanwhile, or bad data
+        print(f"{parser.prog}: error: {_for_cli(err)}", file=sys.stderr)
         return 2
     print(f"loaded dataset {args.dataset!r} in {load_time:.2f} s")
     print(report.summary())

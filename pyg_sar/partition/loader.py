@@ -164,7 +164,9 @@ def load_partition(path: str | Path, rank: int,
     Verifies ``meta.json`` (format version, structure) and the SHA-256 of every file read;
     reads only ``meta.json`` and ``part{rank}/``. The number of parts must equal the number
     of ranks: ``world_size`` when given, else that of the running job (:func:`pyg_sar.init`)
-    when it has more than one rank.
+    when it has more than one rank. A one-process job should pass ``world_size=1``
+    (``ctx.world_size``): without it a lone process may load any part of any partition, for
+    inspection, and a P-part graph fails only when it is first used for computation.
 
     Raises:
         FileNotFoundError: no partition (or a listed file is missing) at ``path``.
@@ -179,8 +181,9 @@ def load_partition(path: str | Path, rank: int,
     num_parts = meta["num_parts"]
     if expected is not None and num_parts != expected:
         raise ValueError(f"the partition at '{root}' has {num_parts} parts but the job runs "
-                         f"on {expected} ranks (world size); partition the graph with "
-                         f"num_parts={expected} or launch {num_parts} ranks")
+                         f"on {expected} rank{'s' if expected != 1 else ''} (world size); "
+                         f"partition the graph with num_parts={expected} or launch "
+                         f"{num_parts} ranks")
     if not isinstance(rank, (int, np.integer)) or isinstance(rank, bool) or \
             not 0 <= rank < num_parts:
         raise ValueError(f"rank {rank!r} is out of range for a partition of {num_parts} parts "

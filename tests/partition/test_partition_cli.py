@@ -7,8 +7,10 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 import torch
 
+from pyg_sar.datasets.registry import KNOWN_NAMES
 from pyg_sar.partition import load_partition
 from pyg_sar.partition.__main__ import main
 
@@ -46,10 +48,56 @@ def test_cli_partitions_a_generated_graph(tmp_path, monkeypatch, capsys):
     monkeypatch.syspath_prepend(str(tmp_path))
     args = ["--dataset", "cli_graphs:build", "--num-parts", "2", "--out", str(out),
             "--method", "random", "--seed", "5"]
-    assert main(args) == 2
-    assert "is not empty" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    assert exc.value.code == 2
+    assert "is not empty (pass --overwrite to replace it)" in capsys.readouterr().err
     assert main([*args, "--overwrite"]) == 0
     assert "into 2 parts (random)" in capsys.readouterr().out
     part = load_partition(out, 1)
     assert part.num_parts == 2 and part.meta["seed"] == 5
     assert isinstance(part.x, torch.Tensor) and part.x.size(1) == 3
+
+
+def _cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "pyg_sar.partition", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def _error_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if "error:" in line]
+
+
+def test_cli_errors_name_the_flag_before_loading(tmp_path):
+    prog = "python -m pyg_sar.partition"
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "keep.txt").write_text("user data")
+    proc = _cli(["--dataset", "cora", "--num-parts", "2", "--out", str(full)], tmp_path)
+    assert proc.returncode == 2
+    assert _error_lines(proc.stderr) == [
+        f"{prog}: error: argument --out: partition output directory '{full}' is not empty "
+        f"(pass --overwrite to replace it)"]
+    assert "overwrite=True" not in proc.stderr and "Traceback" not in proc.stderr
+    assert [p.name for p in full.iterdir()] == ["keep.txt"]
+
+    proc = _cli(["--dataset", "coraa", "--num-parts", "2", "--out", "p"], tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    [line] = _error_lines(proc.stderr)
+    assert line.startswith(f"{prog}: error: argument --dataset: unknown dataset 'coraa' (known: ")
+    assert all(name in line for name in KNOWN_NAMES), line
+
+    proc = _cli(["--dataset", "ogb:missing-folder", "--num-parts", "2", "--out", "p"], tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    [line] = _error_lines(proc.stderr)
+    assert line.startswith(f"{prog}: error: could not load --dataset 'ogb:missing-folder': ")
+    assert "missing-folder does not exist" in line, line
+
+    proc = _cli(["--dataset", "cora", "--num-parts", "0", "--out", "p"], tmp_path)
+    assert _error_lines(proc.stderr) == [
+        f"{prog}: error: argument --num-parts: expected an integer >= 1 (got 0)"]
+    assert not (tmp_path / "p").exists()
+
+    text = "".join(_cli(["--help"], tmp_path).stdout.split())  # argparse wraps at hyphens
+    assert all(name in text for name in KNOWN_NAMES), text

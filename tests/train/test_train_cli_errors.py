@@ -1,0 +1,118 @@
+"""`python -m pyg_sar.train`: bad arguments are refused first, in one line naming the flag."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+from torch_geometric.data import Data
+
+from pyg_sar.datasets.registry import KNOWN_NAMES
+from pyg_sar.partition import load_partition, partition_graph
+from pyg_sar.testing import find_mpiexec
+from pyg_sar.train import _load, parse_args
+
+ROOT = Path(__file__).resolve().parents[2]
+PROG = "python -m pyg_sar.train"
+
+
+def _cli(args: list[str], cwd: Path, launcher: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
+    return subprocess.run([*launcher, sys.executable, "-m", "pyg_sar.train", *args], cwd=cwd,
+                          env=env, capture_output=True, text=True, timeout=300)
+
+
+def _error_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if "error:" in line]
+
+
+def _two_part_folder(path: Path) -> Path:
+    gen = torch.Generator().manual_seed(0)
+    data = Data(x=torch.randn(20, 3, generator=gen),
+                edge_index=torch.randint(0, 20, (2, 60), generator=gen),
+                y=torch.randint(0, 2, (20,), generator=gen))
+    partition_graph(data, 2, path, method="random")
+    return path
+
+
+def test_resume_without_checkpoint_is_refused_before_anything_runs(tmp_path):
+    proc = _cli(["--resume", "--epochs", "3"], tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert _error_lines(proc.stderr) == [
+        f"{PROG}: error: --resume needs --checkpoint (the folder to resume from)"]
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    assert not (tmp_path / "runs").exists()  # Cora was not partitioned first
+
+
+def test_unknown_dataset_is_one_line_listing_the_known_names(tmp_path):
+    proc = _cli(["--dataset", "coraa"], tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    [line] = _error_lines(proc.stderr)
+    assert line.startswith(f"{PROG}: error: argument --dataset: unknown dataset 'coraa'")
+    assert all(name in line for name in KNOWN_NAMES), line
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    assert len(proc.stderr.splitlines()) == 2  # the usage line and the error
+
+
+@pytest.mark.skipif(find_mpiexec() is None, reason="needs mpiexec (the mpich wheel)")
+def test_unknown_dataset_under_mpiexec_prints_once(tmp_path):
+    proc = _cli(["--dataset", "coraa"], tmp_path, launcher=(find_mpiexec(), "-n", "2"))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert len(_error_lines(proc.stdout + proc.stderr)) == 1, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_bad_numbers_are_refused_by_the_parser(tmp_path):
+    for flag in ("--epochs", "--log-every", "--eval-every", "--checkpoint-every"):
+        with pytest.raises(SystemExit) as exc:
+            parse_args([flag, "0"])
+        assert exc.value.code == 2
+    with pytest.raises(SystemExit):
+        parse_args(["--reference", "--parts", str(tmp_path)])
+    proc = _cli(["--log-every", "0"], tmp_path)
+    assert proc.returncode == 2
+    assert _error_lines(proc.stderr) == [
+        f"{PROG}: error: argument --log-every: expected an integer >= 1 (got 0)"]
+
+
+def test_help_lists_datasets_and_the_parts_dir_it_really_uses(tmp_path):
+    text = "".join(_cli(["--help"], tmp_path).stdout.split())  # argparse wraps at hyphens
+    assert all(name in text for name in KNOWN_NAMES), text
+    template = re.search(r"--parts-dirPARTS_DIRwhere--datasetispartitioned\(default:"
+                         r"([^)]+)\)", text).group(1)
+    assert template == "runs/parts-<dataset>-<P>-<method>"
+    proc = _cli(["--dataset", "cora", "--method", "random", "--epochs", "1"], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    made = (template.replace("<dataset>", "cora").replace("<P>", "1")
+            .replace("<method>", "random"))
+    assert (tmp_path / made / "meta.json").is_file()
+    assert f"partitioned cora into 1 part(s) at {made} " in proc.stdout
+
+
+def test_one_process_refuses_a_two_part_folder_at_load(tmp_path):
+    """Unit test: the CLI's loader passes the job's world size (1) to load_partition."""
+    parts = _two_part_folder(tmp_path / "p2")
+    ctx = SimpleNamespace(rank=0, world_size=1)
+    args = parse_args(["--parts", str(parts)])
+    expected = (f"the partition at '{parts}' has 2 parts but the job runs on 1 rank "
+                f"(world size)")
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        _load(args, ctx)
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        load_partition(parts, 0, world_size=1)
+    assert load_partition(parts, 1).rank == 1  # without a job, any part may be inspected
+
+
+def test_one_process_on_a_two_part_folder_fails_at_load_not_in_forward(tmp_path):
+    parts = _two_part_folder(tmp_path / "p2")
+    proc = _cli(["--parts", str(parts), "--epochs", "1"], tmp_path)
+    assert proc.returncode == 1
+    assert (f"ValueError: the partition at '{parts}' has 2 parts but the job runs on 1 rank "
+            f"(world size)") in proc.stderr, proc.stderr[-3000:]
+    assert "load_partition" in proc.stderr and "DistGraph was partitioned" not in proc.stderr
+    assert "training" not in proc.stdout
