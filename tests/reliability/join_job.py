@@ -1,16 +1,19 @@
-"""``python join_job.py LATE_RANK TIMEOUT [mpi]``: rank LATE_RANK never calls pyg_sar.init (it
-sleeps, then exits; with ``mpi`` it starts MPI first); the others call it with TIMEOUT and print
-what it raised and when."""
+"""``python join_job.py LATE_RANK TIMEOUT RELEASE [mpi]``: rank LATE_RANK never calls
+pyg_sar.init (with ``mpi`` it starts MPI first); it stays alive until the file RELEASE exists
+(the test creates it once the others have reported), then exits. The others call init with
+TIMEOUT and print what it raised and when."""
 import os
 import sys
 import time
 
-late, timeout = int(sys.argv[1]), float(sys.argv[2])
+late, timeout, release = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
 rank = int(next((os.environ[v] for v in ("PMI_RANK", "RANK") if v in os.environ), 0))
 if rank == late:
-    if sys.argv[3:] == ["mpi"]:
+    if sys.argv[4:] == ["mpi"]:
         from mpi4py import MPI  # noqa: F401 - MPI is up, pyg_sar.init is never called
-    time.sleep(timeout + 3)
+    deadline = time.monotonic() + 300  # hang detector only: the test releases it
+    while not os.path.exists(release) and time.monotonic() < deadline:
+        time.sleep(0.05)
     sys.exit(0)
 import pyg_sar  # noqa: E402
 

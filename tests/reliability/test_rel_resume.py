@@ -1,5 +1,9 @@
 """`python -m pyg_sar.train --resume`: a run killed with SIGKILL after a checkpoint and resumed
-ends with parameters bit-identical to a run that was never interrupted (float64, 2 ranks)."""
+ends with parameters bit-identical to a run that was never interrupted (float64, 2 ranks).
+
+The run to kill holds every rank just before it saves the checkpoint of epoch 15
+(``train_until.py``), so the kill lands at a known point however fast the machine is: epochs
+11-15 computed, epoch 10 the last committed checkpoint."""
 from __future__ import annotations
 
 import json
@@ -16,11 +20,14 @@ import torch
 from pyg_sar.testing import find_mpiexec
 
 ROOT = Path(__file__).resolve().parents[2]
+UNTIL = str(Path(__file__).with_name("train_until.py"))
 EPOCHS = 40
+HANG_S = 300.0
 
 
-def _cmd(ck: Path, parts: Path, *extra: str) -> list[str]:
-    return [find_mpiexec(), "-n", "2", sys.executable, "-m", "pyg_sar.train", "--parts",
+def _cmd(ck: Path, parts: Path, *extra: str, until: tuple[str, ...] = ()) -> list[str]:
+    run = [UNTIL, *until] if until else ["-m", "pyg_sar.train"]
+    return [find_mpiexec(), "-n", "2", sys.executable, *run, "--parts",
             str(parts), "--dtype", "float64", "--epochs", str(EPOCHS), "--model", "sage",
             "--dropout", "0.5", "--checkpoint", str(ck), "--checkpoint-every", "5",
             "--log-every", "100", *extra]
@@ -62,22 +69,30 @@ def test_killed_and_resumed_run_is_bit_identical(tmp_path):
 
     full = tmp_path / "full"
     done = subprocess.run(_cmd(full, parts), env=_env(), capture_output=True, text=True,
-                          timeout=300)
+                          timeout=HANG_S)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
 
-    # Killed run: every process of the launch gets SIGKILL once a checkpoint is committed.
-    killed = tmp_path / "killed"
-    proc = subprocess.Popen(_cmd(killed, parts), env=_env(), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 240
-    while _latest_epoch(killed) < 10 and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)
-    _kill_tree(proc)
+    # Killed run: every process of the launch gets SIGKILL once both ranks wait before the
+    # checkpoint of epoch 15 (the one of epoch 10 is committed by then).
+    killed, markers = tmp_path / "killed", tmp_path / "markers"
+    markers.mkdir()
+    log = tmp_path / "killed.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(_cmd(killed, parts, until=("15", str(markers))), env=_env(),
+                                stdout=out, stderr=out, start_new_session=True)
+    deadline = time.monotonic() + HANG_S
+    try:
+        while len(list(markers.glob("rank*"))) < 2:
+            assert proc.poll() is None, f"the run ended before epoch 15:\n{log.read_text()}"
+            assert time.monotonic() < deadline, f"epoch 15 not reached within {HANG_S} s"
+            time.sleep(0.05)
+    finally:
+        _kill_tree(proc)
     at_kill = _latest_epoch(killed)
-    assert 10 <= at_kill < EPOCHS, f"kill landed at checkpoint epoch {at_kill}"
+    assert at_kill == 10, f"the last committed checkpoint is of epoch {at_kill}"
 
     resumed = subprocess.run(_cmd(killed, parts, "--resume"), env=_env(), capture_output=True,
-                             text=True, timeout=300)
+                             text=True, timeout=HANG_S)
     assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
     assert f"after epoch {at_kill}" in resumed.stdout
 
