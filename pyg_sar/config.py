@@ -23,12 +23,16 @@ class SARConfig:
         project_first: let a narrowing GraphSAGE layer with sum/mean aggregation apply its
             neighbour projection before aggregating (exact up to rounding; less memory and
             traffic, as DGL's ``lin_before_mp``).
+        trusted_layers: module classes the user vouches for: ``convert`` runs them (and their
+            subclasses) with their own ``message`` per block although pyg_sar could not show
+            they are exact (see :mod:`pyg_sar.nn.registry`).
     """
 
     mode: str = "sar"
     pipeline_depth: Optional[int] = None
     use_kernels: bool = True
     project_first: bool = True
+    trusted_layers: tuple[type, ...] = ()
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -37,3 +41,11 @@ class SARConfig:
                                                 or self.pipeline_depth < 0):
             raise ValueError(f"SARConfig: pipeline_depth must be an integer >= 0 "
                              f"(got {self.pipeline_depth!r})")
+        trusted = self.trusted_layers
+        if isinstance(trusted, type):
+            trusted = (trusted,)
+        if not isinstance(trusted, (tuple, list)) or not all(isinstance(t, type)
+                                                             for t in trusted):
+            raise ValueError(f"SARConfig: trusted_layers must be a tuple of classes "
+                             f"(got {self.trusted_layers!r})")
+        object.__setattr__(self, "trusted_layers", tuple(trusted))

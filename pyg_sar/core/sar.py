@@ -125,6 +125,8 @@ class SARPropagate(torch.autograd.Function):
                 acc = rule.init(g.num_nodes, msgs)
             acc = rule.fold(acc, msgs, block.row)
         out = rule.finalize(acc)
+        if out._is_view():  # a view as output would forbid in-place ops on it (GCN2Conv's mul_)
+            out = out.detach()
         state = [] if linear is not None else rule.state(out, acc)
         ctx.prop, ctx.counts, ctx.rng = prop, (n_src, n_dst, n_edge, len(kept)), rng
         ctx.save_for_backward(*inputs, *kept, *state)

@@ -145,3 +145,34 @@ def existing_loop_index(graph: DistGraph) -> Tensor:
         out[local.row[is_loop]] = ids[is_loop]
         return out
     return graph.cached(("loop_index",), build)
+
+
+def added_loop_view(graph: DistGraph) -> GraphView:
+    """The graph with one self-loop added per local node, existing loops kept (PyG's
+    ``add_self_loops`` without ``remove_self_loops`` first). Remote blocks are unchanged."""
+    def build() -> GraphView:
+        n = graph.num_nodes
+        local = graph.blocks[graph.rank]
+        loops = torch.arange(n, device=local.row.device)
+        stored_ids = torch.arange(local.edge_start, local.edge_start + local.num_edges,
+                                  device=loops.device)
+        row = torch.cat([local.row, loops])
+        col = torch.cat([local.col, loops])
+        ids = torch.cat([stored_ids, torch.full_like(loops, -1)])
+        order = torch.argsort(row * max(n, 1) + col, stable=True)
+        row, col, ids = row[order], col[order], ids[order]
+        rowptr = torch.zeros(n + 1, dtype=torch.long, device=loops.device)
+        rowptr[1:] = torch.cumsum(torch.bincount(row, minlength=n), 0)
+        blocks, all_ids, start = [], [], 0
+        for b in graph.blocks:
+            if b.src_rank == graph.rank:
+                blocks.append(ViewBlock(b.src_rank, rowptr, col, row, n, start))
+                all_ids.append(ids)
+                start += int(col.numel())
+            else:
+                blocks.append(ViewBlock(b.src_rank, b.rowptr, b.col, b.row, b.num_src, start))
+                all_ids.append(torch.arange(b.edge_start, b.edge_start + b.num_edges,
+                                            device=loops.device))
+                start += b.num_edges
+        return GraphView(graph, blocks, torch.cat(all_ids), graph.in_degree + 1)
+    return graph.cached(("view", "added_loops"), build)

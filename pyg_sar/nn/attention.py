@@ -171,11 +171,8 @@ def _pair(data: Any, role: int) -> Optional[Tensor]:
     return data[role] if isinstance(data, (tuple, list)) else data
 
 
-def dist_edge_updater(layer: MessagePassing, edge_index: Any, size=None, **kwargs: Any):
-    """``layer.edge_updater`` after conversion (GAT, GATv2)."""
-    if not isinstance(edge_index, DistGraph):
-        return layer._sar_original_edge_updater(edge_index, size=size, **kwargs)
-    graph = edge_index
+def dist_edge_updater(layer: MessagePassing, graph: DistGraph, size, kwargs: dict):
+    """``layer.edge_updater`` of a converted GAT/GATv2 layer over a DistGraph."""
     view = attention_view(layer, graph)
     kwargs = dict(kwargs)
     kwargs["edge_attr"] = _view_edge_attr(layer, view, kwargs.get("edge_attr"))
@@ -189,7 +186,7 @@ def dist_edge_updater(layer: MessagePassing, edge_index: Any, size=None, **kwarg
     ext = graph.cached(("halo_edge_index", id(view)),
                        lambda: view.edge_index(halo_offsets(graph)))
     num_ext = graph.num_nodes + sum(graph.recv_counts)
-    return layer._sar_original_edge_updater(ext, size=(num_ext, graph.num_nodes), **kwargs)
+    return layer._sar_base.edge_updater(layer, ext, size=(num_ext, graph.num_nodes), **kwargs)
 
 
 def _fused_inputs(layer: MessagePassing, kwargs: dict) -> Optional[dict]:

@@ -1,19 +1,17 @@
 """``pyg_sar.convert``: make an unchanged PyG model run distributed over a DistGraph."""
 from __future__ import annotations
 
-import types
 from typing import Optional
 
 import torch
 from torch_geometric.nn import norm as pyg_norm
-from torch_geometric.nn.conv import GATConv, GATv2Conv, MessagePassing, SAGEConv
+from torch_geometric.nn.conv import MessagePassing
 
 from pyg_sar.config import SARConfig
-from pyg_sar.nn.attention import dist_edge_updater
+from pyg_sar.nn import registry
+from pyg_sar.nn.converted import SARAttentionLayer, SARLayer, converted_class
 from pyg_sar.nn.layers import UnsupportedLayerError, inspect_layer
 from pyg_sar.nn.norm import DistributedBatchNorm
-from pyg_sar.nn.propagate import dist_propagate
-from pyg_sar.nn.sage import sage_forward
 
 # Norms whose statistics span the whole graph and have no distributed version yet.
 _GRAPH_NORMS = tuple(getattr(pyg_norm, n) for n in (
@@ -35,15 +33,19 @@ def _check_norm(name: str, module: torch.nn.Module) -> None:
 def convert(model: torch.nn.Module, config: Optional[SARConfig] = None) -> torch.nn.Module:
     """Convert ``model`` in place so that ``model(x, graph)`` runs over a :class:`DistGraph`.
 
-    Every :class:`~torch_geometric.nn.conv.MessagePassing` layer gets a distributed
-    ``propagate`` (it still accepts a plain ``edge_index``), and every batch norm becomes a
-    :class:`~pyg_sar.nn.norm.DistributedBatchNorm` sharing its parameters. Layers that cannot
-    be made exact are refused before anything is changed, with an error naming the layer and
-    the reason. Calling it again only updates the configuration.
+    Every :class:`~torch_geometric.nn.conv.MessagePassing` layer becomes an instance of a
+    generated subclass of its class (:mod:`pyg_sar.nn.converted`) whose ``propagate`` also
+    accepts a :class:`~pyg_sar.graph.DistGraph` (a plain ``edge_index`` still runs PyG's own
+    code), and every batch norm becomes a :class:`~pyg_sar.nn.norm.DistributedBatchNorm`
+    sharing its parameters. A layer runs only if pyg_sar can show it is exact
+    (:mod:`pyg_sar.nn.registry`); any other layer is refused before anything is changed, with
+    an :class:`UnsupportedLayerError` naming the layer, its class and the reason. Calling it
+    again only updates the configuration.
 
     Args:
         model: a PyG model (``torch_geometric.nn.models`` or a user module of PyG convs).
-        config: engine settings (mode, pipeline depth); ``SARConfig()`` by default.
+        config: engine settings (mode, pipeline depth, trusted layers); ``SARConfig()`` by
+            default.
 
     Returns:
         the same ``model``.
@@ -52,27 +54,37 @@ def convert(model: torch.nn.Module, config: Optional[SARConfig] = None) -> torch
     if not isinstance(config, SARConfig):
         raise TypeError(f"pyg_sar.convert: config must be a SARConfig (got {type(config)})")
     specs = {}
+    trusted = tuple(config.trusted_layers)
     for name, module in model.named_modules():
         where = f"pyg_sar.convert: layer '{name or type(model).__name__}'"
         if isinstance(module, MessagePassing):
-            specs[name] = inspect_layer(module, where)
+            specs[name] = inspect_layer(module, where, trusted)
+        else:
+            _check_module(where, module, trusted)
         _check_norm(name, module)
 
     for name, module in model.named_modules():
         if name in specs:
-            if not hasattr(module, "_sar_original_propagate"):
-                module._sar_original_propagate = module.propagate
-                module.propagate = types.MethodType(dist_propagate, module)
-                if isinstance(module, (GATConv, GATv2Conv)):
-                    module._sar_original_edge_updater = module.edge_updater
-                    module.edge_updater = types.MethodType(dist_edge_updater, module)
-                if isinstance(module, SAGEConv):
-                    module._sar_original_forward = module.forward
-                    module.forward = types.MethodType(sage_forward, module)
-            module._sar_spec = specs[name]
+            spec = specs[name]
+            if not isinstance(module, SARLayer):
+                mixin = (SARAttentionLayer if spec.adapter.kind == registry.ATTENTION
+                         and module.inspector.implements("edge_update") else SARLayer)
+                module.__class__ = converted_class(type(module), mixin, spec.adapter.forward)
+            module._sar_spec = spec
             module._sar_config = config
     _replace_batch_norms(model)
     return model
+
+
+def _check_module(where: str, module: torch.nn.Module, trusted: tuple[type, ...]) -> None:
+    """PyG modules that are not MessagePassing layers: only those known to pass ``edge_index``
+    through unchanged (models, containers) or to never see it are allowed."""
+    cls = type(module)
+    if not cls.__module__.startswith("torch_geometric") or issubclass(cls, trusted):
+        return
+    reason = registry.module_refusal(module)
+    if reason is not None:
+        raise UnsupportedLayerError(f"{where} ({cls.__name__}): {reason}")
 
 
 def _replace_batch_norms(module: torch.nn.Module) -> None:

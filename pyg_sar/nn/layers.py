@@ -1,34 +1,20 @@
-"""What the engine must know about PyG layer classes: aggregation, linear messages, preparation.
+"""Whether a layer can run exactly over a partitioned graph, and how: :func:`inspect_layer`.
 
-This is the only place (with :mod:`pyg_sar.nn.propagate`) that knows PyG layer classes.
-``inspect_layer`` decides at conversion time whether a layer can be run exactly and raises,
-naming the reason, when it cannot.
+Per-class knowledge lives in :mod:`pyg_sar.nn.registry`; this module applies it, plus the
+checks every layer must pass (aggregation, flow, update arguments), and raises
+:class:`UnsupportedLayerError`, naming the layer, its class and the reason, for anything else.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Optional
 
-import torch
 from torch import Tensor
 from torch_geometric.nn import aggr as pyg_aggr
-from torch_geometric.nn.conv import (
-    EdgeConv,
-    GATConv,
-    GATv2Conv,
-    GCNConv,
-    GINConv,
-    GINEConv,
-    GraphConv,
-    MessagePassing,
-    SAGEConv,
-    TransformerConv,
-)
+from torch_geometric.nn.conv import MessagePassing
 
-from pyg_sar.core.halo import halo_offsets, with_halo
-from pyg_sar.core.views import GraphView, existing_loop_index, self_loop_view, stored_view
-from pyg_sar.graph import DistGraph
+from pyg_sar.nn import registry
+from pyg_sar.nn.families import Prepare
 
 _AGGREGATIONS = {
     pyg_aggr.SumAggregation: "sum",
@@ -37,20 +23,6 @@ _AGGREGATIONS = {
     pyg_aggr.MinAggregation: "min",
     pyg_aggr.SoftmaxAggregation: "softmax_aggr",
 }
-
-# Message functions that return x_j, or x_j scaled by the named edge weight: the fused path.
-_LINEAR_MESSAGES: dict[Callable, Optional[str]] = {
-    MessagePassing.message: None,
-    SAGEConv.message: None,
-    GINConv.message: None,
-    GCNConv.message: "edge_weight",
-    GraphConv.message: "edge_weight",
-}
-
-# Attention layers: their softmax spans all of a node's in-edges (online softmax over blocks).
-ATTENTION = (GATConv, GATv2Conv, TransformerConv)
-
-Prepare = Callable[[MessagePassing, DistGraph, dict], tuple[GraphView, dict]]
 
 
 class UnsupportedLayerError(ValueError):
@@ -66,47 +38,7 @@ class LayerSpec:
     weight_arg: Optional[str]  # the name of that weight in propagate's kwargs
     prepare: Prepare
     attention: bool = False
-
-
-def _plain(layer: MessagePassing, graph: DistGraph, kwargs: dict) -> tuple[GraphView, dict]:
-    return stored_view(graph), kwargs
-
-
-def _gcn(layer: GCNConv, graph: DistGraph, kwargs: dict) -> tuple[GraphView, dict]:
-    """GCN normalisation D^-1/2 (A + I) D^-1/2 with the source degrees fetched from their owners."""
-    if not layer.normalize:
-        return stored_view(graph), kwargs
-    weight = kwargs.get("edge_weight")
-    x = kwargs["x"]
-
-    def build():
-        view = self_loop_view(graph) if layer.add_self_loops else stored_view(graph)
-        w = weight
-        if w is None:
-            w = torch.ones(graph.num_edges, dtype=x.dtype, device=x.device)
-        if layer.add_self_loops:
-            fill = 2.0 if layer.improved else 1.0
-            loops = existing_loop_index(graph)
-            loop_w = torch.where(loops >= 0, w.index_select(0, loops.clamp(min=0)),
-                                 torch.full_like(loops, fill, dtype=w.dtype))
-            w = view.edge_tensor(w, loop_value=loop_w)
-        rows = torch.cat([b.row for b in view.blocks])
-        deg = torch.zeros(graph.num_nodes, dtype=w.dtype, device=w.device).index_add(0, rows, w)
-        dinv = deg.pow(-0.5).masked_fill(deg == 0, 0.0)
-        dinv_ext = with_halo(graph, dinv.view(-1, 1)).view(-1)
-        # Source of every view edge in [local; halo] numbering (what with_halo returned).
-        cols = view.edge_index(halo_offsets(graph))[0]
-        norm = dinv_ext.index_select(0, cols) * w * dinv.index_select(0, rows)
-        return view, norm
-
-    if weight is None:  # structure-only: computed once per graph and dtype
-        view, norm = graph.cached(("gcn_norm", layer.add_self_loops, layer.improved, x.dtype),
-                                  build)
-    else:
-        view, norm = build()
-    out = dict(kwargs)
-    out["edge_weight"] = norm
-    return view, out
+    adapter: Optional[registry.Adapter] = None
 
 
 def _aggr_name(layer: MessagePassing, where: str) -> str:
@@ -123,32 +55,75 @@ def _aggr_name(layer: MessagePassing, where: str) -> str:
     return name
 
 
-def inspect_layer(layer: MessagePassing, where: str) -> LayerSpec:
-    """The :class:`LayerSpec` of ``layer``; raises :class:`UnsupportedLayerError` if inexact."""
+def inspect_layer(layer: MessagePassing, where: str,
+                  trusted: tuple[type, ...] = ()) -> LayerSpec:
+    """The :class:`LayerSpec` of ``layer``; raises :class:`UnsupportedLayerError` if it cannot
+    be shown to run exactly (see :mod:`pyg_sar.nn.registry`)."""
+    cls = _unconverted(type(layer))
+    name = f"{where} ({cls.__name__})"
+    aggr = _aggr_name(layer, name)
+    adapter = _adapter(layer, name, trusted)
+    if adapter.refuse is not None:
+        reason = adapter.refuse(layer)
+        if reason is not None:
+            raise UnsupportedLayerError(f"{name}: {reason}")
+    if "propagate" in vars(layer) or "edge_updater" in vars(layer):
+        raise UnsupportedLayerError(f"{name}: the layer has an instance-level propagate "
+                                    f"(explain mode or decomposed_layers), which pyg_sar "
+                                    f"cannot follow")
     if getattr(layer, "decomposed_layers", 1) > 1:
-        raise UnsupportedLayerError(f"{where}: decomposed_layers > 1 is not supported")
+        raise UnsupportedLayerError(f"{name}: decomposed_layers > 1 is not supported")
     if layer.flow != "source_to_target":
-        raise UnsupportedLayerError(f"{where}: flow={layer.flow!r} is not supported "
+        raise UnsupportedLayerError(f"{name}: flow={layer.flow!r} is not supported "
                                     f"(edges are stored on their destination's rank)")
-    update = type(layer).update
+    update = cls.update
     if update is not MessagePassing.update and layer.inspector.get_param_names("update"):
-        raise UnsupportedLayerError(f"{where}: {type(layer).__name__}.update() takes extra "
+        raise UnsupportedLayerError(f"{name}: {cls.__name__}.update() takes extra "
                                     f"arguments, which are not supported")
-    if isinstance(layer, ATTENTION):
-        if type(layer).message not in (GATConv.message, GATv2Conv.message,
-                                       TransformerConv.message):
-            raise UnsupportedLayerError(f"{where}: {type(layer).__name__} overrides the "
-                                        f"attention message, which the engine cannot follow")
-        return LayerSpec("softmax", False, None, _plain, attention=True)
-    aggr = _aggr_name(layer, where)
-    message = type(layer).message
-    linear = message in _LINEAR_MESSAGES and aggr in ("sum", "mean")
-    weight_arg = _LINEAR_MESSAGES.get(message)
-    prepare: Prepare = _gcn if isinstance(layer, GCNConv) else _plain
-    return LayerSpec(aggr, linear, weight_arg, prepare)
+    if adapter.kind == registry.ATTENTION:
+        return LayerSpec("softmax", False, None, adapter.prepare, attention=True,
+                         adapter=adapter)
+    linear = adapter.linear_weight is not None and aggr in ("sum", "mean")
+    weight_arg = adapter.linear_weight or None
+    return LayerSpec(aggr, linear, weight_arg, adapter.prepare, adapter=adapter)
 
 
-SUPPORTED_LAYERS = (SAGEConv, GCNConv, GraphConv, GINConv, GINEConv, EdgeConv, *ATTENTION)
+def _unconverted(cls: type) -> type:
+    """The class a layer had before :func:`pyg_sar.convert` (converting again is allowed)."""
+    return getattr(cls, "_sar_base", cls)
+
+
+def _adapter(layer: MessagePassing, name: str, trusted: tuple[type, ...]) -> registry.Adapter:
+    cls = _unconverted(type(layer))
+    base, adapter, overridden = registry.verified_adapter(cls)
+    if adapter is not None:
+        if overridden and not issubclass(cls, trusted):
+            raise UnsupportedLayerError(
+                f"{name}: it overrides {', '.join(overridden)} of {base.__name__}, which "
+                f"pyg_sar verified as PyG defines it; list the class in "
+                f"SARConfig(trusted_layers=...) to run it anyway")
+        return adapter
+    if issubclass(cls, trusted):
+        return registry.Adapter("trusted", linear_weight=""
+                                if cls.message is MessagePassing.message else None)
+    if cls.__module__.startswith("torch_geometric"):
+        reason = registry.REFUSED.get(cls.__name__, "it is not among the layers pyg_sar has "
+                                      "verified to run exactly over a partitioned graph")
+        raise UnsupportedLayerError(f"{name}: {reason} (see the supported layers in the "
+                                    f"README; SARConfig(trusted_layers=...) overrides)")
+    foreign = [k.__name__ for k in cls.__mro__[1:]
+               if k.__module__.startswith("torch_geometric") and k is not MessagePassing
+               and issubclass(k, MessagePassing)]
+    if foreign:
+        raise UnsupportedLayerError(f"{name}: it derives from {foreign[0]}, which pyg_sar has "
+                                    f"not verified; SARConfig(trusted_layers=...) overrides")
+    violation = registry.static_rule_violation(cls, layer)
+    if violation is not None:
+        raise UnsupportedLayerError(f"{name}: {violation}; list the class in "
+                                    f"SARConfig(trusted_layers=...) if it is exact anyway")
+    # PyG's default message (x_j) is linear: the fused kernel applies.
+    return registry.Adapter("user", linear_weight="" if cls.message is MessagePassing.message
+                            else None)
 
 
 def node_tensor(data: Any, role: int) -> Optional[Tensor]:

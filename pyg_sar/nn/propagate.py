@@ -1,7 +1,6 @@
-"""The instance-level ``propagate`` that :func:`pyg_sar.convert` gives every MessagePassing layer.
+"""``propagate`` of converted layers over a :class:`~pyg_sar.graph.DistGraph`.
 
-Called with a plain ``edge_index`` it defers to PyG's own propagate; called with a
-:class:`~pyg_sar.graph.DistGraph` it runs the layer's own ``message`` block by block through the
+It runs the layer's own ``message`` block by block through the
 SAR engine (modes ``sar``/``sa``) or fetches the whole halo and runs PyG's propagate on it
 (mode ``halo``). Arguments with source role (``x_j``, ...) are what crosses the network;
 destination (``x_i``) and edge tensors stay local.
@@ -19,7 +18,9 @@ from pyg_sar.core.halo import halo_offsets, with_halo
 from pyg_sar.core.sar import LinearMessage, Propagation, sar_propagate
 from pyg_sar.core.views import GraphView, ViewBlock
 from pyg_sar.graph import DistGraph
+from pyg_sar.nn.families import option
 from pyg_sar.nn.layers import LayerSpec, node_tensor
+from pyg_sar.nn.softmax_capture import SoftmaxInMessageProgram
 
 _SPECIAL = {"index", "ptr", "dim_size", "size_i", "size_j", "edge_index_i", "edge_index_j",
             "size", "edge_index", "adj_t"}
@@ -32,7 +33,7 @@ class LayerProgram:
                  linear: Optional[LinearMessage]) -> None:
         self.layer, self.plan, self.linear = layer, plan, linear
 
-    def messages(self, block: ViewBlock, src, dst, edge) -> Tensor:
+    def messages(self, block: ViewBlock, src, dst, edge, message=None) -> Tensor:
         kwargs: dict[str, Any] = {}
         for name, role, ref in self.plan:
             if role == "src":
@@ -45,7 +46,7 @@ class LayerProgram:
                 kwargs[name] = ref
             else:
                 kwargs[name] = _special(name, block)
-        return self.layer.message(**kwargs)
+        return (message or self.layer.message)(**kwargs)
 
 
 class SoftmaxAggregationProgram:
@@ -129,11 +130,8 @@ def _plan(layer: MessagePassing, view: GraphView, kwargs: dict):
     return plan, src, dst, edge
 
 
-def dist_propagate(layer: MessagePassing, edge_index: Any, size=None, **kwargs: Any) -> Tensor:
-    """``layer.propagate`` after conversion (see the module docstring)."""
-    if not isinstance(edge_index, DistGraph):
-        return layer._sar_original_propagate(edge_index, size=size, **kwargs)
-    graph = edge_index
+def dist_propagate(layer: MessagePassing, graph: DistGraph, size, kwargs: dict) -> Tensor:
+    """``layer.propagate`` of a converted layer over a DistGraph (see the module docstring)."""
     config: SARConfig = layer._sar_config
     spec: LayerSpec = layer._sar_spec
     if size is not None and tuple(size) != (graph.num_nodes, graph.num_nodes):
@@ -156,7 +154,15 @@ def dist_propagate(layer: MessagePassing, edge_index: Any, size=None, **kwargs: 
         linear = LinearMessage(src=0, weight=weight)
     params = [] if linear is not None else [p for p in layer.parameters() if p.requires_grad]
     program = LayerProgram(layer, plan, linear)
-    if spec.aggr == "softmax_aggr":
+    capture = None
+    if spec.adapter is not None and option(layer, spec.adapter.softmax_in_message):
+        if spec.aggr != "sum":
+            raise ValueError(f"pyg_sar: {type(layer).__name__} with a softmax inside message "
+                             f"needs aggr='add' (got {spec.aggr!r})")
+        program = capture = SoftmaxInMessageProgram(program, layer,
+                                                    spec.adapter.softmax_helpers)
+        rule = SoftmaxRule()
+    elif spec.aggr == "softmax_aggr":
         program, rule = SoftmaxAggregationProgram(program, layer.aggr_module), SoftmaxRule(
             semi_grad=layer.aggr_module.semi_grad and not layer.aggr_module.learn)
     else:
@@ -164,6 +170,8 @@ def dist_propagate(layer: MessagePassing, edge_index: Any, size=None, **kwargs: 
     prop = Propagation(view, program, rule, config.mode, config.pipeline_depth,
                        replay_rng=layer.training)
     out = sar_propagate(prop, src, dst, edge, params)
+    if capture is not None:
+        out = capture.output(out)
     if spec.aggr == "softmax_aggr":
         out = out.squeeze(-1)
     if type(layer).update is not MessagePassing.update:
@@ -188,5 +196,5 @@ def _halo_propagate(layer: MessagePassing, view: GraphView, kwargs: dict) -> Ten
         if isinstance(src, Tensor):
             _check_rows(src, layer, base, graph.num_nodes)
             new_kwargs[base] = (with_halo(graph, src), dst)
-    return layer._sar_original_propagate(edge_index, size=(num_ext, graph.num_nodes),
-                                         **new_kwargs)
+    return layer._sar_base.propagate(layer, edge_index, size=(num_ext, graph.num_nodes),
+                                     **new_kwargs)

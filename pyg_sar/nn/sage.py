@@ -32,7 +32,7 @@ def sage_forward(self: SAGEConv, x: Union[Tensor, tuple[Tensor, Optional[Tensor]
     :func:`projects_first` says so (bound to converted layers by :func:`pyg_sar.convert`)."""
     config = getattr(self, "_sar_config", None)
     if config is None or not config.project_first or not projects_first(self):
-        return self._sar_original_forward(x, edge_index, size)
+        return self._sar_base.forward(self, x, edge_index, size)
     if isinstance(x, Tensor):
         x = (x, x)
     if self.project and hasattr(self, "lin"):

@@ -17,6 +17,7 @@ from torch_geometric.nn.norm import GraphNorm, LayerNorm
 
 import pyg_sar
 from pyg_sar.nn import DistributedBatchNorm, UnsupportedLayerError
+from pyg_sar.nn.converted import SARLayer
 
 
 class CustomAggregate(MessagePassing):
@@ -51,7 +52,7 @@ def test_inexact_layers_are_refused_by_name(model, needle):
         pyg_sar.convert(model)
     assert needle in str(info.value)
     # Nothing was changed: a refused model is not half converted.
-    assert not any(hasattr(m, "_sar_original_propagate") for m in model.modules())
+    assert not any(isinstance(m, SARLayer) for m in model.modules())
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
 
 
@@ -104,13 +105,11 @@ def test_narrowing_sage_projects_before_aggregating(aggr, project):
     expected = layer(x, edge_index)
     widths = []
     pyg_sar.convert(layer)
-    original = layer._sar_original_propagate
 
-    def spy(edge_index, **kwargs):
-        widths.append(kwargs["x"][0].shape[1])
-        return original(edge_index, **kwargs)
+    def spy(module, inputs):
+        widths.append(inputs[-1]["x"][0].shape[1])
+    layer.register_propagate_forward_pre_hook(spy)
     for project_first in (True, False):
         pyg_sar.convert(layer, pyg_sar.SARConfig(project_first=project_first))
-        layer.propagate = spy
         torch.testing.assert_close(layer(x, edge_index), expected, rtol=1e-12, atol=1e-12)
     assert widths == ([4, 16] if aggr != "max" else [16, 16])

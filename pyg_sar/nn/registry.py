@@ -1,0 +1,251 @@
+"""Everything pyg_sar knows about PyG layer classes, in one table.
+
+A PyG class runs over a :class:`~pyg_sar.graph.DistGraph` only if it is listed in
+:data:`VERIFIED`, with the adapter that makes it exact; the layer zoo test
+(``tests/zoo``) checks every listed class against single-process PyG at P = 1 and P = 3 in
+every mode, and checks that every other class exported by ``torch_geometric.nn.conv`` is
+refused. An adapter names the *family* of the class's graph preprocessing
+(:mod:`pyg_sar.nn.families`), how its messages run (the layer's own ``message`` per block,
+or one of the attention programs with an online softmax), and the options of the class that
+are not exact (refused with the reason). Classes known to be inexact carry their reason in
+:data:`REFUSED`.
+
+User classes (defined outside ``torch_geometric``) that subclass ``MessagePassing`` directly
+are accepted by a conservative static rule (:func:`static_rule_violation`), or when listed in
+``SARConfig.trusted_layers``.
+"""
+from __future__ import annotations
+
+import types
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Optional
+
+import torch_geometric.nn.conv as pyg_conv
+from torch_geometric.nn.conv import MessagePassing
+
+from pyg_sar.nn import families
+from pyg_sar.nn.families import Prepare
+from pyg_sar.nn.sage import sage_forward
+
+# What a layer's message computes, as far as the engine needs to know.
+MESSAGE = "message"  # the layer's own message, block by block
+ATTENTION = "attention"  # GAT / GATv2 / Transformer programs (online softmax over blocks)
+
+# Methods whose override changes what a layer computes.
+BEHAVIOUR = ("forward", "message", "aggregate", "update", "edge_update",
+             "message_and_aggregate", "propagate", "edge_updater")
+
+
+@dataclass(frozen=True)
+class Adapter:
+    """How pyg_sar runs one verified PyG class exactly.
+
+    Attributes:
+        family: the family of graph preprocessing, for messages and docs.
+        prepare: what the class's ``forward`` does to a Tensor ``edge_index`` before
+            ``propagate``, done over the DistGraph.
+        kind: :data:`MESSAGE` or :data:`ATTENTION`.
+        linear_weight: the message is ``x_j`` scaled by this propagate argument (``""``:
+            unscaled); with a sum or mean it runs the fused gather-aggregate kernel. ``None``:
+            not linear.
+        forward: replaces the class's ``forward`` (same results; e.g. GraphSAGE projecting
+            first).
+        refuse: returns why an instance's options are not exact, or ``None``.
+        softmax_in_message: ``message`` normalises with PyG's ``softmax`` over a node's
+            in-edges and is linear in the result (:mod:`pyg_sar.nn.softmax_capture`);
+            ``softmax_helpers`` names methods of the class that ``message`` calls for it.
+    """
+
+    family: str = "plain"
+    prepare: Prepare = families.stored
+    kind: str = MESSAGE
+    linear_weight: Optional[str] = None
+    forward: Optional[Callable] = None
+    refuse: Optional[Callable[[MessagePassing], Optional[str]]] = None
+    softmax_in_message: families.Option = False
+    softmax_helpers: tuple[str, ...] = ()
+
+
+def _when(cond: Callable[[MessagePassing], bool], reason: str):
+    def check(layer: MessagePassing) -> Optional[str]:
+        return reason if cond(layer) else None
+    return check
+
+
+def _gcn_family(normalize="normalize", add_loops="add_self_loops", improved=False,
+                refuse=None) -> Adapter:
+    return Adapter("gcn_norm", families.gcn_norm(normalize, add_loops, improved),
+                   linear_weight="edge_weight", refuse=refuse)
+
+
+_C = pyg_conv
+VERIFIED: dict[type, Adapter] = {
+    _C.SAGEConv: Adapter(linear_weight="", forward=sage_forward),
+    _C.GraphConv: Adapter(linear_weight="edge_weight"),
+    _C.GINConv: Adapter(linear_weight=""),
+    _C.GINEConv: Adapter(),
+    _C.EdgeConv: Adapter(),
+    _C.GCNConv: _gcn_family(improved="improved"),
+    _C.GATConv: Adapter("self_loops", kind=ATTENTION),
+    _C.GATv2Conv: Adapter("self_loops", kind=ATTENTION),
+    _C.TransformerConv: Adapter(kind=ATTENTION),
+    # Multi-hop and propagation-only layers: GCN normalisation, one SAR propagate per hop.
+    _C.APPNP: _gcn_family(refuse=_when(
+        lambda layer: layer.dropout > 0,
+        "APPNP(dropout > 0) drops edge weights in forward, which pyg_sar does not replay")),
+    _C.SGConv: _gcn_family(normalize=True),
+    _C.SSGConv: _gcn_family(normalize=True),
+    _C.TAGConv: _gcn_family(add_loops=False),
+    _C.LGConv: _gcn_family(add_loops=False),
+    _C.GCN2Conv: _gcn_family(),
+    _C.MixHopConv: _gcn_family(normalize=True),
+    _C.PDNConv: _gcn_family(),
+    _C.ClusterGCNConv: Adapter(
+        "cluster_gcn_norm", families.cluster_gcn_norm, linear_weight="edge_weight",
+        forward=families.cluster_gcn_forward, refuse=_when(
+            lambda layer: not layer.add_self_loops,
+            "ClusterGCNConv(add_self_loops=False) adds diag_lambda to exactly one self-loop "
+            "per node, which PyG itself fails on for other graphs")),
+    # Softmax over a node's in-edges inside message: online softmax across blocks.
+    _C.AGNNConv: Adapter("self_loops+softmax_in_message", families.self_loops("add_self_loops"),
+                         softmax_in_message=True),
+    _C.GeneralConv: Adapter("softmax_in_message (attention=True)",
+                            softmax_in_message="attention"),
+    _C.HEATConv: Adapter("softmax_in_message", softmax_in_message=True),
+    _C.PointTransformerConv: Adapter("self_loops+softmax_in_message",
+                                     families.self_loops("add_self_loops"),
+                                     softmax_in_message=True),
+    # Point-cloud convolutions that add self-loops.
+    _C.PointNetConv: Adapter("self_loops", families.self_loops("add_self_loops")),
+    _C.PPFConv: Adapter("self_loops", families.self_loops("add_self_loops")),
+    _C.FeaStConv: Adapter("self_loops", families.self_loops("add_self_loops")),
+    _C.SimpleConv: Adapter("added_self_loops",
+                           families.added_self_loops("combine_root", "edge_weight"),
+                           linear_weight="edge_weight"),
+}
+
+# Why known classes cannot be exact (or are not yet verified); the class name is added.
+REFUSED: dict[str, str] = {
+    "GPSConv": "its global attention spans every node of the graph, not a node's neighbours",
+    "HeteroConv": "heterogeneous graphs (dicts of node and edge types) are not supported",
+    "HGTConv": "heterogeneous graphs (dicts of node and edge types) are not supported",
+    "HANConv": "heterogeneous graphs (dicts of node and edge types) are not supported",
+    "DynamicEdgeConv": "it builds a k-NN graph from the features in forward (a dynamic graph)",
+    "GravNetConv": "it builds a k-NN graph from the features in forward (a dynamic graph)",
+    "XConv": "it builds a k-NN graph from the positions in forward (a dynamic graph)",
+    "CuGraphSAGEConv": "cugraph-ops layers need CUDA graphs of their own format",
+    "CuGraphGATConv": "cugraph-ops layers need CUDA graphs of their own format",
+    "CuGraphRGCNConv": "cugraph-ops layers need CUDA graphs of their own format",
+    "FusedGATConv": "it needs a CSR/CSC graph built for dgNN's fused kernels",
+    "HypergraphConv": "it propagates over hyperedges (incidence lists), not over a graph",
+    "WLConv": "it hashes neighbourhoods in forward (not differentiable, not decomposable)",
+    "MeshCNNConv": "it convolves over mesh edges, not over a graph's nodes",
+}
+
+
+# PyG modules that are not MessagePassing layers and pass edge_index through to their
+# children unchanged (or never see it); every other module of torch_geometric is refused.
+PASSTHROUGH_MODULES = frozenset({
+    "torch_geometric.nn.models.basic_gnn.GCN", "torch_geometric.nn.models.basic_gnn.GraphSAGE",
+    "torch_geometric.nn.models.basic_gnn.GIN", "torch_geometric.nn.models.basic_gnn.GAT",
+    "torch_geometric.nn.models.basic_gnn.PNA", "torch_geometric.nn.models.basic_gnn.EdgeCNN",
+    "torch_geometric.nn.models.mlp.MLP", "torch_geometric.nn.models.jumping_knowledge."
+    "JumpingKnowledge", "torch_geometric.nn.models.deepgcn.DeepGCNLayer",
+    "torch_geometric.nn.dense.linear.Linear", "torch_geometric.nn.dense.linear.HeteroLinear",
+    "torch_geometric.utils._trim_to_layer.TrimToLayer",  # acts only on sampled subgraphs
+})
+# Namespaces whose modules are checked elsewhere: norms (convert), aggregations (the layer).
+CHECKED_ELSEWHERE = ("torch_geometric.nn.norm.", "torch_geometric.nn.aggr.")
+MODULE_REFUSED = {
+    "LightGCN": "its embedding table holds every node of the graph, not a rank's part",
+    "LINKX": "it multiplies the whole adjacency matrix in forward (edge_index as a matrix)",
+    "PMLP": "it normalises the graph with gcn_norm inside forward",
+    "GraphUNet": "pooling coarsens the whole graph",
+}
+
+
+def module_refusal(module) -> Optional[str]:
+    """Why a non-MessagePassing module of torch_geometric is refused, or ``None``."""
+    cls = type(module)
+    path = f"{cls.__module__}.{cls.__qualname__}"
+    if path in PASSTHROUGH_MODULES or cls.__module__.startswith(CHECKED_ELSEWHERE):
+        return None
+    from torch_geometric.nn import Sequential
+    if issubclass(cls, Sequential):  # the user's own wiring of verified layers
+        return None
+    reason = MODULE_REFUSED.get(cls.__name__) or REFUSED.get(cls.__name__)
+    return (reason or "it is not among the PyG modules pyg_sar has verified to pass the "
+            "graph through unchanged") + " (SARConfig(trusted_layers=...) overrides)"
+
+
+def verified_adapter(cls: type) -> tuple[Optional[type], Optional[Adapter], list[str]]:
+    """The verified PyG class ``cls`` is or derives from, its adapter, and the behaviour
+    methods ``cls`` overrides on the way (which void the verification)."""
+    for base in cls.__mro__:
+        adapter = VERIFIED.get(base)
+        if adapter is not None:
+            overridden = []
+            for klass in cls.__mro__[:cls.__mro__.index(base)]:
+                overridden += [m for m in BEHAVIOUR if m in klass.__dict__
+                               and not _generated_by_pyg(klass, m)]
+            return base, adapter, sorted(set(overridden))
+    return None, None, []
+
+
+def _generated_by_pyg(klass: type, name: str) -> bool:
+    """PyG compiles ``propagate``/``edge_updater`` per class from templates at first use."""
+    compiled = klass.__dict__.get(f"_jinja_{name}")
+    return compiled is not None and klass.__dict__.get(name) is compiled
+
+
+# Graph utilities that PyG layers apply to ``edge_index`` (or per-edge softmax/scatter over
+# ``index``); a user's layer that touches them is not run without ``trusted_layers``.
+GRAPH_UTILITIES = frozenset({
+    "add_self_loops", "add_remaining_self_loops", "remove_self_loops", "segregate_self_loops",
+    "gcn_norm", "degree", "softmax", "scatter", "scatter_add", "scatter_mean", "scatter_max",
+    "segment", "segment_csr", "spmm", "get_laplacian", "to_undirected", "is_undirected",
+    "dropout_edge", "dropout_adj", "dropout_node", "sort_edge_index", "coalesce",
+    "to_dense_adj", "to_edge_index", "maybe_num_nodes", "subgraph", "k_hop_subgraph",
+    "contains_self_loops", "index_sort", "SparseTensor", "is_torch_sparse_tensor",
+    "set_sparse_value", "torch_sparse", "knn", "knn_graph", "radius_graph", "fill_diag",
+})
+# Message arguments that expose the block structure (a per-block normalisation would be wrong).
+STRUCTURE_ARGS = frozenset({"index", "ptr", "size_i", "size_j", "dim_size", "edge_index_i",
+                            "edge_index_j", "size", "edge_index", "adj_t"})
+
+
+def _names(code: types.CodeType) -> set[str]:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _names(const)
+    return names
+
+
+def static_rule_violation(cls: type, layer: MessagePassing) -> Optional[str]:
+    """Why a user's MessagePassing class may not be exact, or ``None`` if the rule admits it.
+
+    The rule: ``message`` takes no structure argument (``index``, ``ptr``, ``size_i``, ...),
+    and no method of the class (its own code, not PyG's) calls a graph utility
+    (``add_self_loops``, ``gcn_norm``, ``degree``, ``softmax``, ``scatter``, ...).
+    """
+    structure = sorted(set(layer.inspector.get_param_names("message")) & STRUCTURE_ARGS)
+    structure += sorted(set(layer.inspector.get_param_names("update")) & STRUCTURE_ARGS)
+    if structure:
+        return (f"its message takes {', '.join(structure)}, which would see one block of a "
+                f"node's in-edges at a time")
+    for klass in cls.__mro__:
+        if klass.__module__.startswith("torch_geometric") or klass is object:
+            continue
+        for name, member in vars(klass).items():
+            func = getattr(member, "__func__", member)
+            code = getattr(func, "__code__", None)
+            # PyG's propagate/collect compiled for the class live in a module of their own.
+            if code is None or getattr(func, "__module__", None) != klass.__module__:
+                continue
+            used = sorted(_names(code) & GRAPH_UTILITIES)
+            if used:
+                return (f"{klass.__name__}.{name} uses {', '.join(used)}, graph preprocessing "
+                        f"that would see only this rank's part of the graph")
+    return None

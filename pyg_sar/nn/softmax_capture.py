@@ -1,0 +1,107 @@
+"""Layers whose ``message`` normalises attention over a node's in-edges with PyG's ``softmax``.
+
+``softmax(alpha, index, ptr, size_i)`` inside ``message`` sees one block of a node's in-edges
+at a time over a DistGraph, so it would normalise per block. For the verified classes whose
+message is linear in the normalised weights (``message(alpha) = alpha * v`` per head), the
+engine runs the layer's own ``message`` with ``softmax`` replaced by a capture: it records the
+raw scores and returns ones, so the message returns the values ``v`` (with any dropout of the
+weights already in them). The online-softmax rule (:class:`pyg_sar.core.combine.SoftmaxRule`)
+then combines scores and values across blocks exactly, as for GAT.
+
+The replacement is made on a copy of the message function with its own globals (and of the
+helper methods it calls, named by the registry), never on PyG's modules.
+"""
+from __future__ import annotations
+
+import math
+import types
+from typing import Any, Optional
+
+import torch
+import torch_geometric.utils
+from torch import Tensor
+from torch_geometric.nn.conv import MessagePassing
+
+from pyg_sar.core.views import ViewBlock
+
+
+class SoftmaxCapture:
+    """Stands in for ``torch_geometric.utils.softmax`` during one block's messages."""
+
+    def __init__(self, layer_name: str) -> None:
+        self.layer_name = layer_name
+        self.scores: Optional[Tensor] = None
+
+    def __call__(self, src: Tensor, index: Optional[Tensor] = None, ptr=None,
+                 num_nodes: Optional[int] = None, dim: int = 0) -> Tensor:
+        if dim != 0:
+            raise RuntimeError(f"pyg_sar: {self.layer_name}.message normalises over dim={dim}; "
+                               f"only the edge dimension (0) is supported")
+        if self.scores is not None:
+            raise RuntimeError(f"pyg_sar: {self.layer_name}.message calls softmax more than "
+                               f"once per block, which pyg_sar cannot combine across blocks")
+        self.scores = src
+        return torch.ones_like(src)
+
+
+def _with_softmax(func: types.FunctionType, capture: SoftmaxCapture) -> types.FunctionType:
+    if func.__globals__.get("softmax") is not torch_geometric.utils.softmax:
+        raise RuntimeError(f"pyg_sar: {func.__qualname__} does not use PyG's softmax")
+    scope = dict(func.__globals__)
+    scope["softmax"] = capture
+    copy = types.FunctionType(func.__code__, scope, func.__name__, func.__defaults__,
+                              func.__closure__)
+    copy.__kwdefaults__ = func.__kwdefaults__
+    return copy
+
+
+class _LayerView:
+    """The layer as ``self`` for the copied methods: attribute reads go to the layer, except
+    the helpers that were copied with the capture; writes stay here (e.g. ``self._alpha``)."""
+
+    def __init__(self, layer: MessagePassing, helpers: dict[str, Any]) -> None:
+        object.__setattr__(self, "_layer", layer)
+        object.__setattr__(self, "_helpers", helpers)
+
+    def __getattr__(self, name: str) -> Any:
+        helpers = object.__getattribute__(self, "_helpers")
+        if name in helpers:
+            return types.MethodType(helpers[name], self)
+        return getattr(object.__getattribute__(self, "_layer"), name)
+
+
+class SoftmaxInMessageProgram:
+    """One block's ``(scores [E, H], values [E, H, C], None)`` from the layer's message."""
+
+    linear = None
+
+    def __init__(self, inner, layer: MessagePassing, helpers: tuple[str, ...]) -> None:
+        self.inner, self.layer, self.helpers = inner, layer, helpers
+        self.out_shape: Optional[tuple[int, ...]] = None
+
+    def messages(self, block: ViewBlock, src, dst, edge):
+        cls = getattr(type(self.layer), "_sar_base", type(self.layer))
+        capture = SoftmaxCapture(cls.__name__)
+        helpers = {name: _with_softmax(getattr(cls, name), capture) for name in self.helpers}
+        message = _with_softmax(cls.message, capture)
+        view = _LayerView(self.layer, helpers)
+        msgs = self.inner.messages(block, src, dst, edge,
+                                   message=lambda **kw: message(view, **kw))
+        scores = capture.scores
+        if scores is None:
+            raise RuntimeError(f"pyg_sar: {cls.__name__}.message did not call softmax")
+        num = msgs.shape[0]
+        scores = scores.flatten(1) if scores.dim() > 1 else scores.unsqueeze(-1)
+        self.out_shape = tuple(msgs.shape[1:])
+        heads = scores.shape[1]
+        width = math.prod(self.out_shape)
+        if width % heads:
+            raise RuntimeError(f"pyg_sar: {cls.__name__}.message returns {self.out_shape} per "
+                               f"edge, which does not split into {heads} attention heads")
+        return scores, msgs.reshape(num, heads, width // heads), None
+
+    def output(self, out: Tensor) -> Tensor:
+        """The aggregated ``[N, H, C]`` back in the message's own shape."""
+        if self.out_shape is None:
+            return out
+        return out.reshape(out.shape[0], *self.out_shape)
