@@ -227,17 +227,24 @@ class GradModel(torch.nn.Module):
         return loss
 
 
-def _timeout(ctx) -> str:
-    """Rank 1 waits for a message rank 0 never sends."""
+def _timeout(ctx, sync_dir: str) -> str:
+    """Rank 1 waits for a message rank 0 never sends. Rank 0 stays alive until rank 1 has its
+    answer (a file says so): a peer that exits is an error of its own."""
+    done = os.path.join(sync_dir, "rank1-timed-out")
     if ctx.rank != 1:
-        if ctx.rank == 0:
-            time.sleep(1.5)  # stay alive: a peer that exits is an error of its own
+        deadline = time.monotonic() + 120  # hang detector only
+        while ctx.rank == 0 and not os.path.exists(done) and time.monotonic() < deadline:
+            time.sleep(0.02)
         return ""
     try:
         ctx.comm.irecv(torch.zeros(3), 0, tag=7).wait(timeout=1.0)
+        message = "no error"
     except RuntimeError as e:
-        return str(e)
-    return "no error"
+        message = str(e)
+    with open(done + ".tmp", "w") as f:
+        f.write(message)
+    os.replace(done + ".tmp", done)
+    return message
 
 
 def _short_message(ctx) -> str:
@@ -254,7 +261,7 @@ def _short_message(ctx) -> str:
     return "no error"
 
 
-def primitive_cases(ctx) -> dict:
+def primitive_cases(ctx, sync_dir: str) -> dict:
     comm = ctx.comm
     out = {"world_size": comm.world_size, "rank": comm.rank, "backend": ctx.backend}
     out["p2p"] = {dtype: _p2p(comm, dtype) for dtype in DTYPES}
@@ -270,18 +277,19 @@ def primitive_cases(ctx) -> dict:
     out["sync"] = _sync(ctx)
     out["short_message"] = _short_message(ctx)
     comm.barrier()
-    out["timeout"] = _timeout(ctx)  # last: a gloo group is unusable after a timeout
+    out["timeout"] = _timeout(ctx, sync_dir)  # last: a gloo group is unusable after a timeout
     return out
 
 
 # ----------------------------------------------------------------------------- test side
 @pytest.fixture(scope="module", params=CONFIGS, ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}")
-def launch(request):
+def launch(request, tmp_path_factory):
     launcher, backend, world_size = request.param
     if launcher == "mpiexec" and not has_mpi():
         pytest.skip("needs mpiexec and mpi4py")
     results = run_on_ranks(f"{os.path.abspath(__file__)}:primitive_cases", world_size,
-                           launcher=launcher, backend=backend, timeout=240, comm_timeout=60)
+                           launcher=launcher, backend=backend, timeout=240, comm_timeout=60,
+                           kwargs={"sync_dir": str(tmp_path_factory.mktemp("sync"))})
     return request.param, results
 
 
