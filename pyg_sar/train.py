@@ -232,41 +232,48 @@ def run(args: argparse.Namespace) -> dict:
               f"threads/rank={ctx.num_threads}", flush=True)
 
     bar = _progress_bar(lead, first_epoch, args.epochs)
-    for epoch in range(first_epoch, args.epochs + 1):
-        t0 = time.perf_counter()
-        model.train()
-        optimizer.zero_grad()
-        out = model(x, graph)
-        loss = cross_entropy(out, y, part.train_mask)
-        loss.backward()
-        pyg_sar.all_reduce_gradients(model)
-        optimizer.step()
-        step_time = time.perf_counter() - t0
-        record = dict(epoch=epoch, loss=float(loss.detach()), step_time_s=step_time)
-        if epoch % args.eval_every == 0 or epoch == args.epochs:
-            model.eval()
-            with torch.no_grad():
-                out = model(x, graph)
-            train_acc = accuracy(out, y, part.train_mask)
-            val_acc = accuracy(out, y, part.val_mask)
-            test_acc = accuracy(out, y, part.test_mask)
-            if val_acc > best_val:
-                best_val, test_at_best = val_acc, test_acc
-            record.update(train_acc=train_acc, val_acc=val_acc)
-        history.append(record)
-        accs = (f"  train {record['train_acc']:.4f}  val {record['val_acc']:.4f}"
-                if "val_acc" in record else "")
+    epoch = first_epoch
+    try:
+        for epoch in range(first_epoch, args.epochs + 1):
+            t0 = time.perf_counter()
+            model.train()
+            optimizer.zero_grad()
+            out = model(x, graph)
+            loss = cross_entropy(out, y, part.train_mask)
+            loss.backward()
+            pyg_sar.all_reduce_gradients(model)
+            optimizer.step()
+            step_time = time.perf_counter() - t0
+            record = dict(epoch=epoch, loss=float(loss.detach()), step_time_s=step_time)
+            if epoch % args.eval_every == 0 or epoch == args.epochs:
+                model.eval()
+                with torch.no_grad():
+                    out = model(x, graph)
+                train_acc = accuracy(out, y, part.train_mask)
+                val_acc = accuracy(out, y, part.val_mask)
+                test_acc = accuracy(out, y, part.test_mask)
+                if val_acc > best_val:
+                    best_val, test_at_best = val_acc, test_acc
+                record.update(train_acc=train_acc, val_acc=val_acc)
+            history.append(record)
+            accs = (f"  train {record['train_acc']:.4f}  val {record['val_acc']:.4f}"
+                    if "val_acc" in record else "")
+            if bar is not None:
+                bar.set_postfix_str(f"loss {record['loss']:.4f}{accs}", refresh=False)
+                bar.update(1)
+            elif lead and (epoch % args.log_every == 0 or epoch == 1 or epoch == args.epochs):
+                print(f"epoch {epoch:4d}/{args.epochs}  loss {record['loss']:.4f}{accs}  "
+                      f"({step_time * 1e3:.1f} ms/step)", flush=True)
+            if args.checkpoint and (epoch % args.checkpoint_every == 0 or epoch == args.epochs):
+                pyg_sar.save_checkpoint(args.checkpoint, model, optimizer, epoch, config=vars(args),
+                                        partition=fingerprinted,
+                                        extra=dict(history=history, best_val=best_val,
+                                                   test_at_best=test_at_best, test_acc=test_acc))
+    except KeyboardInterrupt as interrupt:  # main() reports it in one line
+        interrupt.epoch = epoch
         if bar is not None:
-            bar.set_postfix_str(f"loss {record['loss']:.4f}{accs}", refresh=False)
-            bar.update(1)
-        elif lead and (epoch % args.log_every == 0 or epoch == 1 or epoch == args.epochs):
-            print(f"epoch {epoch:4d}/{args.epochs}  loss {record['loss']:.4f}{accs}  "
-                  f"({step_time * 1e3:.1f} ms/step)", flush=True)
-        if args.checkpoint and (epoch % args.checkpoint_every == 0 or epoch == args.epochs):
-            pyg_sar.save_checkpoint(args.checkpoint, model, optimizer, epoch, config=vars(args),
-                                    partition=fingerprinted,
-                                    extra=dict(history=history, best_val=best_val,
-                                               test_at_best=test_at_best, test_acc=test_acc))
+            bar.close()
+        raise
 
     metrics = dict(config=vars(args), world_size=ctx.world_size, backend=ctx.backend,
                    final_test_acc=test_acc, best_val_acc=best_val,
@@ -289,8 +296,32 @@ def _write_json(path: Path, obj: dict) -> None:
     os.replace(tmp, path)
 
 
+def _interrupted(args: argparse.Namespace, epoch: Optional[int]) -> str:
+    """The one line rank 0 prints after Ctrl-C: where training stopped and what is saved."""
+    where = f"at epoch {epoch}" if epoch is not None else "before training started"
+    if not args.checkpoint:
+        return f"pyg_sar.train: interrupted {where} (no --checkpoint: nothing saved)"
+    from pyg_sar.checkpoint import read_latest
+    try:
+        saved = read_latest(args.checkpoint)["epoch"]
+    except (OSError, ValueError):  # nothing committed yet
+        return f"pyg_sar.train: interrupted {where}; no checkpoint was saved yet"
+    return (f"pyg_sar.train: interrupted {where}; checkpoint {args.checkpoint} is intact "
+            f"(epoch {saved}): continue with --resume")
+
+
 def main(argv: Optional[list[str]] = None) -> int:
-    run(parse_args(argv))
+    args = parse_args(argv)
+    try:
+        run(args)
+    except KeyboardInterrupt as interrupt:  # Ctrl-C (or PeerInterrupted): one line per job
+        from pyg_sar.distributed.watchdog import report_interrupt
+        report_interrupt()  # ranks not interrupted themselves stop too, quietly
+        ctx = pyg_sar.get_context()
+        if (ctx.rank if ctx is not None else _launch_rank()) == 0:
+            print(_interrupted(args, getattr(interrupt, "epoch", None)), file=sys.stderr,
+                  flush=True)
+        return 130  # 128 + SIGINT, as a shell reports it
     return 0
 
 

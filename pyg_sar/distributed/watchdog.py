@@ -45,6 +45,14 @@ class PeerFailure(RuntimeError):
     """Another rank failed; this rank cannot go on. The message names the rank and operation."""
 
 
+class PeerInterrupted(PeerFailure, KeyboardInterrupt):
+    """Another rank was interrupted (Ctrl-C): this one stops as if it had been interrupted too."""
+
+
+# The error a rank reports when it was interrupted: its peers stop without printing anything.
+INTERRUPTED = "interrupted (KeyboardInterrupt)"
+
+
 # What this process is doing, for the heartbeats (written by the communicator's waits).
 _state = {"op": "starting", "waiting": False}
 _ACTIVE: Optional[Watchdog] = None
@@ -95,7 +103,7 @@ def check_peers() -> None:
     """Raise :class:`PeerFailure` if another rank has failed (cheap: reads one attribute)."""
     dog = _ACTIVE
     if dog is not None and dog.failure is not None and dog.failed_rank != dog.rank:
-        raise PeerFailure(dog.failure)
+        raise (PeerInterrupted if dog.interrupted else PeerFailure)(dog.failure)
 
 
 def wait_for_diagnosis(seconds: float = 3.0) -> Optional[str]:
@@ -117,6 +125,15 @@ def report_failure(exc: BaseException) -> None:
         return
     error = "".join(traceback.format_exception_only(type(exc), exc)).strip().splitlines()
     dog.report_own_failure(error[-1] if error else type(exc).__name__)
+
+
+def report_interrupt() -> None:
+    """Tell every rank that this one was interrupted (also done for an uncaught
+    ``KeyboardInterrupt``): they stop at their next wait with :class:`PeerInterrupted`, and no
+    rank or witness reports it as a failure."""
+    dog = _ACTIVE
+    if dog is not None and not dog._declared:
+        dog.report_own_failure(INTERRUPTED)
 
 
 def _send(sock: socket.socket, msg: dict) -> bool:
@@ -322,6 +339,7 @@ class Watchdog:
         self.heartbeat, self.dead_after, self.grace = heartbeat, dead_after, grace
         self.failure: Optional[str] = None
         self.failed_rank: Optional[int] = None
+        self.interrupted = False  # the failure is an interrupt (INTERRUPTED)
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread: Optional[threading.Thread] = None
@@ -447,6 +465,7 @@ class Watchdog:
         the grace timer that ends this process. The failure becomes visible to this rank's
         main thread (which then stops and may exit at once) only after all of that is done."""
         message = f"pyg_sar: rank {self.rank} stops: rank {failed_rank} failed in {op}: {error}"
+        quiet = error == INTERRUPTED  # the user's Ctrl-C, reported once by the program
         with self._lock:
             if self._declared:
                 return
@@ -464,10 +483,11 @@ class Watchdog:
                 if witness is not None:
                     witness.send({"failure": message, "failed_rank": failed_rank,
                                   "failed_op": op, "failed_error": error})
-                print(message, file=sys.stderr, flush=True)
-                if witness is not None:
+                if not quiet:
+                    print(message, file=sys.stderr, flush=True)
+                if witness is not None:  # nothing (more) for the witness to say
                     witness.send({"printed": True})
-            self.failed_rank, self.failure = failed_rank, message
+            self.failed_rank, self.failure, self.interrupted = failed_rank, message, quiet
         if failed_rank != self.rank:
             timer = threading.Timer(self.grace, _hard_exit, args=(message, self.grace))
             timer.daemon = True
@@ -551,10 +571,11 @@ def _hard_exit(message: str, grace: float) -> None:
 
 
 def _excepthook(exc_type, exc, tb) -> None:
-    if (_ACTIVE is not None and _ACTIVE.witness is not None
-            and issubclass(exc_type, KeyboardInterrupt)):  # interrupted, not failed
-        _ACTIVE.witness.send({"own": True, "op": current_operation(),
-                              "error": "KeyboardInterrupt"})
+    if issubclass(exc_type, KeyboardInterrupt) and not issubclass(exc_type, PeerFailure):
+        try:
+            report_interrupt()  # interrupted, not failed
+        except Exception:  # noqa: BLE001 - never hide the original error
+            pass
     if _ACTIVE is not None and not issubclass(exc_type, (KeyboardInterrupt, PeerFailure)):
         try:
             report_failure(exc)
@@ -575,7 +596,7 @@ def _exit_fast_after_failure() -> None:
     if dog is not None and (dog.failure is not None or dog._exiting_with_error):
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(1)
+        os._exit(130 if dog.interrupted else 1)  # 128 + SIGINT after an interrupt
 
 
 def start_watchdog(comm, host: str, timeout: float, heartbeat: float = HEARTBEAT_S,

@@ -1,0 +1,142 @@
+"""Ctrl-C during `python -m pyg_sar.train`: one line for the whole job, exit status 130, and the
+checkpoint stays resumable. Each launch is interrupted only after the job printed a line that
+proves training (and the first checkpoint) happened; timeouts here only detect hangs."""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pyg_sar.testing import find_mpiexec
+from pyg_sar.testing.launcher import _descendants
+
+ROOT = Path(__file__).resolve().parents[2]
+HANG_S = 300  # hang detector only
+
+
+def _env() -> dict:
+    return dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
+
+
+def _train(tmp_path: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "pyg_sar.train", "--dataset", "cora", "--method", "random",
+            "--parts-dir", str(tmp_path / "parts"), "--log-every", "1", *extra]
+
+
+def _start(cmd: list[str], tmp_path: Path) -> subprocess.Popen:
+    # A session of its own, like a terminal's foreground job: Ctrl-C reaches its group.
+    return subprocess.Popen(cmd, cwd=tmp_path, env=_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def _wait_for_line(proc: subprocess.Popen, prefix: str) -> list[str]:
+    """Read stdout until a line starts with ``prefix`` (the job is then provably past it)."""
+    seen = []
+    for line in proc.stdout:
+        seen.append(line)
+        if line.startswith(prefix):
+            return seen
+    proc.wait(timeout=HANG_S)
+    raise AssertionError(f"the job ended (status {proc.returncode}) before printing "
+                         f"{prefix!r}:\n{''.join(seen)}\n{proc.stderr.read()[-3000:]}")
+
+
+def _finish(proc: subprocess.Popen) -> tuple[str, str]:
+    try:
+        out, err = proc.communicate(timeout=HANG_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        raise AssertionError(f"the interrupted job did not end within {HANG_S} s:\n{err}") \
+            from None
+    return out, err
+
+
+def _check_one_line(err: str, ck: Path) -> int:
+    """Exactly one line about the interrupt, no traceback, no failure report; returns the
+    checkpoint epoch it names."""
+    assert "Traceback" not in err, err
+    assert "pyg_sar: rank" not in err, err  # neither the watchdog nor a witness spoke
+    lines = [line for line in err.splitlines() if "interrupt" in line.lower()]
+    assert len(lines) == 1, err
+    match = re.fullmatch(rf"pyg_sar\.train: interrupted at epoch (\d+); checkpoint "
+                         rf"{re.escape(str(ck))} is intact \(epoch (\d+)\): continue with "
+                         rf"--resume", lines[0])
+    assert match, lines[0]
+    epoch, saved = int(match.group(1)), int(match.group(2))
+    assert 2 <= saved <= epoch, lines[0]
+    return saved
+
+
+def _rank_pids(launcher_pid: int) -> dict[int, int]:
+    """PMI rank -> pid of the training processes under ``mpiexec``."""
+    ranks = {}
+    for pid in _descendants(launcher_pid):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"pyg_sar.train" in cmdline:
+            rank = [v for v in environ if v.startswith(b"PMI_RANK=")]
+            if rank:
+                ranks[int(rank[0].split(b"=", 1)[1])] = pid
+    return ranks
+
+
+def test_single_process_interrupt_is_one_line(tmp_path):
+    proc = _start(_train(tmp_path, "--epochs", "100000"), tmp_path)
+    _wait_for_line(proc, "epoch    2/")
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = _finish(proc)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err, err
+    lines = [line for line in err.splitlines() if "interrupt" in line.lower()]
+    assert len(lines) == 1 and re.fullmatch(
+        r"pyg_sar\.train: interrupted at epoch \d+ \(no --checkpoint: nothing saved\)",
+        lines[0]), err
+
+
+@pytest.mark.skipif(find_mpiexec() is None, reason="needs mpiexec (the mpich wheel)")
+def test_ctrl_c_under_mpiexec_is_one_line_and_the_checkpoint_resumes(tmp_path):
+    ck = tmp_path / "ck"
+    mpiexec = [find_mpiexec(), "-n", "2"]
+    proc = _start([*mpiexec, *_train(tmp_path, "--epochs", "100000", "--checkpoint", str(ck),
+                                     "--checkpoint-every", "2")], tmp_path)
+    # Epoch 3's line is printed after epoch 2's checkpoint was committed.
+    _wait_for_line(proc, "epoch    3/")
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C does: mpiexec forwards it to every rank
+    _, err = _finish(proc)
+    assert proc.returncode == 130, err
+    saved = _check_one_line(err, ck)
+
+    resumed = subprocess.run([*mpiexec, *_train(tmp_path, "--epochs", str(saved + 2),
+                                                "--checkpoint", str(ck), "--resume")],
+                             cwd=tmp_path, env=_env(), capture_output=True, text=True,
+                             timeout=HANG_S)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"resumed from {ck}" in resumed.stdout and f"after epoch {saved}" in resumed.stdout
+    assert f"epoch {saved + 2:4d}/{saved + 2}" in resumed.stdout
+
+
+@pytest.mark.skipif(find_mpiexec() is None, reason="needs mpiexec (the mpich wheel)")
+def test_interrupting_one_rank_stops_the_job_promptly_and_quietly(tmp_path):
+    """SIGINT to rank 1 alone: rank 0 learns it through the watchdog and stops at its next
+    wait (not after the 120 s communication timeout), printing the job's one line."""
+    ck = tmp_path / "ck"
+    proc = _start([find_mpiexec(), "-n", "2",
+                   *_train(tmp_path, "--epochs", "100000", "--checkpoint", str(ck),
+                           "--checkpoint-every", "2")], tmp_path)
+    _wait_for_line(proc, "epoch    3/")
+    ranks = _rank_pids(proc.pid)
+    assert sorted(ranks) == [0, 1], ranks
+    os.kill(ranks[1], signal.SIGINT)
+    _, err = _finish(proc)
+    assert proc.returncode == 130, err
+    _check_one_line(err, ck)
+    assert "timed out" not in err
