@@ -200,7 +200,7 @@ def sample_weighted_reference(ptr: Tensor, weight: Tensor, row_keys: Tensor,
             w[hit] = 0.0
             count += hit.numel()
             thrown += need
-        chosen = torch.sort(torch.cat(picked)).values
+        chosen = torch.sort(torch.cat(picked)).values if picked else positive[:0]
         out_counts.append(fanout)
         out_pos.append(chosen + a)
     counts = torch.tensor(out_counts, dtype=torch.int64)
