@@ -36,7 +36,9 @@ class Block:
             number of local nodes for the local block).
         edge_start: offset of this block's first edge in the rank's stored edge order.
         src_in_degree: ``int64 [num_src]`` global in-degree of each source row (written at
-            partition time, so source-degree normalisations such as GCN's are exact).
+            partition time, so source-degree normalisations such as GCN's are exact);
+            ``None`` in a masked graph (``graph[:, mask]``), whose sources' masked degrees are
+            known only to their owners.
     """
 
     src_rank: int
@@ -44,7 +46,7 @@ class Block:
     col: Tensor
     num_src: int
     edge_start: int
-    src_in_degree: Tensor
+    src_in_degree: Optional[Tensor]
     _row: Optional[Tensor] = field(default=None, repr=False)
 
     @property
@@ -69,8 +71,9 @@ class Block:
         return self._row
 
     def to(self, device: torch.device) -> Block:
+        src_in_degree = None if self.src_in_degree is None else self.src_in_degree.to(device)
         return Block(self.src_rank, self.rowptr.to(device), self.col.to(device), self.num_src,
-                     self.edge_start, self.src_in_degree.to(device))
+                     self.edge_start, src_in_degree)
 
 
 class DistGraph:
@@ -178,6 +181,21 @@ class DistGraph:
             self._cache[key] = build()
         return self._cache[key]
 
+    def flip(self, dims) -> DistGraph:
+        """``edge_index.flip([0])``: the reversed graph (every edge ``u -> v`` becomes
+        ``v -> u``), partitioned like this one (:mod:`pyg_sar.partition.reverse`).
+
+        Built once per graph with one exchange of the cut edges and cached; collective, so every
+        rank must call it. Edge tensors of this graph do not describe the reversed edges.
+        """
+        axes = [dims] if isinstance(dims, int) else list(dims)
+        if axes not in ([0], [-2]):
+            raise ValueError(f"DistGraph.flip({dims!r}): only flip([0]) (reversing every edge) "
+                             f"is supported; flipping the edge order has no meaning for a "
+                             f"partitioned graph")
+        from pyg_sar.partition.reverse import reversed_graph
+        return reversed_graph(self)
+
     def to(self, device) -> DistGraph:
         device = torch.device(device)
         return DistGraph(self.rank, self.world_size, self.node_offsets,
@@ -186,7 +204,86 @@ class DistGraph:
                          self._context,
                          None if self.node_ids is None else self.node_ids.to(device))
 
+    # ------------------------------------------------- edge_index operations (exact subset)
+    # PyG layers index ``edge_index`` in forward (``edge_index[:, edge_type == r]``,
+    # ``degree(edge_index[1], N)``). A DistGraph supports exactly the operations whose result
+    # is exact on a rank's part, in the rank's stored edge order, and refuses every other one
+    # with a TypeError naming it (a source id may belong to another rank).
+    _INDEXING_HELP = ("supported: graph[1] (local destination id of every stored edge) and "
+                      "graph[:, mask] (a boolean mask over the rank's stored edges)")
+
+    def __getitem__(self, key):
+        """``graph[1]``: :meth:`destinations`; ``graph[:, mask]``: :meth:`masked`."""
+        if isinstance(key, int) and not isinstance(key, bool):
+            if key in (1, -1):
+                return self.destinations()
+            if key in (0, -2):
+                raise TypeError(f"DistGraph[{key}]: the sources of a rank's edges may live on "
+                                f"other ranks, so they have no local ids; "
+                                f"{self._INDEXING_HELP}")
+            raise IndexError(f"DistGraph[{key}]: an edge_index has 2 rows")
+        if (isinstance(key, tuple) and len(key) == 2 and isinstance(key[0], slice)
+                and key[0] == slice(None) and isinstance(key[1], Tensor)):
+            return self.masked(key[1])
+        raise TypeError(f"DistGraph[{_describe_key(key)}] is not an operation pyg_sar can run "
+                        f"exactly on a rank's part of the graph; {self._INDEXING_HELP}")
+
+    def __iter__(self):
+        raise TypeError(f"a DistGraph cannot be unpacked into (row, col): the sources of a "
+                        f"rank's edges may live on other ranks; {self._INDEXING_HELP}")
+
+    def destinations(self) -> Tensor:
+        """Local destination id of every stored edge (``int64 [num_edges]``, stored order).
+
+        Exact: every in-edge of a local node is stored on this rank, so e.g.
+        ``degree(graph[1], graph.num_nodes)`` is the global in-degree of the local nodes.
+        """
+        return torch.cat([b.row for b in self.blocks])
+
+    def masked(self, mask: Tensor) -> DistGraph:
+        """The graph restricted to the stored edges where ``mask`` is true (PyG's
+        ``edge_index[:, mask]``).
+
+        The result is a DistGraph over the same nodes and exchange lists, whose blocks keep the
+        masked edges in stored order (so an edge tensor ``t`` of this graph becomes
+        ``t[mask]``) and whose ``in_degree`` counts them.
+        """
+        if mask.dtype != torch.bool:
+            raise TypeError(f"DistGraph[:, mask]: mask must be a boolean tensor over the stored "
+                            f"edges (got dtype {mask.dtype}); index tensors would reorder edges "
+                            f"across ranks")
+        if tuple(mask.shape) != (self.num_edges,):
+            raise ValueError(f"DistGraph[:, mask]: mask must have shape [{self.num_edges}] (the "
+                             f"rank's stored edges), got {list(mask.shape)}")
+        mask = mask.to(self.device)
+        blocks, start = [], 0
+        for b in self.blocks:
+            keep = mask[b.edge_slice]
+            row = b.row[keep]
+            rowptr = torch.zeros_like(b.rowptr)
+            rowptr[1:] = torch.cumsum(torch.bincount(row, minlength=b.num_dst), 0)
+            blocks.append(Block(b.src_rank, rowptr, b.col[keep], b.num_src, start, None,
+                                _row=row))
+            start += int(row.numel())
+        in_degree = torch.zeros_like(self.in_degree)
+        for b in blocks:
+            in_degree += torch.bincount(b.row, minlength=self.num_nodes)
+        return DistGraph(self.rank, self.world_size, self.node_offsets, blocks, self.send_idx,
+                         in_degree, self._context, self.node_ids)
+
     def __repr__(self) -> str:
         return (f"DistGraph(rank={self.rank}, world_size={self.world_size}, "
                 f"num_nodes={self.num_nodes}, num_edges={self.num_edges}, "
                 f"recv={self.recv_counts})")
+
+
+def _describe_key(key) -> str:
+    """An index key in words, for error messages (tensors by dtype and shape)."""
+    if isinstance(key, tuple):
+        return ", ".join(_describe_key(k) for k in key)
+    if isinstance(key, Tensor):
+        return f"<{key.dtype} tensor of shape {list(key.shape)}>"
+    if isinstance(key, slice):
+        parts = ["" if v is None else str(v) for v in (key.start, key.stop)]
+        return ":".join(parts) + ("" if key.step is None else f":{key.step}")
+    return repr(key)

@@ -69,7 +69,8 @@ def convert(model: torch.nn.Module, config: Optional[SARConfig] = None) -> torch
             if not isinstance(module, SARLayer):
                 mixin = (SARAttentionLayer if spec.adapter.kind == registry.ATTENTION
                          and module.inspector.implements("edge_update") else SARLayer)
-                module.__class__ = converted_class(type(module), mixin, spec.adapter.forward)
+                module.__class__ = converted_class(type(module), mixin, spec.adapter.forward,
+                                                   spec.adapter.methods)
             module._sar_spec = spec
             module._sar_config = config
     _replace_batch_norms(model)

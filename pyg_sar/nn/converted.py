@@ -39,12 +39,13 @@ class SARAttentionLayer(SARLayer):
         return dist_edge_updater(self, edge_index, size, kwargs)
 
 
-_CLASSES: dict[tuple[type, type, Any], type] = {}
+_CLASSES: dict[tuple, type] = {}
 
 
-def converted_class(base: type, mixin: type, forward=None) -> type:
-    """The converted subclass of ``base`` (generated once per class and mixin)."""
-    key = (base, mixin, forward)
+def converted_class(base: type, mixin: type, forward=None, methods=()) -> type:
+    """The converted subclass of ``base`` (generated once per class and mixin); ``forward``
+    and ``methods`` (``(name, function)`` pairs) replace the base's where the registry says."""
+    key = (base, mixin, forward, tuple(methods))
     cls = _CLASSES.get(key)
     if cls is None:
         body: dict[str, Any] = {
@@ -55,6 +56,7 @@ def converted_class(base: type, mixin: type, forward=None) -> type:
         }
         if forward is not None:
             body["forward"] = forward
+        body.update(methods)
         cls = type(base.__name__, (mixin, base), body)
         _CLASSES[key] = cls
     return cls

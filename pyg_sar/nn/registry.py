@@ -24,7 +24,7 @@ from typing import Optional
 import torch_geometric.nn.conv as pyg_conv
 from torch_geometric.nn.conv import MessagePassing
 
-from pyg_sar.nn import families
+from pyg_sar.nn import families, forwards
 from pyg_sar.nn.families import Prepare
 from pyg_sar.nn.sage import sage_forward
 
@@ -55,6 +55,8 @@ class Adapter:
         softmax_in_message: ``message`` normalises with PyG's ``softmax`` over a node's
             in-edges and is linear in the result (:mod:`pyg_sar.nn.softmax_capture`);
             ``softmax_helpers`` names methods of the class that ``message`` calls for it.
+        methods: other methods of the converted class, ``(name, function)`` pairs (e.g.
+            SuperGATConv's ``get_attention_loss``, refused over a DistGraph).
     """
 
     family: str = "plain"
@@ -65,6 +67,7 @@ class Adapter:
     refuse: Optional[Callable[[MessagePassing], Optional[str]]] = None
     softmax_in_message: families.Option = False
     softmax_helpers: tuple[str, ...] = ()
+    methods: tuple[tuple[str, Callable], ...] = ()
 
 
 def _when(cond: Callable[[MessagePassing], bool], reason: str):
@@ -123,7 +126,41 @@ VERIFIED: dict[type, Adapter] = {
     _C.SimpleConv: Adapter("added_self_loops",
                            families.added_self_loops("combine_root", "edge_weight"),
                            linear_weight="edge_weight"),
+    # Layers that index edge_index in forward: a DistGraph runs exactly the edge_index
+    # operations that are exact on a partition (graph[:, mask], graph[1]; pyg_sar.graph).
+    _C.RGCNConv: Adapter("masked_edge_index", linear_weight="", forward=forwards.pyg_forward(
+        _C.RGCNConv, masked_edge_index=forwards.dist_masked_edge_index(
+            pyg_conv.rgcn_conv.masked_edge_index))),
+    _C.FiLMConv: Adapter("masked_edge_index"),
+    _C.MFConv: Adapter("degree(edge_index[1])", linear_weight="", forward=forwards.pyg_forward(
+        _C.MFConv, Tensor=forwards.TENSOR_OR_DIST_GRAPH)),
+    _C.FAConv: Adapter("gcn_norm", families.gcn_norm("normalize", "add_self_loops"),
+                       forward=forwards.without_attention_weights()),
+    _C.RGATConv: Adapter("softmax_in_message", softmax_in_message=True,
+                         forward=forwards.without_attention_weights("_alpha"),
+                         refuse=lambda layer: _rgat_refusal(layer)),
+    _C.SuperGATConv: Adapter(
+        "self_loops+softmax_in_message (attention only)", families.self_loops("add_self_loops"),
+        softmax_in_message=True, softmax_helpers=("get_attention",),
+        forward=forwards.supergat_forward,
+        methods=(("get_attention_loss", forwards.supergat_attention_loss),),
+        refuse=_when(lambda layer: layer.aggr != "add",
+                     "SuperGATConv normalises its attention with a softmax and pyg_sar "
+                     "combines it across blocks only for aggr='add'")),
 }
+
+
+def _rgat_refusal(layer: MessagePassing) -> Optional[str]:
+    """RGATConv options that are not exact over a partition."""
+    if layer.aggr != "add":
+        return (f"RGATConv(aggr={layer.aggr!r}): its attention softmax is combined across "
+                f"blocks only for aggr='add'")
+    if layer.attention_mechanism != "across-relation":
+        return ("RGATConv(attention_mechanism='within-relation') calls softmax once per "
+                "relation inside message, which pyg_sar cannot combine across blocks")
+    if layer.mod is not None:
+        return (f"RGATConv(mod={layer.mod!r}) is not verified over a partitioned graph")
+    return None
 
 # Why known classes cannot be exact (or are not yet verified); the class name is added.
 REFUSED: dict[str, str] = {
@@ -154,6 +191,10 @@ PASSTHROUGH_MODULES = frozenset({
     "JumpingKnowledge", "torch_geometric.nn.models.deepgcn.DeepGCNLayer",
     "torch_geometric.nn.dense.linear.Linear", "torch_geometric.nn.dense.linear.HeteroLinear",
     "torch_geometric.utils._trim_to_layer.TrimToLayer",  # acts only on sampled subgraphs
+    # Wrappers that hand the graph to their own (checked) convs; DirGNNConv also hands them
+    # its reverse, edge_index.flip([0]) (DistGraph.flip, pyg_sar.partition.reverse).
+    "torch_geometric.nn.conv.dir_gnn_conv.DirGNNConv",
+    "torch_geometric.nn.conv.antisymmetric_conv.AntiSymmetricConv",
 })
 # Namespaces whose modules are checked elsewhere: norms (convert), aggregations (the layer).
 CHECKED_ELSEWHERE = ("torch_geometric.nn.norm.", "torch_geometric.nn.aggr.")

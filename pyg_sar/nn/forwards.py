@@ -1,0 +1,154 @@
+"""Forwards of verified PyG classes whose own ``forward`` cannot take a DistGraph as written.
+
+Converted classes run PyG's ``forward`` wherever it can take a
+:class:`~pyg_sar.graph.DistGraph`; the registry (:mod:`pyg_sar.nn.registry`) names one of these
+only where it cannot, and each says why. In order of preference:
+
+* :func:`pyg_forward`: PyG's own ``forward`` code with a few module-level names of its module
+  replaced (e.g. RGCNConv's ``masked_edge_index``, which only knows Tensors and torch-sparse),
+  so that its edge_index operations go to the exact ones a DistGraph supports
+  (``graph[:, mask]``, ``graph[1]``; :meth:`~pyg_sar.graph.DistGraph.__getitem__`).
+* :func:`without_attention_weights`: PyG's ``forward``, refusing ``return_attention_weights``
+  over a DistGraph (PyG would return ``None`` for a graph that is neither a Tensor nor a
+  SparseTensor; the weights of an online softmax are never materialised).
+* a restated ``forward`` (SuperGATConv), only where PyG's does graph-wide work that cannot be
+  exact and must be skipped.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import types
+from collections.abc import Callable
+from typing import Any, Optional
+
+from torch import Tensor
+from torch_geometric.nn.conv import MessagePassing
+
+from pyg_sar.graph import DistGraph
+
+# Stands for ``Tensor`` in ``isinstance(edge_index, Tensor)`` of a forward whose Tensor branch
+# uses only edge_index operations a DistGraph runs exactly (or refuses with a TypeError).
+TENSOR_OR_DIST_GRAPH = (Tensor, DistGraph)
+
+
+def pyg_forward(cls: type, **names: Any) -> types.FunctionType:
+    """``cls.forward`` (PyG's code, unchanged) with module-level ``names`` replaced.
+
+    The copy has its own globals; PyG's module is never modified. Every replaced name must be
+    one the forward reads, so a PyG release that renames it fails here, at import, not
+    silently.
+    """
+    func = cls.__dict__["forward"]
+    missing = sorted(set(names) - set(func.__code__.co_names))
+    if missing:
+        raise RuntimeError(f"pyg_sar: {cls.__qualname__}.forward does not read "
+                           f"{', '.join(missing)} (torch_geometric changed?)")
+    scope = dict(func.__globals__)
+    scope.update(names)
+    copy = types.FunctionType(func.__code__, scope, func.__name__, func.__defaults__,
+                              func.__closure__)
+    copy.__kwdefaults__ = func.__kwdefaults__
+    copy.__qualname__ = func.__qualname__
+    copy.__doc__ = (f"{cls.__name__}.forward as PyG defines it, with "
+                    f"{', '.join(sorted(names))} DistGraph-aware (pyg_sar.nn.forwards).")
+    return copy
+
+
+def dist_masked_edge_index(pyg_masked_edge_index: Callable) -> Callable:
+    """RGCNConv's ``masked_edge_index``, also taking a DistGraph (``graph[:, mask]``)."""
+    def masked_edge_index(edge_index, edge_mask: Tensor):
+        if isinstance(edge_index, DistGraph):
+            return edge_index[:, edge_mask]
+        return pyg_masked_edge_index(edge_index, edge_mask)
+    return masked_edge_index
+
+
+class AttentionNotKept:
+    """What a converted layer's attention-weights attribute (e.g. ``RGATConv._alpha``) holds
+    during a propagate over a DistGraph: the weights were normalised across blocks by the
+    online softmax and never materialised."""
+
+    def __repr__(self) -> str:
+        return "<attention weights not kept over a DistGraph>"
+
+
+ATTENTION_NOT_KEPT = AttentionNotKept()
+
+
+@functools.cache
+def _signature(cls: type) -> inspect.Signature:
+    return inspect.signature(cls.forward)
+
+
+def without_attention_weights(weights_attr: Optional[str] = None) -> Callable:
+    """A forward that runs PyG's and refuses ``return_attention_weights`` over a DistGraph.
+
+    Args:
+        weights_attr: the attribute in which the class's ``message`` leaves the normalised
+            weights and which its ``forward`` asserts after ``propagate`` (RGATConv's
+            ``_alpha``). With the softmax captured (:mod:`pyg_sar.nn.softmax_capture`), the
+            message writes it on a stand-in, so it holds :data:`ATTENTION_NOT_KEPT` instead.
+    """
+    def forward(self: MessagePassing, *args: Any, **kwargs: Any):
+        base = self._sar_base
+        try:
+            bound = _signature(base).bind(self, *args, **kwargs).arguments
+        except TypeError:  # PyG's forward reports the bad call itself
+            bound = {}
+        if isinstance(bound.get("edge_index"), DistGraph):
+            if bound.get("return_attention_weights") is not None:
+                raise ValueError(
+                    f"pyg_sar: {base.__name__}(return_attention_weights=...) is not supported "
+                    f"over a DistGraph: the attention weights of a node's in-edges are "
+                    f"normalised across the blocks of the partition and never materialised "
+                    f"(run the layer on a Tensor edge_index to inspect them)")
+            if weights_attr is not None:
+                setattr(self, weights_attr, ATTENTION_NOT_KEPT)
+        return base.forward(self, *args, **kwargs)
+    forward.__doc__ = ("PyG's forward; return_attention_weights is refused over a DistGraph "
+                       "(pyg_sar.nn.forwards.without_attention_weights).")
+    return forward
+
+
+# ----------------------------------------------------------------------------- SuperGATConv
+
+def supergat_forward(self, x: Tensor, edge_index, neg_edge_index: Optional[Tensor] = None,
+                     batch: Optional[Tensor] = None) -> Tensor:
+    """SuperGATConv's forward over a DistGraph: the attention propagation only.
+
+    PyG's forward calls ``remove_self_loops``/``add_self_loops`` on ``edge_index`` (done here
+    by the ``self_loops`` family in ``propagate``), and in training mode it samples positive
+    edges and negative edges from the whole graph for the self-supervised attention loss. That
+    sampling cannot be reproduced on a rank's part, so over a DistGraph the loss is not
+    computed and :func:`supergat_attention_loss` refuses to return it; the output and its
+    gradients are PyG's exactly. A Tensor ``edge_index`` runs PyG's forward unchanged.
+    """
+    if not isinstance(edge_index, DistGraph):
+        return self._sar_base.forward(self, x, edge_index, neg_edge_index, batch)
+    if neg_edge_index is not None or batch is not None:
+        raise ValueError("pyg_sar: SuperGATConv over a DistGraph computes the attention only; "
+                         "neg_edge_index and batch (inputs of its attention loss) are not "
+                         "supported")
+    heads, channels = self.heads, self.out_channels
+    h = self.lin(x).view(-1, heads, channels)
+    out = self.propagate(edge_index, x=h)
+    if self.training:  # no loss for this graph: drop any from an earlier Tensor forward
+        self.att_x = self.att_y = None
+    out = out.view(-1, heads * channels) if self.concat is True else out.mean(dim=1)
+    if self.bias is not None:
+        out = out + self.bias
+    return out
+
+
+def supergat_attention_loss(self) -> Tensor:
+    """SuperGATConv.get_attention_loss, refused after a training forward over a DistGraph."""
+    if self.training and getattr(self, "att_x", None) is None:
+        raise RuntimeError(
+            "pyg_sar: SuperGATConv.get_attention_loss(): no attention loss was computed; a "
+            "converted SuperGATConv computes none over a DistGraph, since the "
+            "self-supervised attention loss samples negative edges from the whole graph, "
+            "which a rank's part cannot reproduce; the converted layer computes the attention "
+            "propagation only (train without the attention loss, or run SuperGATConv on a "
+            "Tensor edge_index)")
+    return self._sar_base.get_attention_loss(self)
