@@ -10,11 +10,14 @@ one test of an end outside the window waits until the witness has provably seen 
 """
 from __future__ import annotations
 
+import json
 import os
 import select
 import signal
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -184,3 +187,70 @@ def test_a_rank_without_a_witness_is_still_seen_first():
     _kill(w0)
     assert _said(w0).strip() == ("pyg_sar: rank 0 stops: rank 1 ended first (it has no "
                                  "witness to say how)")
+
+
+RANK_CODE = r"""
+import json, subprocess, sys, threading
+from pyg_sar.distributed import watchdog
+rank, err, op = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+with open(err, "wb") as f:
+    w = watchdog.Witness(rank, options={"cleanup_s": 600.0}, stdout=subprocess.DEVNULL,
+                         stderr=f)
+watchdog.set_operation(op)
+print(json.dumps({"token": w.token, "witness": w.process.pid}), flush=True)
+w.link({int(r): t for r, t in json.loads(sys.stdin.readline()).items()}, timeout=60)
+print("linked", flush=True)
+threading.Event().wait()
+"""
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except OSError:
+        return True
+
+
+def test_killed_processes_are_ordered_by_their_end(tmp_path):
+    """Real processes, SIGKILLed as a launcher does: rank 1 first, rank 0 once rank 1 is
+    reaped; their witnesses stopped meanwhile and resumed the other way round. The kernel
+    closed rank 1's links first, so both witnesses name rank 1."""
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=str(root))
+    ops = {0: "irecv from rank 1", 1: "all_reduce"}
+    ranks = {r: subprocess.Popen([sys.executable, "-c", RANK_CODE, str(r),
+                                  str(tmp_path / f"witness{r}.err"), ops[r]], env=env,
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 start_new_session=True) for r in (0, 1)}
+    witnesses: dict[int, int] = {}
+    try:
+        info = {r: json.loads(_readline(p.stdout, HANG_S)) for r, p in ranks.items()}
+        witnesses = {r: i["witness"] for r, i in info.items()}
+        peers = json.dumps({r: i["token"] for r, i in info.items()}) + "\n"
+        for p in ranks.values():
+            p.stdin.write(peers.encode())
+            p.stdin.flush()
+        for p in ranks.values():
+            assert _readline(p.stdout, HANG_S).strip() == "linked"
+        for pid in witnesses.values():
+            os.kill(pid, signal.SIGSTOP)
+        ranks[1].kill()
+        ranks[1].wait(timeout=HANG_S)  # the launcher learns of rank 1's end ...
+        ranks[0].kill()  # ... and kills the others
+        ranks[0].wait(timeout=HANG_S)
+    finally:
+        for p in ranks.values():
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        for r in (0, 1):
+            if r in witnesses:
+                os.kill(witnesses[r], signal.SIGCONT)
+    deadline = time.monotonic() + HANG_S
+    while not all(_gone(pid) for pid in witnesses.values()):  # not our children: no wait()
+        assert time.monotonic() < deadline, "the witnesses did not finish"
+        time.sleep(0.05)
+    said = {r: (tmp_path / f"witness{r}.err").read_text().strip() for r in (0, 1)}
+    assert said[1] == f"pyg_sar: rank 1 failed in all_reduce: {KILLED}"
+    assert said[0] == f"pyg_sar: rank 0 stops: rank 1 failed in all_reduce: {KILLED}"
