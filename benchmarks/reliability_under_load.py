@@ -6,10 +6,11 @@ while busy-loop processes compete for the cores.
 
 Each run is ``python -m pytest tests/reliability -q -p no:cacheprovider`` in a fresh process.
 The busy loops (``python -c 'while True: pass'``) start before the first run and are killed
-after the last one (also on Ctrl-C or an error). Prints one line per run, then the tally and
-the total time; writes ``benchmarks/results/reliability_under_load.json`` and keeps the output
-of every failed run in ``benchmarks/results/reliability_under_load/run<k>.log``. Exits with
-status 0 only if every run passed.
+after the last one (on Ctrl-C, SIGTERM or an error too, with the run in progress and all it
+started). Prints one line per run, then the tally and the total time; writes
+``benchmarks/results/reliability_under_load.json`` and keeps the output of every failed run
+in ``benchmarks/results/reliability_under_load/run<k>.log``. Exits with status 0 only if every
+run passed.
 """
 from __future__ import annotations
 
@@ -24,7 +25,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 RESULTS = ROOT / "benchmarks" / "results"
+
+from pyg_sar.testing.launcher import _kill  # noqa: E402 - after the path is set
+
 BUSY_LOOP = "while True: pass"
 
 
@@ -46,6 +51,22 @@ def _summary(output: str) -> str:
     lines = [ln.strip("= ") for ln in output.strip().splitlines() if ln.strip()]
     found = [ln for ln in lines if re.search(r"\b(passed|failed|error)", ln)]
     return found[-1] if found else (lines[-1] if lines else "(no output)")
+
+
+def _terminated(signum, frame) -> None:
+    raise SystemExit(f"stopped by signal {signum}")
+
+
+def _run_pytest(cmd: list[str]) -> tuple[int, str]:
+    """One run in its own session, killed with everything it started if this one stops."""
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+    try:
+        output, _ = proc.communicate()
+    except BaseException:
+        _kill([proc])
+        raise
+    return proc.returncode, output
 
 
 def _commit() -> str:
@@ -72,25 +93,25 @@ def main(argv: list[str] | None = None) -> int:
     runs: list[dict] = []
     start = time.monotonic()
     load_before = os.getloadavg()
+    signal.signal(signal.SIGTERM, _terminated)
     busy = _start_busy(args.busy)
     try:
         for k in range(1, args.runs + 1):
             t = time.monotonic()
-            proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+            status, output = _run_pytest(cmd)
             took = time.monotonic() - t
-            output = proc.stdout + proc.stderr
             failed = re.findall(r"^(?:FAILED|ERROR) (\S+)", output, flags=re.M)
-            run = {"run": k, "exit_status": proc.returncode, "seconds": round(took, 1),
+            run = {"run": k, "exit_status": status, "seconds": round(took, 1),
                    "summary": _summary(output), "failed": failed,
                    "load_avg_1min": round(os.getloadavg()[0], 2)}
             runs.append(run)
-            if proc.returncode != 0:
+            if status != 0:
                 logs.mkdir(parents=True, exist_ok=True)
                 (logs / f"run{k}.log").write_text(output)
-            print(f"run {k:2d}/{args.runs}: {'ok  ' if proc.returncode == 0 else 'FAIL'} "
+            print(f"run {k:2d}/{args.runs}: {'ok  ' if status == 0 else 'FAIL'} "
                   f"{took:6.1f} s  {run['summary']}"
                   + (f"  failed: {', '.join(failed)}" if failed else ""), flush=True)
-            if proc.returncode != 0 and args.stop_on_failure:
+            if status != 0 and args.stop_on_failure:
                 break
     finally:
         _stop_busy(busy)
