@@ -144,9 +144,11 @@ class GradReturner:
     that while the next block is computed (:meth:`before_next_block`).
     """
 
-    def __init__(self, graph: DistGraph, grads: Sequence[Optional[Tensor]]) -> None:
+    def __init__(self, graph: DistGraph, grads: list[Optional[Tensor]]) -> None:
         self.graph = graph
-        self.grads = list(grads)
+        # The caller's list, read when gradients arrive: an entry may be filled in after this
+        # returner is made (the local block's gradient, computed first).
+        self.grads = grads
         self.pending: Optional[tuple] = None
         self.overlap = getattr(graph.context.comm, "progresses_in_background", True)
 

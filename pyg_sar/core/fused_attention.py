@@ -32,8 +32,9 @@ from typing import Any, Optional
 import torch
 from torch import Tensor
 
-from pyg_sar.core.exchange import GradReturner, RowFetcher
+from pyg_sar.core.exchange import RowFetcher
 from pyg_sar.core.views import GraphView, ViewBlock
+from pyg_sar.core.walk import BlockWalk
 from pyg_sar.graph import DistGraph
 from pyg_sar.ops import _gat_attention as ops
 
@@ -109,24 +110,20 @@ class FusedAttentionFunction(torch.autograd.Function):
                 dst: Tensor, att: Optional[Tensor], edge_attr: Optional[Tensor],
                 w_edge: Optional[Tensor]) -> Tensor:
         g = spec.view.graph
-        world, rank = g.world_size, g.rank
         src = [t.contiguous() for t in (x_src, a_src) if t is not None]
         dst = dst.contiguous()
         att = None if att is None else att.contiguous()
         ids = global_source_ids(g) if spec.dropout > 0 else None
-        fetcher = RowFetcher(g, src, spec.pipeline_depth).start() if world > 1 else None
         m, l, acc = ops.attention_state(g.num_nodes, spec.heads, spec.channels, x_src)
-        kept: list[Tensor] = []
-        for k in range(world):
-            s = (rank + k) % world
-            block = spec.view.blocks[s]
-            rows = src if k == 0 else fetcher.get(k)
-            if spec.mode == "sa" and k > 0:
-                kept.extend(rows)
+        walk = BlockWalk(spec.view, src, spec.mode, spec.pipeline_depth)
+        for step in walk.forward():
+            block = step.block
             if block.num_edges == 0:
                 continue
-            _block_forward(spec, block, rows, dst, att, _edge_term(spec, edge_attr, w_edge, block),
-                           m, l, acc, ids, s)
+            _block_forward(spec, block, step.rows, dst, att,
+                           _edge_term(spec, edge_attr, w_edge, block), m, l, acc, ids,
+                           step.src_rank)
+        kept = walk.kept
         out = ops.gat_finalize(acc, l)
         ctx.spec, ctx.n_kept = spec, len(kept)
         ctx.save_for_backward(x_src, a_src, dst, att, edge_attr, w_edge, *kept, out, m, l)
@@ -140,7 +137,7 @@ class FusedAttentionFunction(torch.autograd.Function):
         kept = saved[6:6 + ctx.n_kept]
         out, m, l = saved[6 + ctx.n_kept:]
         g = spec.view.graph
-        world, rank = g.world_size, g.rank
+        world = g.world_size
         src = [t.contiguous() for t in (x_src, a_src) if t is not None]
         grad_out = grad_out.contiguous()
         ids = global_source_ids(g) if spec.dropout > 0 else None
@@ -153,28 +150,15 @@ class FusedAttentionFunction(torch.autograd.Function):
         need_edge = edge_attr is not None and w_edge is not None
         grad_ea = torch.zeros_like(edge_attr) if need_edge and ctx.needs_input_grad[5] else None
         grad_w = torch.zeros_like(w_edge) if need_edge and ctx.needs_input_grad[6] else None
-        fetcher = None
-        if spec.mode == "sar" and world > 1:
-            fetcher = RowFetcher(g, src, spec.pipeline_depth).start()
-        returner = GradReturner(g, grad_src) if world > 1 else None
-        for k in range(world):
-            s = (rank + k) % world
-            block = spec.view.blocks[s]
-            if returner is not None:
-                returner.before_next_block()
-            if k == 0:
-                rows = src
-            elif spec.mode == "sa":
-                rows = list(kept[(k - 1) * len(src):k * len(src)])
-            else:
-                rows = fetcher.get(k)
-            if block.num_edges == 0:
-                if k > 0:
-                    returner.send(k, [torch.zeros_like(r) for r in rows])
+        walk = BlockWalk(spec.view, src, spec.mode, spec.pipeline_depth)
+        for step in walk.backward(grad_src, kept=kept):
+            block, k = step.block, step.k
+            if block.num_edges == 0:  # the local block (remote ones without edges are skipped)
                 continue
             term = _edge_term(spec, edge_attr, w_edge, block)
-            g_src, g_dst, g_term, g_att = _block_backward(spec, block, grad_out, out, m, l, rows,
-                                                          dst, att, term, ids, s)
+            g_src, g_dst, g_term, g_att = _block_backward(spec, block, grad_out, out, m, l,
+                                                          step.rows, dst, att, term, ids,
+                                                          step.src_rank)
             grad_dst = _accumulate(grad_dst, g_dst)
             if att is not None:
                 grad_att = _accumulate(grad_att, g_att)
@@ -185,14 +169,12 @@ class FusedAttentionFunction(torch.autograd.Function):
                 if grad_w is not None:
                     grad_w.add_(g_term.t() @ edge_attr[block.edge_slice])
             if k == 0 and world == 1:
-                grad_src = list(g_src)
+                grad_src[:] = g_src
             elif k == 0:
                 for acc, got in zip(grad_src, g_src):
                     acc.add_(got)
             else:
-                returner.send(k, g_src)
-        if returner is not None:
-            returner.flush()
+                walk.give_back(step, g_src)
         grad_src = [torch.zeros_like(t) if got is None else got for t, got in zip(src, grad_src)]
         grad_dst = torch.zeros_like(dst) if grad_dst is None else grad_dst
         if att is not None and grad_att is None:

@@ -24,9 +24,9 @@ from typing import Optional, Protocol
 import torch
 from torch import Tensor
 
-from pyg_sar.core.exchange import GradReturner, RowFetcher
 from pyg_sar.core.kernels import block_sum, block_sum_transpose, edge_weight_grad, transpose_csr
 from pyg_sar.core.views import GraphView, ViewBlock
+from pyg_sar.core.walk import BlockWalk
 
 
 @dataclass(frozen=True)
@@ -102,24 +102,18 @@ class SARPropagate(torch.autograd.Function):
         edge = list(inputs[n_src + n_dst:n_src + n_dst + n_edge])
         view, program, rule = prop.view, prop.program, prop.rule
         g = view.graph
-        world, rank = g.world_size, g.rank
         linear = program.linear
-        fetcher = RowFetcher(g, src, prop.pipeline_depth).start() if world > 1 else None
-        acc, kept, rng = None, [], [None] * world
-        for k in range(world):
-            block = view.blocks[(rank + k) % world]
-            rows = src if k == 0 else fetcher.get(k)
-            if prop.mode == "sa" and k > 0:
-                kept.extend(rows)
-            if k > 0 and block.num_edges == 0:
-                continue
+        walk = BlockWalk(view, src, prop.mode, prop.pipeline_depth)
+        acc, rng = None, [None] * g.world_size
+        for step in walk.forward():
+            block, rows = step.block, step.rows
             if linear is not None:
                 w = None if linear.weight is None else edge[linear.weight][block.edge_slice]
                 partial = block_sum(block.rowptr, block.col, rows[linear.src], w)
                 acc = partial if acc is None else rule.fold_partial(acc, partial)
                 continue
             if prop.replay_rng:
-                rng[k] = _rng_state(rows[0].device if rows else g.device)
+                rng[step.k] = _rng_state(rows[0].device if rows else g.device)
             msgs = program.messages(block, rows, dst, _slices(edge, block))
             if acc is None:
                 acc = rule.init(g.num_nodes, msgs)
@@ -128,8 +122,8 @@ class SARPropagate(torch.autograd.Function):
         if out._is_view():  # a view as output would forbid in-place ops on it (GCN2Conv's mul_)
             out = out.detach()
         state = [] if linear is not None else rule.state(out, acc)
-        ctx.prop, ctx.counts, ctx.rng = prop, (n_src, n_dst, n_edge, len(kept)), rng
-        ctx.save_for_backward(*inputs, *kept, *state)
+        ctx.prop, ctx.counts, ctx.rng = prop, (n_src, n_dst, n_edge, len(walk.kept)), rng
+        ctx.save_for_backward(*inputs, *walk.kept, *state)
         return out
 
     @staticmethod
@@ -167,15 +161,10 @@ class SARPropagate(torch.autograd.Function):
         return (None, None, None, None, *grad_src, *grad_dst, *grad_edge, *grad_par)
 
 
-def _kept_rows(kept: Sequence[Tensor], n_src: int, k: int) -> list[Tensor]:
-    return list(kept[(k - 1) * n_src:k * n_src])
-
-
 def _linear_backward(prop: Propagation, grad_out, src, edge, kept, grad_src, grad_edge,
                      need_x: bool) -> None:
     view, rule, linear = prop.view, prop.rule, prop.program.linear
     g = view.graph
-    world, rank = g.world_size, g.rank
     weight = None if linear.weight is None else edge[linear.weight]
     need_w = linear.weight is not None and grad_edge[linear.weight] is not None
     # A mean's 1 / degree goes into the kernel's edge weights unless the edge-weight gradient
@@ -187,38 +176,26 @@ def _linear_backward(prop: Propagation, grad_out, src, edge, kept, grad_src, gra
         node_grad = grad_out
         if getattr(rule, "mean", False):  # only sum/mean rules take the linear path
             inv_deg = 1.0 / rule.in_degree.clamp(min=1).to(grad_out.dtype)
-    # Rows are only needed for the edge-weight gradient.
-    fetcher = None
-    if need_w and prop.mode == "sar" and world > 1:
-        fetcher = RowFetcher(g, [src[linear.src]], prop.pipeline_depth).start()
-    returner = None
-    for k in range(world):
-        block = view.blocks[(rank + k) % world]
-        if returner is not None:
-            returner.before_next_block()
+    # Only the source tensor of the message is walked; its rows are needed only for the
+    # edge-weight gradient.
+    walk = BlockWalk(view, [src[linear.src]], prop.mode, prop.pipeline_depth)
+    grads = [grad_src[linear.src]]
+    kept_x = kept[linear.src::len(src)] if prop.mode == "sa" else ()
+    for step in walk.backward(grads, need_rows=need_w, kept=kept_x):
+        block = step.block
         w = None if weight is None else weight[block.edge_slice]
-        if need_w:
-            if k == 0:
-                rows = src[linear.src]
-            elif prop.mode == "sa":
-                rows = _kept_rows(kept, len(src), k)[linear.src]
-            else:
-                rows = fetcher.get(k)[0]
-            if block.num_edges:
-                grad_edge[linear.weight][block.edge_slice] = edge_weight_grad(
-                    node_grad, block.row, block.col, rows)
+        if need_w and block.num_edges:
+            grad_edge[linear.weight][block.edge_slice] = edge_weight_grad(
+                node_grad, block.row, block.col, step.rows[0])
         gx = None
         if need_x:
             gx = block_sum_transpose(node_grad, block.rowptr, block.col, w, block.num_src,
                                      _transposed(g, block), inv_deg)
-        if k == 0:  # always the first step: later steps add into this tensor
-            grad_src[linear.src] = gx
-            if world > 1:
-                returner = GradReturner(g, [gx])
+        if step.k == 0:  # always the first step: later steps add into this tensor
+            grads[0] = gx
         else:
-            returner.send(k, [gx])
-    if returner is not None:
-        returner.flush()
+            walk.give_back(step, [gx])
+    grad_src[linear.src] = grads[0]
 
 
 def _transposed(graph, block: ViewBlock) -> tuple[Tensor, Tensor, Tensor]:
@@ -229,34 +206,18 @@ def _transposed(graph, block: ViewBlock) -> tuple[Tensor, Tensor, Tensor]:
 
 def _generic_backward(prop: Propagation, rng, grad_out, src, dst, edge, params, kept, state,
                       grad_src, grad_dst, grad_edge, grad_par) -> None:
-    view, rule, program = prop.view, prop.rule, prop.program
-    g = view.graph
-    world, rank = g.world_size, g.rank
-    fetcher = None
-    if prop.mode == "sar" and world > 1:
-        fetcher = RowFetcher(g, src, prop.pipeline_depth).start()
-    returner = GradReturner(g, grad_src) if world > 1 else None
+    rule, program = prop.rule, prop.program
+    walk = BlockWalk(prop.view, src, prop.mode, prop.pipeline_depth)
     dst_leaf = [t.detach().requires_grad_(gr is not None) for t, gr in zip(dst, grad_dst)]
     live_par = [i for i, gr in enumerate(grad_par) if gr is not None]
-    for k in range(world):
-        block = view.blocks[(rank + k) % world]
-        if returner is not None:
-            returner.before_next_block()
-        if k == 0:
-            rows = src
-        elif prop.mode == "sa":
-            rows = _kept_rows(kept, len(src), k)
-        else:
-            rows = fetcher.get(k)
-        if k > 0 and block.num_edges == 0:
-            returner.send(k, [r.new_zeros((0, *r.shape[1:])) for r in rows])
-            continue
+    for step in walk.backward(grad_src, kept=kept):
+        block, rows = step.block, step.rows
         with torch.enable_grad():
             src_leaf = [t.detach().requires_grad_(gr is not None)
                         for t, gr in zip(rows, grad_src)]
             edge_leaf = [e.detach().requires_grad_(gr is not None)
                          for e, gr in zip(_slices(edge, block), grad_edge)]
-            with _Replay(rng[k], g.device):
+            with _Replay(rng[step.k], prop.view.graph.device):
                 msgs = program.messages(block, src_leaf, dst_leaf, edge_leaf)
             grad_msgs = rule.message_grad(grad_out, _detach(msgs), block.row, state)
             wrt = [t for t in (*src_leaf, *dst_leaf, *edge_leaf) if t.requires_grad]
@@ -282,15 +243,12 @@ def _generic_backward(prop: Propagation, rng, grad_out, src, dst, edge, params, 
             got = grads.pop(0)
             if got is not None:
                 grad_par[i].add_(got)
-        if k == 0:
+        if step.k == 0:
             for acc, got in zip(grad_src, block_src):
                 if acc is not None:
                     acc.add_(got)
         else:
-            returner.send(k, [b if b is not None else r.new_zeros((0,) + r.shape[1:])
-                              for b, r in zip(block_src, rows)])
-    if returner is not None:
-        returner.flush()
+            walk.give_back(step, block_src)
 
 
 def _as_tuple(msgs) -> tuple:

@@ -1,0 +1,118 @@
+"""The one block walk of the engine: fetch → compute → fold (forward), re-fetch → recompute →
+return gradients (backward).
+
+Every distributed propagate (a layer's own message with a combine rule in
+:mod:`pyg_sar.core.sar`, the fused attention kernels in :mod:`pyg_sar.core.fused_attention`)
+walks a view's blocks the same way: at step ``k = 0..P-1`` it visits the block of source rank
+``(rank + k) % P`` (``k = 0`` is the local block), whose boundary rows are fetched ``depth``
+steps ahead over the ring (:class:`~pyg_sar.core.exchange.RowFetcher`) and freed after use;
+in backward the gradients of a remote block's rows go back to their owner
+(:class:`~pyg_sar.core.exchange.GradReturner`) while the next block is computed. Mode ``"sa"``
+keeps the fetched rows of the forward walk for the backward one instead of fetching again.
+
+The walk owns everything that crosses the network, so anything applied to that traffic
+(counting, compression) has exactly one place: the fetcher and the returner it creates.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Optional
+
+from torch import Tensor
+
+from pyg_sar.core.exchange import GradReturner, RowFetcher
+from pyg_sar.core.views import GraphView, ViewBlock
+
+
+@dataclass
+class Step:
+    """One step of a walk: the block of source rank ``src_rank`` and its source rows."""
+
+    k: int
+    src_rank: int
+    block: ViewBlock
+    rows: Optional[list[Tensor]]  # None when the backward walk does not need the rows
+
+
+class BlockWalk:
+    """Walks the blocks of ``view`` for one propagate call (see the module docstring).
+
+    Args:
+        view: the blocks to walk.
+        src: this rank's source tensors (what remote blocks fetch).
+        mode: ``"sar"`` (fetch again in backward) or ``"sa"`` (keep the forward's rows).
+        depth: prefetch depth (``None``: see :func:`pyg_sar.core.exchange.pipeline_depth`).
+    """
+
+    def __init__(self, view: GraphView, src: Sequence[Tensor], mode: str,
+                 depth: Optional[int]) -> None:
+        self.view, self.src, self.mode, self.depth = view, list(src), mode, depth
+        self.graph = view.graph
+        self.kept: list[Tensor] = []  # mode "sa": the rows fetched in forward, step by step
+
+    def _order(self) -> Iterator[tuple[int, int, ViewBlock]]:
+        world, rank = self.graph.world_size, self.graph.rank
+        for k in range(world):
+            s = (rank + k) % world
+            yield k, s, self.view.blocks[s]
+
+    def forward(self) -> Iterator[Step]:
+        """The forward steps. The local block comes first, even without edges (a combine rule
+        may need it to size its state); remote blocks without edges are skipped."""
+        fetcher = None
+        if self.graph.world_size > 1 and self.src:
+            fetcher = RowFetcher(self.graph, self.src, self.depth).start()
+        for k, s, block in self._order():
+            rows = self.src if k == 0 else fetcher.get(k) if fetcher else []
+            if self.mode == "sa" and k > 0:
+                self.kept.extend(rows)
+            if k > 0 and block.num_edges == 0:
+                continue
+            yield Step(k, s, block, rows)
+
+    def backward(self, grads: list[Optional[Tensor]], need_rows: bool = True,
+                 kept: Sequence[Tensor] = ()) -> Iterator[Step]:
+        """The backward steps; the consumer hands each remote step's source-row gradients to
+        :meth:`give_back` and accumulates the local step's into ``grads`` itself.
+
+        ``grads`` (one entry per source tensor, ``None`` where no gradient is needed) is
+        read when gradients come back, so an entry may be filled during the local step.
+        ``kept`` is what the forward walk kept (mode ``"sa"``). Remote blocks without edges
+        are not yielded: zero gradients are returned for them.
+        """
+        g = self.graph
+        world = g.world_size
+        fetcher = None
+        if need_rows and self.mode == "sar" and world > 1 and self.src:
+            fetcher = RowFetcher(g, self.src, self.depth).start()
+        self._returner = GradReturner(g, grads) if world > 1 else None
+        n = len(self.src)
+        for k, s, block in self._order():
+            if self._returner is not None:
+                self._returner.before_next_block()
+            if k == 0:
+                rows = self.src
+            elif not need_rows:
+                rows = None
+            elif self.mode == "sa":
+                rows = list(kept[(k - 1) * n:k * n])
+            else:
+                rows = fetcher.get(k)
+            if k > 0 and block.num_edges == 0:
+                self._returner.send(k, [_empty_like(t, block.num_src) for t in self.src])
+                continue
+            yield Step(k, s, block, rows)
+        if self._returner is not None:
+            self._returner.flush()
+
+    def give_back(self, step: Step, block_grads: Sequence[Optional[Tensor]]) -> None:
+        """Return the gradients of a remote step's rows to their owner (``None``: zeros)."""
+        rows = step.block.num_src
+        self._returner.send(step.k, [_empty_like(t, rows) if gr is None else gr
+                                     for gr, t in zip(block_grads, self.src)])
+
+
+def _empty_like(t: Tensor, rows: int) -> Tensor:
+    """A zero gradient for ``rows`` fetched rows of ``t`` (only shape and dtype matter)."""
+    return t.new_zeros((rows, *t.shape[1:]))
