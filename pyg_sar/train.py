@@ -23,11 +23,13 @@ import torch
 
 import pyg_sar
 from pyg_sar.datasets.registry import KNOWN_NAMES, is_known_dataset
+from pyg_sar.distributed.terminal import terminal_columns, writes_to_terminal
 from pyg_sar.nn.functional import accuracy, cross_entropy
 from pyg_sar.partition.assign import METHODS
 
 MODELS = ("gcn", "sage", "gin", "gat")
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
+PROGRESS = ("auto", "bar", "log")
 
 
 # Rank variables of the launchers (MPICH/Intel MPI, Open MPI, MVAPICH, PMIx, torchrun).
@@ -84,6 +86,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--backend", default=None, help="mpi, gloo or nccl (default: by launcher)")
     p.add_argument("--metrics", default=None, help="write per-epoch metrics JSON here")
+    p.add_argument("--progress", choices=PROGRESS, default="auto",
+                   help="rank 0's per-epoch progress: a tqdm bar, log lines, or auto: the bar "
+                        "when its output reaches a terminal (directly, or forwarded by mpiexec "
+                        "or torchrun), log lines otherwise")
     p.add_argument("--log-every", type=_positive_int, default=10)
     p.add_argument("--eval-every", type=_positive_int, default=1,
                    help="evaluate (one more forward pass) every N epochs and at the end")
@@ -177,12 +183,31 @@ def _load(args: argparse.Namespace, ctx) -> pyg_sar.LocalPartition:
     return pyg_sar.load_partition(out, ctx.rank, world_size=ctx.world_size)
 
 
-def _progress_bar(lead: bool, first_epoch: int, epochs: int):
-    """A tqdm bar on rank 0 when it writes to a terminal; ``None`` (log lines) otherwise."""
-    if not lead or not sys.stderr.isatty():
+def use_progress_bar(choice: str, lead: bool, stream=None) -> bool:
+    """Whether this rank shows a tqdm bar rather than log lines (``--progress``).
+
+    Only rank 0 (``lead``) reports progress, on stdout with its other lines (under mpiexec,
+    stdout and stderr reach the terminal through separate pipes, so a bar on stderr would
+    interleave with them). ``"bar"`` and ``"log"`` decide; ``"auto"`` shows the bar when
+    ``stream`` (default ``sys.stdout``) ends on a terminal: it is one (one process, torchrun),
+    or mpiexec forwards it to its own terminal.
+    """
+    if choice not in PROGRESS:
+        raise ValueError(f"progress must be one of {PROGRESS} (got {choice!r})")
+    if not lead or choice == "log":
+        return False
+    return choice == "bar" or writes_to_terminal(sys.stdout if stream is None else stream)
+
+
+def _progress_bar(args: argparse.Namespace, lead: bool, first_epoch: int):
+    """A tqdm bar on stdout, or ``None`` for log lines (see :func:`use_progress_bar`)."""
+    if not use_progress_bar(args.progress, lead):
         return None
     from tqdm import tqdm  # a dependency of torch_geometric
-    return tqdm(total=epochs, initial=first_epoch - 1, desc="epochs", unit="epoch")
+    # Under mpiexec stdout is a pipe: give tqdm the width of the terminal it is forwarded to.
+    ncols = None if sys.stdout.isatty() else terminal_columns(sys.stdout)
+    return tqdm(total=args.epochs, initial=first_epoch - 1, desc="epochs", unit="epoch",
+                file=sys.stdout, ncols=ncols)
 
 
 def _peak_rss_mb() -> float:
@@ -231,7 +256,7 @@ def run(args: argparse.Namespace) -> dict:
         print(f"training {args.model} ({args.layers} layers, hidden {args.hidden}) on {where}, "
               f"threads/rank={ctx.num_threads}", flush=True)
 
-    bar = _progress_bar(lead, first_epoch, args.epochs)
+    bar = _progress_bar(args, lead, first_epoch)
     epoch = first_epoch
     try:
         for epoch in range(first_epoch, args.epochs + 1):
