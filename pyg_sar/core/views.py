@@ -103,34 +103,10 @@ def self_loop_view(graph: DistGraph) -> GraphView:
     :meth:`existing_loop_index`). Remote blocks are unchanged.
     """
     def build() -> GraphView:
-        n = graph.num_nodes
         local = graph.blocks[graph.rank]
-        row, col = local.row, local.col
-        stored_ids = torch.arange(local.edge_start, local.edge_start + local.num_edges,
-                                  device=row.device)
-        keep = row != col
-        loops = torch.arange(n, device=row.device)
-        new_row = torch.cat([row[keep], loops])
-        new_col = torch.cat([col[keep], loops])
-        new_ids = torch.cat([stored_ids[keep], torch.full_like(loops, -1)])
-        order = torch.argsort(new_row * max(n, 1) + new_col, stable=True)
-        new_row, new_col, new_ids = new_row[order], new_col[order], new_ids[order]
-        rowptr = torch.zeros(n + 1, dtype=torch.long, device=row.device)
-        rowptr[1:] = torch.cumsum(torch.bincount(new_row, minlength=n), 0)
-
-        blocks, ids, start = [], [], 0
-        for b in graph.blocks:
-            if b.src_rank == graph.rank:
-                blocks.append(ViewBlock(b.src_rank, rowptr, new_col, new_row, n, start))
-                ids.append(new_ids)
-                start += int(new_col.numel())
-            else:
-                blocks.append(ViewBlock(b.src_rank, b.rowptr, b.col, b.row, b.num_src, start))
-                ids.append(torch.arange(b.edge_start, b.edge_start + b.num_edges,
-                                        device=row.device))
-                start += b.num_edges
-        in_degree = graph.in_degree - torch.bincount(row[~keep], minlength=n) + 1
-        return GraphView(graph, blocks, torch.cat(ids), in_degree)
+        existing = torch.bincount(local.row[local.row == local.col], minlength=graph.num_nodes)
+        return _with_loops(graph, keep=local.row != local.col,
+                           in_degree=graph.in_degree - existing + 1)
     return graph.cached(("view", "self_loops"), build)
 
 
@@ -151,28 +127,36 @@ def added_loop_view(graph: DistGraph) -> GraphView:
     """The graph with one self-loop added per local node, existing loops kept (PyG's
     ``add_self_loops`` without ``remove_self_loops`` first). Remote blocks are unchanged."""
     def build() -> GraphView:
-        n = graph.num_nodes
         local = graph.blocks[graph.rank]
-        loops = torch.arange(n, device=local.row.device)
-        stored_ids = torch.arange(local.edge_start, local.edge_start + local.num_edges,
-                                  device=loops.device)
-        row = torch.cat([local.row, loops])
-        col = torch.cat([local.col, loops])
-        ids = torch.cat([stored_ids, torch.full_like(loops, -1)])
-        order = torch.argsort(row * max(n, 1) + col, stable=True)
-        row, col, ids = row[order], col[order], ids[order]
-        rowptr = torch.zeros(n + 1, dtype=torch.long, device=loops.device)
-        rowptr[1:] = torch.cumsum(torch.bincount(row, minlength=n), 0)
-        blocks, all_ids, start = [], [], 0
-        for b in graph.blocks:
-            if b.src_rank == graph.rank:
-                blocks.append(ViewBlock(b.src_rank, rowptr, col, row, n, start))
-                all_ids.append(ids)
-                start += int(col.numel())
-            else:
-                blocks.append(ViewBlock(b.src_rank, b.rowptr, b.col, b.row, b.num_src, start))
-                all_ids.append(torch.arange(b.edge_start, b.edge_start + b.num_edges,
-                                            device=loops.device))
-                start += b.num_edges
-        return GraphView(graph, blocks, torch.cat(all_ids), graph.in_degree + 1)
+        return _with_loops(graph, keep=torch.ones_like(local.row, dtype=torch.bool),
+                           in_degree=graph.in_degree + 1)
     return graph.cached(("view", "added_loops"), build)
+
+
+def _with_loops(graph: DistGraph, keep: Tensor, in_degree: Tensor) -> GraphView:
+    """The view whose local block holds the stored local edges selected by ``keep`` plus one
+    self-loop per node (CSR by destination, then source); remote blocks are unchanged."""
+    n = graph.num_nodes
+    local = graph.blocks[graph.rank]
+    loops = torch.arange(n, device=local.row.device)
+    stored_ids = torch.arange(local.edge_start, local.edge_start + local.num_edges,
+                              device=loops.device)
+    row = torch.cat([local.row[keep], loops])
+    col = torch.cat([local.col[keep], loops])
+    ids = torch.cat([stored_ids[keep], torch.full_like(loops, -1)])
+    order = torch.argsort(row * max(n, 1) + col, stable=True)
+    row, col, ids = row[order], col[order], ids[order]
+    rowptr = torch.zeros(n + 1, dtype=torch.long, device=loops.device)
+    rowptr[1:] = torch.cumsum(torch.bincount(row, minlength=n), 0)
+    blocks, all_ids, start = [], [], 0
+    for b in graph.blocks:
+        if b.src_rank == graph.rank:
+            blocks.append(ViewBlock(b.src_rank, rowptr, col, row, n, start))
+            all_ids.append(ids)
+            start += int(col.numel())
+        else:
+            blocks.append(ViewBlock(b.src_rank, b.rowptr, b.col, b.row, b.num_src, start))
+            all_ids.append(torch.arange(b.edge_start, b.edge_start + b.num_edges,
+                                        device=loops.device))
+            start += b.num_edges
+    return GraphView(graph, blocks, torch.cat(all_ids), in_degree)
