@@ -159,8 +159,10 @@ def dist_propagate(layer: MessagePassing, graph: DistGraph, size, kwargs: dict) 
         if spec.aggr != "sum":
             raise ValueError(f"pyg_sar: {type(layer).__name__} with a softmax inside message "
                              f"needs aggr='add' (got {spec.aggr!r})")
+        in_degree = (view.in_degree if option(layer, spec.adapter.degree_in_message)
+                     else None)
         program = capture = SoftmaxInMessageProgram(program, layer,
-                                                    spec.adapter.softmax_helpers)
+                                                    spec.adapter.softmax_helpers, in_degree)
         rule = SoftmaxRule()
     elif spec.aggr == "softmax_aggr":
         program, rule = SoftmaxAggregationProgram(program, layer.aggr_module), SoftmaxRule(

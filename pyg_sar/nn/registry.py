@@ -55,6 +55,8 @@ class Adapter:
         softmax_in_message: ``message`` normalises with PyG's ``softmax`` over a node's
             in-edges and is linear in the result (:mod:`pyg_sar.nn.softmax_capture`);
             ``softmax_helpers`` names methods of the class that ``message`` calls for it.
+        degree_in_message: with ``softmax_in_message``, ``message`` also counts a node's
+            in-edges with ``scatter(ones, index, ...)``; it gets the in-degree instead.
         methods: other methods of the converted class, ``(name, function)`` pairs (e.g.
             SuperGATConv's ``get_attention_loss``, refused over a DistGraph).
     """
@@ -67,6 +69,7 @@ class Adapter:
     refuse: Optional[Callable[[MessagePassing], Optional[str]]] = None
     softmax_in_message: families.Option = False
     softmax_helpers: tuple[str, ...] = ()
+    degree_in_message: families.Option = False
     methods: tuple[tuple[str, Callable], ...] = ()
 
 
@@ -137,6 +140,7 @@ VERIFIED: dict[type, Adapter] = {
     _C.FAConv: Adapter("gcn_norm", families.gcn_norm("normalize", "add_self_loops"),
                        forward=forwards.without_attention_weights()),
     _C.RGATConv: Adapter("softmax_in_message", softmax_in_message=True,
+                         degree_in_message=True,
                          forward=forwards.without_attention_weights("_alpha"),
                          refuse=lambda layer: _rgat_refusal(layer)),
     _C.SuperGATConv: Adapter(
@@ -158,8 +162,10 @@ def _rgat_refusal(layer: MessagePassing) -> Optional[str]:
     if layer.attention_mechanism != "across-relation":
         return ("RGATConv(attention_mechanism='within-relation') calls softmax once per "
                 "relation inside message, which pyg_sar cannot combine across blocks")
-    if layer.mod is not None:
-        return (f"RGATConv(mod={layer.mod!r}) is not verified over a partitioned graph")
+    if layer.mod in ("additive", "f-additive"):
+        return (f"RGATConv(mod={layer.mod!r}) adds to each message a term outside the "
+                f"attention softmax (alpha * v + w * v, or alpha + 1), which the online "
+                f"softmax across blocks does not combine")
     return None
 
 # Why known classes cannot be exact (or are not yet verified); the class name is added.

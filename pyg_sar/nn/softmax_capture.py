@@ -44,11 +44,35 @@ class SoftmaxCapture:
         return torch.ones_like(src)
 
 
-def _with_softmax(func: types.FunctionType, capture: SoftmaxCapture) -> types.FunctionType:
+class InDegreeCount:
+    """Stands in for ``torch_geometric.utils.scatter`` where ``message`` counts a node's
+    in-edges, ``scatter(ones, index, dim_size=size_i, reduce='sum')`` (RGATConv's scaled
+    mods): over one block that counts the block's edges only; this returns the node's
+    in-degree in the whole view, which is known locally."""
+
+    def __init__(self, layer_name: str, in_degree: Tensor) -> None:
+        self.layer_name, self.in_degree = layer_name, in_degree
+
+    def __call__(self, src: Tensor, index: Tensor, dim: int = 0,
+                 dim_size: Optional[int] = None, reduce: str = "sum") -> Tensor:
+        if (reduce != "sum" or src.dim() != 1 or dim not in (0, -1)
+                or dim_size != self.in_degree.numel() or not bool((src == 1).all())):
+            raise RuntimeError(f"pyg_sar: {self.layer_name}.message calls scatter other than "
+                               f"to count a node's in-edges (scatter(ones, index, "
+                               f"dim_size=size_i, reduce='sum')), which would see one block")
+        return self.in_degree.to(src.dtype)
+
+
+def _with_softmax(func: types.FunctionType, capture: SoftmaxCapture,
+                  degree: Optional[InDegreeCount] = None) -> types.FunctionType:
     if func.__globals__.get("softmax") is not torch_geometric.utils.softmax:
         raise RuntimeError(f"pyg_sar: {func.__qualname__} does not use PyG's softmax")
     scope = dict(func.__globals__)
     scope["softmax"] = capture
+    if degree is not None:
+        if scope.get("scatter") is not torch_geometric.utils.scatter:
+            raise RuntimeError(f"pyg_sar: {func.__qualname__} does not use PyG's scatter")
+        scope["scatter"] = degree
     copy = types.FunctionType(func.__code__, scope, func.__name__, func.__defaults__,
                               func.__closure__)
     copy.__kwdefaults__ = func.__kwdefaults__
@@ -75,15 +99,19 @@ class SoftmaxInMessageProgram:
 
     linear = None
 
-    def __init__(self, inner, layer: MessagePassing, helpers: tuple[str, ...]) -> None:
+    def __init__(self, inner, layer: MessagePassing, helpers: tuple[str, ...],
+                 in_degree: Optional[Tensor] = None) -> None:
         self.inner, self.layer, self.helpers = inner, layer, helpers
+        self.in_degree = in_degree  # given: message's scatter counts in-edges (InDegreeCount)
         self.out_shape: Optional[tuple[int, ...]] = None
 
     def messages(self, block: ViewBlock, src, dst, edge):
         cls = getattr(type(self.layer), "_sar_base", type(self.layer))
         capture = SoftmaxCapture(cls.__name__)
+        degree = (None if self.in_degree is None
+                  else InDegreeCount(cls.__name__, self.in_degree))
         helpers = {name: _with_softmax(getattr(cls, name), capture) for name in self.helpers}
-        message = _with_softmax(cls.message, capture)
+        message = _with_softmax(cls.message, capture, degree)
         view = _LayerView(self.layer, helpers)
         msgs = self.inner.messages(block, src, dst, edge,
                                    message=lambda **kw: message(view, **kw))

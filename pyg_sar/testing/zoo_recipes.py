@@ -215,6 +215,15 @@ def _mlp(i: int, o: int) -> torch.nn.Module:
     return Sequential(Linear(i, 8), ReLU(), Linear(8, o))
 
 
+def _rgat(**kwargs) -> RGATConv:
+    layer = RGATConv(IN, OUT, RELATIONS, heads=HEADS, **kwargs)
+    # PyG's reset_parameters discards torch.full(l2.size(), 1 / out) and leaves l2 (used by
+    # mod='scaled') as torch.empty memory, which differs between processes: set it as meant.
+    with torch.no_grad():
+        layer.l2.fill_(1.0 / layer.out_channels)
+    return layer
+
+
 # ---- building classes whose optional package is missing ------------------------------------
 
 def _has(module: str) -> bool:
@@ -448,10 +457,14 @@ def _conv_recipes() -> list[Recipe]:
                            "heads=2, multiplicative-self-attention"),
         "mod_additive": ({"mod": "additive"}, "heads=2, mod=additive"),
         "mod_f_scaled": ({"mod": "f-scaled"}, "heads=2, mod=f-scaled"),
+        "mod_scaled": ({"mod": "scaled"}, "heads=2, mod=scaled"),
+        "mod_f_additive": ({"mod": "f-additive"}, "heads=2, mod=f-additive"),
+        "multiplicative_scaled": ({"attention_mode": "multiplicative-self-attention",
+                                   "mod": "scaled"}, "heads=2, multiplicative, mod=scaled"),
         "bases_concat": ({"num_bases": 2, "concat": False}, "heads=2, num_bases=2, concat=False"),
     }
     for suffix, (kw, text) in rgat.items():
-        out.append(r(RGATConv, lambda kw=kw: RGATConv(IN, OUT, RELATIONS, heads=HEADS, **kw),
+        out.append(r(RGATConv, lambda kw=kw: _rgat(**kw),
                      _xt, text, suffix))
     out += [
         r(RGATConv, lambda: RGATConv(IN, OUT, RELATIONS, heads=HEADS, edge_dim=EDGE_DIM),

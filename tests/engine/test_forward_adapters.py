@@ -12,6 +12,7 @@ from torch_geometric.nn import FAConv, MFConv, RGATConv, RGCNConv, SuperGATConv
 import pyg_sar
 from pyg_sar.nn import UnsupportedLayerError
 from pyg_sar.nn.forwards import ATTENTION_NOT_KEPT, pyg_forward
+from pyg_sar.nn.softmax_capture import InDegreeCount
 from pyg_sar.partition import load_partition, partition_graph
 
 
@@ -73,6 +74,7 @@ def test_supergat_needs_sum_aggregation():
 @pytest.mark.parametrize("kwargs, needle", [
     ({"attention_mechanism": "within-relation"}, "calls softmax once per relation"),
     ({"mod": "additive"}, "mod='additive'"),
+    ({"mod": "f-additive"}, "mod='f-additive'"),
     ({"aggr": "mean"}, "aggr='mean'"),
 ])
 def test_rgat_options_that_are_not_exact_are_refused(kwargs, needle):
@@ -108,3 +110,20 @@ def test_rgcn_runs_pyg_code_on_a_tensor_edge_index(part):
 def test_pyg_forward_names_a_missing_global():
     with pytest.raises(RuntimeError, match="RGCNConv.forward does not read no_such_name"):
         pyg_forward(RGCNConv, no_such_name=None)
+
+
+def test_in_degree_count_accepts_only_counting_in_edges():
+    """RGATConv's scaled mods count in-edges with scatter(ones, index) inside message; over a
+    block the engine returns the node's whole in-degree, and refuses any other scatter."""
+    count = InDegreeCount("RGATConv", torch.tensor([2, 0, 1]))
+    index = torch.tensor([0, 0, 2])
+    ones = torch.ones(3, dtype=torch.float64)
+    got = count(ones, index, dim_size=3, reduce="sum")
+    assert got.dtype == torch.float64 and torch.equal(got, torch.tensor([2.0, 0.0, 1.0],
+                                                                         dtype=torch.float64))
+    for args, kwargs in [((ones * 2, index), {"dim_size": 3}),
+                         ((ones, index), {"dim_size": 3, "reduce": "mean"}),
+                         ((ones, index), {"dim_size": 4}),
+                         ((ones.view(3, 1), index), {"dim_size": 3})]:
+        with pytest.raises(RuntimeError, match="calls scatter other than to count"):
+            count(*args, **kwargs)
