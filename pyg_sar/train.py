@@ -103,6 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reference", action="store_true",
                    help="train the plain, unconverted PyG model on the whole graph in this one "
                         "process instead (the single-process baseline)")
+    from pyg_sar.sampling.train_loop import add_arguments
+    add_arguments(p)  # --sampler, --fanout, --batch-size, --bulk, ... (minibatch training)
     return p
 
 
@@ -225,6 +227,12 @@ def run(args: argparse.Namespace) -> dict:
     ctx = pyg_sar.init(backend=args.backend)
     part = _load(args, ctx)
     dtype = DTYPES[args.dtype]
+    if args.sampler is not None:  # minibatch training: pyg_sar.sampling.train_loop
+        from pyg_sar.sampling.train_loop import run_minibatch
+        metrics = run_minibatch(args, ctx, part, build_model, dtype)
+        if ctx.rank == 0 and args.metrics:
+            _write_json(Path(args.metrics), metrics)
+        return metrics
     num_classes = int(part.meta.get("num_classes") or int(part.y.max()) + 1)
     torch.manual_seed(args.seed)  # identical initial parameters on every rank
     model = build_model(args, part.x.shape[1], num_classes).to(dtype)
