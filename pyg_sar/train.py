@@ -331,16 +331,16 @@ def _write_json(path: Path, obj: dict) -> None:
 
 def _interrupted(args: argparse.Namespace, epoch: Optional[int]) -> str:
     """The one line rank 0 prints after Ctrl-C: where training stopped and what is saved."""
-    where = f"at epoch {epoch}" if epoch is not None else "before training started"
+    head = "pyg_sar.train: interrupted" + (f" at epoch {epoch}" if epoch is not None else "")
     if not args.checkpoint:
-        return f"pyg_sar.train: interrupted {where} (no --checkpoint: nothing saved)"
+        return f"{head} (no --checkpoint: nothing saved)"
     from pyg_sar.checkpoint import read_latest
     try:
         saved = read_latest(args.checkpoint)["epoch"]
     except (OSError, ValueError):  # nothing committed yet
-        return f"pyg_sar.train: interrupted {where}; no checkpoint was saved yet"
-    return (f"pyg_sar.train: interrupted {where}; checkpoint {args.checkpoint} is intact "
-            f"(epoch {saved}): continue with --resume")
+        return f"{head}; no checkpoint was saved yet"
+    return (f"{head}; checkpoint {args.checkpoint} is intact (epoch {saved}): continue with "
+            f"--resume")
 
 
 def main(argv: Optional[list[str]] = None) -> int:

@@ -140,3 +140,12 @@ def test_interrupting_one_rank_stops_the_job_promptly_and_quietly(tmp_path):
     assert proc.returncode == 130, err
     _check_one_line(err, ck)
     assert "timed out" not in err
+
+
+def test_interrupt_line_says_what_is_saved(tmp_path):
+    from pyg_sar.train import _interrupted, parse_args
+    assert _interrupted(parse_args([]), None) == \
+        "pyg_sar.train: interrupted (no --checkpoint: nothing saved)"
+    ck = tmp_path / "ck"
+    assert _interrupted(parse_args(["--checkpoint", str(ck)]), 3) == \
+        "pyg_sar.train: interrupted at epoch 3; no checkpoint was saved yet"
