@@ -18,6 +18,10 @@ their timeout, and if the process has not ended ``grace`` seconds later it is en
 status 1. A failing process skips MPI finalisation and process-group teardown at exit (both
 can block on a dead peer). Timeouts are generous and heartbeats come from a thread, so a
 rank that is merely slow (an oversubscribed host) is never declared dead.
+
+An interrupt (Ctrl-C, :func:`report_interrupt`) travels the same way but quietly: no rank
+prints it, the others' waits raise :class:`PeerInterrupted` (a ``KeyboardInterrupt``), and
+the process exits with status 130.
 """
 from __future__ import annotations
 
