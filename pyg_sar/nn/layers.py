@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
+import torch_geometric
 from torch import Tensor
 from torch_geometric.nn import aggr as pyg_aggr
 from torch_geometric.nn.conv import MessagePassing
@@ -96,6 +97,14 @@ def _unconverted(cls: type) -> type:
 def _adapter(layer: MessagePassing, name: str, trusted: tuple[type, ...]) -> registry.Adapter:
     cls = _unconverted(type(layer))
     base, adapter, overridden = registry.verified_adapter(cls)
+    if adapter is not None and not issubclass(cls, trusted):
+        version = torch_geometric.__version__
+        if not registry.pyg_version_supported(version):
+            low, high = registry.PYG_RANGE
+            raise UnsupportedLayerError(
+                f"{name}: pyg_sar verified {base.__name__} with torch_geometric >= {low}, "
+                f"< {high}, not {version}; list the class in SARConfig(trusted_layers=...) "
+                f"to run it anyway")
     if adapter is not None:
         if overridden and not issubclass(cls, trusted):
             raise UnsupportedLayerError(

@@ -16,6 +16,7 @@ are accepted by a conservative static rule (:func:`static_rule_violation`), or w
 """
 from __future__ import annotations
 
+import re
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,9 +25,22 @@ from typing import Optional
 import torch_geometric.nn.conv as pyg_conv
 from torch_geometric.nn.conv import MessagePassing
 
-from pyg_sar.nn import families, forwards
+from pyg_sar.nn import families, forwards, laplacian
 from pyg_sar.nn.families import Prepare
 from pyg_sar.nn.sage import sage_forward
+
+# The torch_geometric releases the table was verified against (the zoo test runs on the one
+# installed; pyproject.toml declares the same range). Outside it, PyG classes are refused:
+# their forward or message may have changed.
+PYG_RANGE = ("2.8", "2.9")  # >= first, < second
+
+
+def pyg_version_supported(version: str) -> bool:
+    """Whether torch_geometric ``version`` lies in :data:`PYG_RANGE`."""
+    def key(v: str) -> tuple[int, ...]:
+        return tuple(int(p) for p in re.findall(r"\d+", v)[:3])
+    return key(PYG_RANGE[0]) <= key(version) < key(PYG_RANGE[1])
+
 
 # What a layer's message computes, as far as the engine needs to know.
 MESSAGE = "message"  # the layer's own message, block by block
@@ -129,6 +143,12 @@ VERIFIED: dict[type, Adapter] = {
     _C.SimpleConv: Adapter("added_self_loops",
                            families.added_self_loops("combine_root", "edge_weight"),
                            linear_weight="edge_weight"),
+    # Scaled Laplacian (out-degrees summed by the ranks storing a node's out-edges, a global
+    # lambda_max): ChebConv's own __norm__ replaced, the rest of its forward PyG's.
+    _C.ChebConv: Adapter("scaled_laplacian", families.self_loops(True), linear_weight="norm",
+                         methods=(("__norm__", laplacian.cheb_norm),)),
+    # Normalised by the weighted in-degree, graph[1] (local).
+    _C.WLConvContinuous: Adapter("degree(edge_index[1])", linear_weight="edge_weight"),
     # Layers that index edge_index in forward: a DistGraph runs exactly the edge_index
     # operations that are exact on a partition (graph[:, mask], graph[1]; pyg_sar.graph).
     _C.RGCNConv: Adapter("masked_edge_index", linear_weight="", forward=forwards.pyg_forward(
