@@ -22,6 +22,17 @@ import os, select, signal, socket, sys, time
 fd, seconds, pid, rank, size, local, key = (int(sys.argv[1]), float(sys.argv[2]),
     int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), sys.argv[7])
 name = lambda r: "\0pyg_sar-mpi-init-%s-%d" % (key, r)
+def listed():  # the ranks whose guard holds its marker now (no connection needed)
+    found, prefix = set(), "@" + name(0)[1:-1]
+    try:
+        with open("/proc/net/unix") as f:
+            for line in f:
+                path = line.split()[-1]
+                if path.startswith(prefix) and path[len(prefix):].isdigit():
+                    found.add(int(path[len(prefix):]))
+    except OSError:
+        pass
+    return found
 marker = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 try:
     marker.bind(name(rank)); marker.listen(64)
@@ -34,6 +45,7 @@ if not ready:
         probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             probe.connect(name(r)); waiting.append(r)
+            probe.sendall(b"%d\n" % rank)  # tells guard r that this one has looked
         except OSError:
             pass
         finally:
@@ -48,7 +60,21 @@ if not ready:
     sys.stderr.write(sys.argv[8] + ": " + who + "\n")
     sys.stderr.flush()
     os.kill(pid, signal.SIGKILL)
-    time.sleep(1.0)  # keep the marker while the other ranks' guards look for it
+    # Keep the marker until every other waiting guard has looked at it (a guard that fires
+    # looks first) or is gone (its rank ended): none of them may count this rank as missing.
+    # The deadline is a hang detector only.
+    others, deadline = set(waiting) - {rank}, time.monotonic() + 60
+    if marker is not None:
+        marker.settimeout(0.05)
+    while marker is not None and others and time.monotonic() < deadline:
+        try:
+            conn, _ = marker.accept()
+            with conn:
+                conn.settimeout(1.0)
+                others.discard(int(conn.recv(16) or b"-1"))
+        except (OSError, ValueError):
+            pass
+        others &= listed()
 """
 
 

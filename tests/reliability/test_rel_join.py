@@ -107,7 +107,7 @@ def test_torchrun_names_the_rank_that_never_joins(tmp_path):
 def test_separate_processes_name_the_missing_rank(tmp_path, late, needle):
     port = str(_free_port())
     present = 1 - late  # the late rank is never started
-    out = _run([sys.executable, JOB, str(late), str(TIMEOUT), str(tmp_path / "unused")],
+    out = _run([sys.executable, JOB, str(late), str(TIMEOUT), str(tmp_path / "release")],
                _env(RANK=str(present), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
                     MASTER_PORT=port, LOCAL_RANK=str(present)))
     errors = _errors(out)
