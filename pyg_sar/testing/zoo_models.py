@@ -121,7 +121,8 @@ def _infomax_model() -> DeepGraphInfomax:
 
 def _pna(graph: GraphInfo) -> PNA:
     return PNA(IN, HIDDEN, num_layers=2, out_channels=OUT, aggregators=["mean", "max", "std"],
-               scalers=["identity", "amplification"], deg=graph.deg_histogram)
+               scalers=["identity", "amplification"], deg=graph.deg_histogram,
+               edge_dim=EDGE_DIM)
 
 
 def _model_recipes() -> list[Recipe]:
@@ -143,7 +144,8 @@ def _model_recipes() -> list[Recipe]:
         b(GAT, "", "heads=2"),
         b(GAT, "v2_edge", "v2, heads=2, edge_dim", _with_attr, v2=True, heads=2,
           edge_dim=EDGE_DIM),
-        m(PNA, _pna, _with_attr, "mean/max/std, identity/amplification", needs_graph=True),
+        m(PNA, _pna, _with_attr, "mean/max/std, identity/amplification, edge_dim",
+          needs_graph=True),
         b(EdgeCNN, "", "max (default)"),
         m(MLP, lambda: MLP([IN, HIDDEN, OUT], norm="batch_norm"), lambda m, d: m(d.x),
           "batch_norm (no graph)"),
@@ -181,7 +183,7 @@ def _model_recipes() -> list[Recipe]:
                          torch.zeros(d.num_nodes, dtype=torch.long)),
           "one graph (graph-level readout)"),
         m(SGFormer, lambda: SGFormer(IN, HIDDEN, OUT, trans_dropout=0.0, gnn_dropout=0.0),
-          _with_batch, "one graph, global attention"),
+          _with_batch, "one graph, global attention (PyG's SGFormer fails in float64)"),
         m(Polynormer, lambda: Polynormer(IN, HIDDEN, OUT, local_layers=2, global_layers=1,
                                          in_dropout=0.0, dropout=0.0, global_dropout=0.0),
           _with_batch, "one graph, global attention"),

@@ -161,8 +161,8 @@ class Oracle:
         out = _run_model(recipe, model, inputs)
         gen = torch.Generator().manual_seed(3)
         self.weight = torch.randn(out.shape, generator=gen, dtype=torch.float64)
+        self.out = out.detach().clone()  # reversible models free their outputs in backward
         _backward(out, self.weight)
-        self.out = out.detach()
         self.input_grads = {k: getattr(inputs, k).grad for k in NODE_INPUTS + EDGE_INPUTS}
         self.param_grads = {n: p.grad for n, p in model.named_parameters()}
 
@@ -244,7 +244,7 @@ def run_cell(ctx, part, recipe: Recipe, pristine: torch.nn.Module, mode: str,
         converted = pyg_sar.convert(model, pyg_sar.SARConfig(mode=mode))
     except pyg_sar.UnsupportedLayerError as exc:
         cell = {"status": "refused", "message": str(exc),
-                "names_class": _names_class(str(exc), recipe.refusal_names())}
+                "names_class": _names_class(str(exc), recipe.refusal_names(pristine))}
     except Exception as exc:  # noqa: BLE001 - every failure is a result
         cell = {"status": "crash", "stage": "convert", "error": _error(exc)}
     else:
@@ -264,6 +264,7 @@ def run_cell(ctx, part, recipe: Recipe, pristine: torch.nn.Module, mode: str,
     stage = "forward"
     try:
         out = _run_model(recipe, model, inputs)
+        out_value = out.detach().clone()
         stage = "backward"
         weight = oracle.weight[part.node_ids]
         if weight.shape == out.shape:  # else compare() reports the shape
@@ -275,7 +276,10 @@ def run_cell(ctx, part, recipe: Recipe, pristine: torch.nn.Module, mode: str,
         if ctx.world_size > 1:
             raise CellCrash(cell) from exc
         return cell
-    result = compare(oracle, out.detach(), inputs, model, part)
+    try:
+        result = compare(oracle, out_value, inputs, model, part)
+    except Exception as exc:  # noqa: BLE001 - local only: no rank waits on this one
+        return {"status": "crash", "stage": "compare", "error": _error(exc)}
     return {"status": "ran", **result}
 
 

@@ -20,7 +20,7 @@ import importlib.util
 import sys
 import types
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Optional
 from unittest import mock
 
@@ -154,26 +154,32 @@ class Recipe:
         requires: the optional package plain PyG needs to build/run the class, when missing
             here the class is built with that check bypassed.
         table: ``"conv"`` (a class of ``torch_geometric.nn.conv``) or ``"model"``.
+        needs_graph: ``build`` takes the :class:`GraphInfo` of the whole graph.
     """
 
     name: str
     cls: type
-    build: Callable[[], torch.nn.Module]
+    build: Callable[..., torch.nn.Module]
     call: Call
     options: str = ""
     train: bool = True
     requires: Optional[str] = None
     table: str = "conv"
-    names: tuple[str, ...] = field(default=())
     needs_graph: bool = False
 
     def make(self, graph: GraphInfo) -> torch.nn.Module:
         """A fresh module of this recipe."""
         return self.build(graph) if self.needs_graph else self.build()
 
-    def refusal_names(self) -> tuple[str, ...]:
-        """Class names of which a refusal message must name at least one."""
-        return self.names or (self.cls.__name__,)
+    def refusal_names(self, module: torch.nn.Module) -> tuple[str, ...]:
+        """Class names of which a refusal of ``module`` must name at least one: the class
+        under test for a layer; for a model, the model's class or that of any PyG module in
+        it (the refusal names the layer that cannot run, e.g. ``GraphNorm`` inside ``GCN``)."""
+        names: tuple[str, ...] = (self.cls.__name__,)
+        if self.table == "model":
+            names += tuple(sorted({type(m).__name__ for m in module.modules()
+                                   if type(m).__module__.startswith("torch_geometric.")}))
+        return names
 
 
 # ---- calls ---------------------------------------------------------------------------------
@@ -250,6 +256,7 @@ def _without_check(package: str) -> Iterator[None]:
 
 
 _AVAILABLE = {
+    "torch-sparse": lambda: bool(torch_geometric.typing.WITH_TORCH_SPARSE),
     "pyg-lib": lambda: bool(torch_geometric.typing.WITH_KNN),
     "pylibcugraphops": lambda: _has("pylibcugraphops"),
     "dgNN": lambda: _has("dgNN"),
@@ -322,16 +329,16 @@ class UserDegreeConv(MessagePassing):
         self.lin = Linear(in_channels, out_channels)
 
     def forward(self, x, edge_index):
-        deg = degree(edge_index[1], x.size(0), dtype=x.dtype)
+        deg = degree(edge_index[1], x.size(0), dtype=x.dtype).view(-1, 1)
         return self.propagate(edge_index, x=self.lin(x), deg=deg)
 
     def message(self, x_j, deg_j):
-        return x_j / (deg_j.view(-1, 1) + 1)
+        return x_j / (deg_j + 1)
 
 
 # ---- the conv table -----------------------------------------------------------------------
 
-def _r(cls: type, build: Callable[[], torch.nn.Module], call: Call = _x, options: str = "",
+def _r(cls: type, build: Callable[..., torch.nn.Module], call: Call = _x, options: str = "",
        suffix: str = "", **kw) -> Recipe:
     name = f"{cls.__name__}[{suffix}]" if suffix else cls.__name__
     return Recipe(name=name, cls=cls, build=build, call=call, options=options, **kw)
@@ -342,7 +349,7 @@ def _conv_recipes() -> list[Recipe]:
     out = [
         # User subclasses of MessagePassing stand for the base class.
         r(UserWeightedSumConv, lambda: UserWeightedSumConv(IN, OUT), _xw,
-          "user layer: linear message x_j * w, sum", names=("UserWeightedSumConv",)),
+          "user layer: linear message x_j * w, sum"),
         r(UserSoftmaxConv, lambda: UserSoftmaxConv(IN, OUT), _x,
           "user layer: softmax(alpha, index, ptr, size_i) in message"),
         r(UserSelfLoopConv, lambda: UserSelfLoopConv(IN, OUT), _x,
@@ -404,7 +411,7 @@ def _conv_recipes() -> list[Recipe]:
         r(GATConv, lambda: GATConv(IN, OUT, heads=HEADS, add_self_loops=False, residual=True),
           _x, "heads=2, add_self_loops=False, residual", "no_loops"),
         r(CuGraphGATConv, _needs("pylibcugraphops", lambda: CuGraphGATConv(IN, OUT, HEADS)),
-          _x, "heads=2", requires="pylibcugraphops"),
+          lambda m, d: m(d.x, d.edge_index, None), "heads=2", requires="pylibcugraphops"),
         r(FusedGATConv, _needs("dgNN", lambda: FusedGATConv(IN, OUT, HEADS,
                                                             add_self_loops=False)),
           lambda m, d: m(d.x, *FusedGATConv.to_graph_format(d.edge_index,
@@ -465,6 +472,10 @@ def _conv_recipes() -> list[Recipe]:
         "mod_f_additive": ({"mod": "f-additive"}, "heads=2, mod=f-additive"),
         "multiplicative_scaled": ({"attention_mode": "multiplicative-self-attention",
                                    "mod": "scaled"}, "heads=2, multiplicative, mod=scaled"),
+        "within_multiplicative_f_scaled": (
+            {"attention_mechanism": "within-relation", "mod": "f-scaled",
+             "attention_mode": "multiplicative-self-attention"},
+            "heads=2, within-relation, multiplicative, mod=f-scaled"),
         "bases_concat": ({"num_bases": 2, "concat": False}, "heads=2, num_bases=2, concat=False"),
     }
     for suffix, (kw, text) in rgat.items():
@@ -484,8 +495,8 @@ def _conv_recipes() -> list[Recipe]:
           lambda m, d: m(d.x.view(-1, 2, IN // 2), d.edge_index, d.edge_weight),
           "channels=3, 2 layers of history, edge_weight"),
         r(DNAConv, lambda: DNAConv(IN // 2, heads=3, groups=3, normalize=False),
-          lambda m, d: m(d.x.view(-1, 2, IN // 2), d.edge_index),
-          "channels=3, heads=3, groups=3, normalize=False", "no_norm"),
+          lambda m, d: m(d.x.view(-1, 2, IN // 2), d.edge_index, d.edge_weight),
+          "channels=3, heads=3, groups=3, normalize=False, edge_weight", "no_norm"),
         r(PointNetConv, lambda: PointNetConv(Linear(IN + POS_DIM, OUT), Linear(OUT, OUT)),
           _x_pos, "local_nn, global_nn"),
         r(PointNetConv, lambda: PointNetConv(Linear(IN + POS_DIM, OUT), add_self_loops=False),
@@ -529,9 +540,8 @@ def _conv_recipes() -> list[Recipe]:
         r(PNAConv, lambda g: _pna(g, simple=True), _x, "mean/max, identity", "simple",
           needs_graph=True),
         r(ClusterGCNConv, lambda: ClusterGCNConv(IN, OUT), _x, "default"),
-        r(ClusterGCNConv, lambda: ClusterGCNConv(IN, OUT, diag_lambda=0.1,
-                                                 add_self_loops=False), _x,
-          "diag_lambda=0.1, add_self_loops=False", "diag"),
+        r(ClusterGCNConv, lambda: ClusterGCNConv(IN, OUT, diag_lambda=0.1), _x,
+          "diag_lambda=0.1", "diag"),
         r(GENConv, lambda: GENConv(IN, OUT, learn_t=True, edge_dim=EDGE_DIM), _xa,
           "softmax, learn_t, edge_dim"),
         r(GENConv, lambda: GENConv(IN, OUT, aggr="mean", msg_norm=True, num_layers=2), _x,
@@ -546,7 +556,7 @@ def _conv_recipes() -> list[Recipe]:
         r(GCN2Conv, lambda: GCN2Conv(IN, alpha=0.1, normalize=False), _x_x0_w,
           "normalize=False, edge_weight", "no_norm"),
         r(PANConv, lambda: PANConv(IN, OUT, filter_size=2), lambda m, d: _x(m, d)[0],
-          "filter_size=2"),
+          "filter_size=2", requires="torch-sparse"),
         r(WLConv, lambda: WLConv(), lambda m, d: m(d.node_type, d.edge_index),
           "node types as colours"),
         r(WLConvContinuous, lambda: WLConvContinuous(), _xw, "edge_weight"),

@@ -45,7 +45,7 @@ def _outcome(rec: dict, results: dict) -> str:
 def _options(rec: dict) -> str:
     text = rec["options"]
     if rec["requires"] and not rec["requires_available"]:
-        text += f" (built without {rec['requires']}, which PyG needs to run it)"
+        text += f" (PyG needs {rec['requires']}, not installed here)"
     return _cell_text(text)
 
 
@@ -130,6 +130,15 @@ def status_markdown(results: dict, command: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
+def merge_results(old: dict, new: dict) -> dict:
+    """``old`` with the recipes of ``new`` replaced (in ``old``'s order; new ones appended)."""
+    fresh = {rec["name"]: rec for rec in new["recipes"]}
+    recipes = [fresh.pop(rec["name"], rec) for rec in old["recipes"]] + list(fresh.values())
+    launches = {p: f"{old['launches'].get(p)} + {n}" for p, n in new["launches"].items()}
+    return {**old, "versions": new["versions"], "recipes": recipes, "launches": launches,
+            "seconds": f"{old['seconds']} + {new['seconds']}"}
+
+
 def _write_text(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text, encoding="utf-8")
@@ -147,13 +156,22 @@ def main(argv: Optional[list[str]] = None) -> int:
                         default=Path(__file__).resolve().parents[2] / "README.md")
     parser.add_argument("--status", type=Path, help="write the per-cell status page here")
     parser.add_argument("--print", action="store_true", help="print the README table")
+    parser.add_argument("--names", help="run only these recipes (comma-separated names)")
+    parser.add_argument("--merge", action="store_true",
+                        help="with --names and --out: replace those recipes in the results "
+                             "already in --out, keep the others")
     args = parser.parse_args(argv)
+    if args.merge and (args.names is None or args.out is None or not args.out.exists()):
+        parser.error("--merge needs --names and an existing --out file")
 
     if args.results is not None:
         results = json.loads(args.results.read_text(encoding="utf-8"))
     else:
+        names = args.names.split(",") if args.names else None
         with tempfile.TemporaryDirectory(prefix="pyg_sar_zoo_") as work:
-            results = run_zoo(work)
+            results = run_zoo(work, names=names)
+        if args.merge:
+            results = merge_results(json.loads(args.out.read_text(encoding="utf-8")), results)
     if args.out is not None:
         write_results(results, args.out)
     table = readme_table(results)
