@@ -43,6 +43,8 @@ from pyg_sar.distributed import witness as witness_process
 HEARTBEAT_S = 2.0
 DEAD_AFTER_S = 45.0
 GRACE_S = 10.0
+DIAGNOSIS_S = 30.0  # hang detector: after a broken connection, the news of why comes at once
+TIMEOUT_DIAGNOSIS_S = 3.0  # after a timeout, which live peers cause too
 
 
 class PeerFailure(RuntimeError):
@@ -110,15 +112,25 @@ def check_peers() -> None:
         raise (PeerInterrupted if dog.interrupted else PeerFailure)(dog.failure)
 
 
-def wait_for_diagnosis(seconds: float = 3.0) -> Optional[str]:
-    """After a communication error, give the watchdog ``seconds`` to name the failed rank."""
+def wait_for_diagnosis(seconds: Optional[float] = None) -> Optional[str]:
+    """After a communication error, wait for the watchdog to name the failed rank.
+
+    Call it while handling the error (in its ``except`` block). A broken connection means a
+    peer ended, which the watchdog learns of through its own connection (closed, or a relayed
+    failure), so the wait ends on that news; :data:`DIAGNOSIS_S` bounds it as a hang detector.
+    A timeout can happen with every peer alive: then it waits :data:`TIMEOUT_DIAGNOSIS_S` only.
+    """
     dog = _ACTIVE
     if dog is None:
         return None
+    if seconds is None:
+        error = sys.exc_info()[1]
+        timed_out = error is None or "imed out" in str(error)
+        seconds = TIMEOUT_DIAGNOSIS_S if timed_out else DIAGNOSIS_S
     deadline = time.monotonic() + seconds
     while dog.failure is None and time.monotonic() < deadline:
         time.sleep(0.02)
-    return dog.failure if dog.failed_rank != dog.rank else None
+    return dog.failure if dog.failure is not None and dog.failed_rank != dog.rank else None
 
 
 def report_failure(exc: BaseException) -> None:

@@ -100,9 +100,26 @@ def _push(token: str, record: dict) -> None:
         pass
 
 
+def _first_line(sock: socket.socket) -> dict:
+    """The JSON line a connection starts with (sent right after connecting), read to its end
+    and no further; ``{}`` if there is none."""
+    sock.settimeout(5.0)
+    data = b""
+    try:
+        while not data.endswith(b"\n"):
+            byte = sock.recv(1)
+            if not byte:
+                break
+            data += byte
+        msg = json.loads(data)
+    except (OSError, ValueError):
+        return {}
+    return msg if isinstance(msg, dict) else {}
+
+
 class _Conn:
     def __init__(self, sock: socket.socket) -> None:
-        self.sock, self.buf, self.rank = sock, b"", None
+        self.sock, self.rank = sock, None
 
 
 class _Witness:
@@ -110,7 +127,7 @@ class _Witness:
     detector) may be set in the first message; with ``trace``, each rank's end it sees is
     written to stdout as ``witness R: rank X ended`` (for tests that must order events)."""
 
-    def __init__(self, hello: dict, rest: bytes) -> None:
+    def __init__(self, hello: dict, rest: bytes, stdin: int = 0) -> None:
         self.rank = int(hello["rank"])
         self.cleanup_s = float(hello.get("cleanup_s", CLEANUP_S))
         self.wait_s = float(hello.get("wait_s", WAIT_S))
@@ -121,8 +138,9 @@ class _Witness:
         self.listener.setblocking(False)
         self.poll = select.epoll()
         self.poll.register(self.listener.fileno(), select.EPOLLIN)
-        os.set_blocking(0, False)
-        self.poll.register(0, select.EPOLLIN)
+        self.stdin = stdin
+        os.set_blocking(stdin, False)
+        self.poll.register(stdin, select.EPOLLIN)
         self.stdin_buf, self.stdin_open = rest, True
         self.conns: dict[int, _Conn] = {}
         self.ended: list[tuple[int, float]] = []  # (rank, when seen), in the kernel's order
@@ -132,7 +150,7 @@ class _Witness:
     # ------------------------------------------------------------------------- events
     def _step(self, timeout: float) -> None:
         for fd, _ in self.poll.poll(timeout):
-            if fd == 0:
+            if fd == self.stdin:
                 self._read_stdin()
             elif fd == self.listener.fileno():
                 self._accept()
@@ -142,14 +160,14 @@ class _Witness:
     def _read_stdin(self) -> None:
         while self.stdin_open:
             try:
-                data = os.read(0, 65536)
+                data = os.read(self.stdin, 65536)
             except BlockingIOError:
                 return
             except OSError:
                 data = b""
             if not data:
                 self.stdin_open = False
-                self.poll.unregister(0)
+                self.poll.unregister(self.stdin)
                 data = b"\n"
             msgs, self.stdin_buf = _lines(self.stdin_buf + data)
             for msg in msgs:
@@ -159,19 +177,32 @@ class _Witness:
         while True:
             try:
                 sock, _ = self.listener.accept()
-            except (BlockingIOError, InterruptedError):
+            except OSError:  # BlockingIOError: none left
                 return
-            except OSError:
-                return
-            sock.setblocking(False)
-            conn = _Conn(sock)
-            self.conns[sock.fileno()] = conn
-            # Edge-triggered: a link's end joins the ready list when it happens, behind the
-            # ends that happened before it (level-triggered could leave a link queued early).
-            self.poll.register(sock, select.EPOLLIN | select.EPOLLRDHUP | select.EPOLLET)
-            self._read_conn(conn)
+            msg = _first_line(sock)
+            if isinstance(msg.get("record"), dict):  # a witness says how its rank ended
+                self.records[int(msg["record"].get("from", -1))] = msg["record"]
+                sock.close()
+            elif "link" in msg:
+                conn = _Conn(sock)
+                conn.rank = int(msg["link"])
+                self.witnesses[conn.rank] = msg.get("witness")
+                # Registered with nothing left to read, edge-triggered: the link joins the
+                # ready list only when it closes, behind the ends that happened before. (Were
+                # it registered readable, it would sit on the list from that moment on.) Then
+                # the rank learns it is registered: it cannot end before.
+                sock.setblocking(False)
+                self.conns[sock.fileno()] = conn
+                self.poll.register(sock, select.EPOLLIN | select.EPOLLRDHUP | select.EPOLLET)
+                try:
+                    sock.sendall(b"ok\n")
+                except OSError:
+                    pass
+            else:
+                sock.close()
 
     def _read_conn(self, conn: _Conn) -> None:
+        """A link is silent after its first line: anything it reports is its end."""
         while True:
             try:
                 data = conn.sock.recv(65536)
@@ -182,18 +213,6 @@ class _Witness:
             if not data:
                 self._close_conn(conn)
                 return
-            msgs, conn.buf = _lines(conn.buf + data)
-            for msg in msgs:
-                if "link" in msg and conn.rank is None:
-                    conn.rank = int(msg["link"])
-                    self.witnesses[conn.rank] = msg.get("witness")
-                    try:
-                        conn.sock.sendall(b"ok\n")
-                    except OSError:
-                        pass
-                elif isinstance(msg.get("record"), dict):
-                    record = msg["record"]
-                    self.records[int(record.get("from", -1))] = record
 
     def _close_conn(self, conn: _Conn) -> None:
         if conn.rank is not None:

@@ -14,6 +14,7 @@ import json
 import os
 import select
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -84,6 +85,38 @@ def test_order_is_the_kernels_not_the_witnesses():
         for r in (2, 0, 1):
             os.kill(ws[r].process.pid, signal.SIGCONT)
     _check_rank_1_named([_said(w) for w in ws])
+
+
+def test_a_link_is_ordered_by_its_end_not_by_when_it_was_registered():
+    """In process, no scheduling involved: rank 2 links before rank 1, both are registered,
+    then rank 1 ends before rank 2. A link registered while its first line was still unread
+    would sit on epoll's ready list from then on and be seen to end first."""
+    from pyg_sar.distributed import witness as process
+    token = os.urandom(8).hex()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(process.address(token))
+    listener.listen(8)
+    read_end, write_end = os.pipe()
+    links = {}
+    try:
+        witness = process._Witness({"rank": 0, "listen_fd": listener.detach()}, b"",
+                                   stdin=read_end)
+        for rank in (2, 1):
+            links[rank] = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            links[rank].connect(process.address(token))
+            links[rank].sendall(json.dumps({"link": rank, "witness": None}).encode() + b"\n")
+        witness._accept()  # both first lines are there: both registered
+        assert sorted(witness.witnesses) == [1, 2]
+        links.pop(1).close()
+        links.pop(2).close()
+        while len(witness.ended) < 2:
+            witness._step(HANG_S)
+        assert [rank for rank, _ in witness.ended] == [1, 2]
+    finally:
+        for sock in links.values():
+            sock.close()
+        os.close(read_end)
+        os.close(write_end)
 
 
 def test_raising_rank_is_named_with_its_error():
