@@ -13,7 +13,7 @@ from torch import Tensor
 from torch_geometric.nn.conv import MessagePassing
 
 from pyg_sar.config import SARConfig
-from pyg_sar.core.combine import SoftmaxRule, make_rule
+from pyg_sar.core.combine import GroupedSoftmaxRule, SoftmaxRule, make_rule
 from pyg_sar.core.halo import halo_offsets, with_halo
 from pyg_sar.core.sar import LinearMessage, Propagation, sar_propagate
 from pyg_sar.core.views import GraphView, ViewBlock
@@ -161,9 +161,12 @@ def dist_propagate(layer: MessagePassing, graph: DistGraph, size, kwargs: dict) 
                              f"needs aggr='add' (got {spec.aggr!r})")
         in_degree = (view.in_degree if option(layer, spec.adapter.degree_in_message)
                      else None)
+        groups = (None if spec.adapter.softmax_groups is None
+                  else spec.adapter.softmax_groups(layer))
         program = capture = SoftmaxInMessageProgram(program, layer,
-                                                    spec.adapter.softmax_helpers, in_degree)
-        rule = SoftmaxRule()
+                                                    spec.adapter.softmax_helpers, in_degree,
+                                                    groups)
+        rule = SoftmaxRule() if groups is None else GroupedSoftmaxRule(groups[1])
     elif spec.aggr == "softmax_aggr":
         program, rule = SoftmaxAggregationProgram(program, layer.aggr_module), SoftmaxRule(
             semi_grad=layer.aggr_module.semi_grad and not layer.aggr_module.learn)

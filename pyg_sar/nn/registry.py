@@ -71,6 +71,9 @@ class Adapter:
             ``softmax_helpers`` names methods of the class that ``message`` calls for it.
         degree_in_message: with ``softmax_in_message``, ``message`` also counts a node's
             in-edges with ``scatter(ones, index, ...)``; it gets the in-degree instead.
+        softmax_groups: with ``softmax_in_message``, returns for a layer ``(edge argument,
+            number of groups)`` when its message normalises per (node, group), calling
+            softmax once per group in group order (``None``: per node).
         methods: other methods of the converted class, ``(name, function)`` pairs (e.g.
             SuperGATConv's ``get_attention_loss``, refused over a DistGraph).
     """
@@ -84,6 +87,7 @@ class Adapter:
     softmax_in_message: families.Option = False
     softmax_helpers: tuple[str, ...] = ()
     degree_in_message: families.Option = False
+    softmax_groups: Optional[Callable[[MessagePassing], Optional[tuple[str, int]]]] = None
     methods: tuple[tuple[str, Callable], ...] = ()
 
 
@@ -160,7 +164,9 @@ VERIFIED: dict[type, Adapter] = {
     _C.FAConv: Adapter("gcn_norm", families.gcn_norm("normalize", "add_self_loops"),
                        forward=forwards.without_attention_weights()),
     _C.RGATConv: Adapter("softmax_in_message", softmax_in_message=True,
-                         degree_in_message=True,
+                         degree_in_message=True, softmax_groups=lambda layer: (
+                             ("edge_type", layer.num_relations)
+                             if layer.attention_mechanism == "within-relation" else None),
                          forward=forwards.without_attention_weights("_alpha"),
                          refuse=lambda layer: _rgat_refusal(layer)),
     _C.SuperGATConv: Adapter(
@@ -179,9 +185,6 @@ def _rgat_refusal(layer: MessagePassing) -> Optional[str]:
     if layer.aggr != "add":
         return (f"RGATConv(aggr={layer.aggr!r}): its attention softmax is combined across "
                 f"blocks only for aggr='add'")
-    if layer.attention_mechanism != "across-relation":
-        return ("RGATConv(attention_mechanism='within-relation') calls softmax once per "
-                "relation inside message, which pyg_sar cannot combine across blocks")
     if layer.mod in ("additive", "f-additive"):
         return (f"RGATConv(mod={layer.mod!r}) adds to each message a term outside the "
                 f"attention softmax (alpha * v + w * v, or alpha + 1), which the online "

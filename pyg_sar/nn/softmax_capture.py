@@ -28,19 +28,20 @@ from pyg_sar.core.views import ViewBlock
 class SoftmaxCapture:
     """Stands in for ``torch_geometric.utils.softmax`` during one block's messages."""
 
-    def __init__(self, layer_name: str) -> None:
-        self.layer_name = layer_name
-        self.scores: Optional[Tensor] = None
+    def __init__(self, layer_name: str, calls: int = 1) -> None:
+        self.layer_name, self.calls = layer_name, calls
+        self.recorded: list[Tensor] = []  # the scores of each call
 
     def __call__(self, src: Tensor, index: Optional[Tensor] = None, ptr=None,
                  num_nodes: Optional[int] = None, dim: int = 0) -> Tensor:
         if dim != 0:
             raise RuntimeError(f"pyg_sar: {self.layer_name}.message normalises over dim={dim}; "
                                f"only the edge dimension (0) is supported")
-        if self.scores is not None:
+        if len(self.recorded) == self.calls:
             raise RuntimeError(f"pyg_sar: {self.layer_name}.message calls softmax more than "
-                               f"once per block, which pyg_sar cannot combine across blocks")
-        self.scores = src
+                               f"{self.calls} time(s) per block, which pyg_sar cannot combine "
+                               f"across blocks")
+        self.recorded.append(src)
         return torch.ones_like(src)
 
 
@@ -94,30 +95,56 @@ class _LayerView:
         return getattr(object.__getattribute__(self, "_layer"), name)
 
 
+def _regroup(layer_name: str, recorded: list[Tensor], group: Tensor) -> Tensor:
+    """The scores of all edges from one softmax call per group, call ``g`` over the edges of
+    group ``g`` in edge order (``softmax(alpha[group == g], index[group == g])``)."""
+    masks = [group == g for g in range(len(recorded))]
+    if (sum(int(m.sum()) for m in masks) != group.numel()
+            or any(int(m.sum()) != r.shape[0] for m, r in zip(masks, recorded))):
+        raise RuntimeError(f"pyg_sar: {layer_name}.message's softmax calls do not follow its "
+                           f"edge groups (one call per group, in group order)")
+    scores = recorded[0].new_empty((group.numel(), *recorded[0].shape[1:]))
+    for mask, rec in zip(masks, recorded):
+        scores[mask] = rec
+    return scores
+
+
 class SoftmaxInMessageProgram:
-    """One block's ``(scores [E, H], values [E, H, C], None)`` from the layer's message."""
+    """One block's ``(scores [E, H], values [E, H, C], None)`` from the layer's message;
+    with ``groups`` (the edge argument naming each edge's group, the number of groups) the
+    message calls softmax once per group and the group ids follow
+    (:class:`~pyg_sar.core.combine.GroupedSoftmaxRule`)."""
 
     linear = None
 
     def __init__(self, inner, layer: MessagePassing, helpers: tuple[str, ...],
-                 in_degree: Optional[Tensor] = None) -> None:
+                 in_degree: Optional[Tensor] = None,
+                 groups: Optional[tuple[str, int]] = None) -> None:
         self.inner, self.layer, self.helpers = inner, layer, helpers
         self.in_degree = in_degree  # given: message's scatter counts in-edges (InDegreeCount)
+        self.groups = groups
         self.out_shape: Optional[tuple[int, ...]] = None
 
     def messages(self, block: ViewBlock, src, dst, edge):
         cls = getattr(type(self.layer), "_sar_base", type(self.layer))
-        capture = SoftmaxCapture(cls.__name__)
+        capture = SoftmaxCapture(cls.__name__, 1 if self.groups is None else self.groups[1])
         degree = (None if self.in_degree is None
                   else InDegreeCount(cls.__name__, self.in_degree))
         helpers = {name: _with_softmax(getattr(cls, name), capture) for name in self.helpers}
         message = _with_softmax(cls.message, capture, degree)
         view = _LayerView(self.layer, helpers)
-        msgs = self.inner.messages(block, src, dst, edge,
-                                   message=lambda **kw: message(view, **kw))
-        scores = capture.scores
-        if scores is None:
-            raise RuntimeError(f"pyg_sar: {cls.__name__}.message did not call softmax")
+        seen: dict[str, Tensor] = {}
+
+        def run(**kw):
+            if self.groups is not None:
+                seen["group"] = kw[self.groups[0]]
+            return message(view, **kw)
+        msgs = self.inner.messages(block, src, dst, edge, message=run)
+        if len(capture.recorded) != capture.calls:
+            raise RuntimeError(f"pyg_sar: {cls.__name__}.message called softmax "
+                               f"{len(capture.recorded)} time(s), expected {capture.calls}")
+        scores = (capture.recorded[0] if self.groups is None
+                  else _regroup(cls.__name__, capture.recorded, seen["group"]))
         num = msgs.shape[0]
         scores = scores.flatten(1) if scores.dim() > 1 else scores.unsqueeze(-1)
         self.out_shape = tuple(msgs.shape[1:])
@@ -126,7 +153,10 @@ class SoftmaxInMessageProgram:
         if width % heads:
             raise RuntimeError(f"pyg_sar: {cls.__name__}.message returns {self.out_shape} per "
                                f"edge, which does not split into {heads} attention heads")
-        return scores, msgs.reshape(num, heads, width // heads), None
+        values = msgs.reshape(num, heads, width // heads)
+        if self.groups is not None:
+            return scores, values, None, seen["group"]
+        return scores, values, None
 
     def output(self, out: Tensor) -> Tensor:
         """The aggregated ``[N, H, C]`` back in the message's own shape."""
