@@ -105,6 +105,87 @@ class ExtremeRule:
         return torch.where(winner, share.index_select(0, row), torch.zeros_like(msgs))
 
 
+class StatsRule:
+    """Per-node statistics of the messages, and a function of them as the output.
+
+    ``stats`` names what is kept across blocks: ``"sum"`` (of the messages), ``"sumsq"`` (of
+    their squares), ``"max"`` / ``"min"`` (with tie counts, as :class:`ExtremeRule`; 0 for a
+    node without messages). ``finish`` maps the dict of statistics to the output, e.g. a mean
+    ``sum / degree`` or a variance ``sumsq / degree - (sum / degree) ** 2``; it must be
+    differentiable. Backward differentiates ``finish`` by autograd for each statistic's
+    gradient ``g`` and hands it to the messages: ``g`` (sum), ``2 m g`` (sumsq), ``g`` split
+    between the tied extremes (max, min).
+    """
+
+    name = "stats"
+    KINDS = ("sum", "sumsq", "max", "min")
+
+    def __init__(self, stats, finish) -> None:
+        unknown = sorted(set(stats) - set(self.KINDS))
+        if unknown or not stats:
+            raise ValueError(f"StatsRule: statistics must be among {self.KINDS} (got "
+                             f"{tuple(stats)})")
+        self.stats = tuple(dict.fromkeys(stats))
+        self.finish = finish
+        self._extreme = {"max": ExtremeRule(True), "min": ExtremeRule(False)}
+
+    def init(self, num_nodes: int, msgs: Tensor) -> dict:
+        return {s: self._extreme[s].init(num_nodes, msgs) if s in self._extreme
+                else msgs.new_zeros((num_nodes, *msgs.shape[1:])) for s in self.stats}
+
+    def fold(self, acc: dict, msgs: Tensor, row: Tensor) -> dict:
+        for s in self.stats:
+            if s == "sum":
+                acc[s] = acc[s].index_add_(0, row, msgs)
+            elif s == "sumsq":
+                acc[s] = acc[s].index_add_(0, row, msgs * msgs)
+            else:
+                acc[s] = self._extreme[s].fold(acc[s], msgs, row)
+        return acc
+
+    def _values(self, acc: dict) -> dict:
+        return {s: self._extreme[s].finalize(acc[s]) if s in self._extreme else acc[s]
+                for s in self.stats}
+
+    def finalize(self, acc: dict) -> Tensor:
+        values = self._values(acc)
+        out = self.finish(values)
+        # a statistic returned as it is would be saved for backward and be the output
+        return out.clone() if any(out is v for v in values.values()) else out
+
+    def state(self, out: Tensor, acc: dict) -> list[Tensor]:
+        values, state = self._values(acc), []
+        for s in self.stats:
+            state.append(values[s])
+            if s in self._extreme:
+                state.append(acc[s][1])
+        return state
+
+    def message_grad(self, grad_out: Tensor, msgs: Tensor, row: Tensor, state) -> Tensor:
+        it = iter(state)
+        values, counts = {}, {}
+        for s in self.stats:
+            values[s] = next(it)
+            if s in self._extreme:
+                counts[s] = next(it)
+        leaves = {s: v.detach().requires_grad_() for s, v in values.items()}
+        with torch.enable_grad():
+            out = self.finish(leaves)
+        grads = torch.autograd.grad(out, list(leaves.values()), grad_out, allow_unused=True)
+        total = torch.zeros_like(msgs)
+        for s, g in zip(leaves, grads):
+            if g is None:
+                continue
+            if s == "sum":
+                total = total + g.index_select(0, row)
+            elif s == "sumsq":
+                total = total + 2 * msgs * g.index_select(0, row)
+            else:
+                total = total + self._extreme[s].message_grad(g, msgs, row,
+                                                              [values[s], counts[s]])
+        return total
+
+
 class SoftmaxRule:
     r"""Attention: ``out_i = sum_e drop_e * softmax_i(s)_e * v_e`` with an online softmax.
 

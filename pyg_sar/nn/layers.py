@@ -14,7 +14,7 @@ from torch import Tensor
 from torch_geometric.nn import aggr as pyg_aggr
 from torch_geometric.nn.conv import MessagePassing
 
-from pyg_sar.nn import registry
+from pyg_sar.nn import aggregation, registry
 from pyg_sar.nn.families import Prepare
 
 _AGGREGATIONS = {
@@ -49,6 +49,8 @@ def _aggr_name(layer: MessagePassing, where: str) -> str:
             f"cannot be combined across partitions exactly")
     module = layer.aggr_module
     name = _AGGREGATIONS.get(type(module))
+    if name is None and aggregation.refusal(module) is None:
+        return "stats"  # a function of per-node message statistics (pyg_sar.nn.aggregation)
     if name is None:
         raise UnsupportedLayerError(
             f"{where}: {type(layer).__name__} uses aggregation {type(module).__name__}, which "

@@ -18,6 +18,7 @@ from pyg_sar.core.halo import halo_offsets, with_halo
 from pyg_sar.core.sar import LinearMessage, Propagation, sar_propagate
 from pyg_sar.core.views import GraphView, ViewBlock
 from pyg_sar.graph import DistGraph
+from pyg_sar.nn.aggregation import StatsAggregation
 from pyg_sar.nn.families import option
 from pyg_sar.nn.layers import LayerSpec, node_tensor
 from pyg_sar.nn.softmax_capture import SoftmaxInMessageProgram
@@ -151,7 +152,9 @@ def dist_propagate(layer: MessagePassing, graph: DistGraph, size, kwargs: dict) 
         weight = None
         if spec.weight_arg is not None and kwargs.get(spec.weight_arg) is not None:
             weight = next(ref for name, role, ref in plan if name == spec.weight_arg)
-        linear = LinearMessage(src=0, weight=weight)
+        # PyG's message x_j * weight promotes to the wider dtype; the kernel computes in x's.
+        if weight is None or edge[weight].dtype == src[0].dtype:
+            linear = LinearMessage(src=0, weight=weight)
     params = [] if linear is not None else [p for p in layer.parameters() if p.requires_grad]
     program = LayerProgram(layer, plan, linear)
     capture = None
@@ -170,6 +173,9 @@ def dist_propagate(layer: MessagePassing, graph: DistGraph, size, kwargs: dict) 
     elif spec.aggr == "softmax_aggr":
         program, rule = SoftmaxAggregationProgram(program, layer.aggr_module), SoftmaxRule(
             semi_grad=layer.aggr_module.semi_grad and not layer.aggr_module.learn)
+    elif spec.aggr == "stats":  # PNA's degree scalers, var, std, MultiAggregation
+        stats = StatsAggregation(layer.aggr_module, view.in_degree)
+        rule = stats.rule()
     else:
         rule = make_rule(spec.aggr, view.in_degree)
     prop = Propagation(view, program, rule, config.mode, config.pipeline_depth,
@@ -179,6 +185,8 @@ def dist_propagate(layer: MessagePassing, graph: DistGraph, size, kwargs: dict) 
         out = capture.output(out)
     if spec.aggr == "softmax_aggr":
         out = out.squeeze(-1)
+    if spec.aggr == "stats":
+        out = stats.after(out)
     if type(layer).update is not MessagePassing.update:
         out = layer.update(out)
     return out

@@ -24,8 +24,10 @@ from typing import Optional
 
 import torch_geometric.nn.conv as pyg_conv
 from torch_geometric.nn.conv import MessagePassing
+from torch_geometric.nn.models import LabelPropagation
+from torch_geometric.nn.models.linkx import SparseLinear
 
-from pyg_sar.nn import families, forwards, laplacian
+from pyg_sar.nn import families, forwards, labels, laplacian, linkx
 from pyg_sar.nn.families import Prepare
 from pyg_sar.nn.sage import sage_forward
 
@@ -153,6 +155,15 @@ VERIFIED: dict[type, Adapter] = {
                          methods=(("__norm__", laplacian.cheb_norm),)),
     # Normalised by the weighted in-degree, graph[1] (local).
     _C.WLConvContinuous: Adapter("degree(edge_index[1])", linear_weight="edge_weight"),
+    # DegreeScalerAggregation: per-node sums, sums of squares, max/min, the in-degree
+    # (pyg_sar.nn.aggregation); other aggregators are refused by the layer check.
+    _C.PNAConv: Adapter("degree_scaler"),
+    # MessagePassing classes of torch_geometric.nn.models.
+    LabelPropagation: Adapter("gcn_norm without self-loops when unweighted",
+                              labels.gcn_norm_if_unweighted(), linear_weight="edge_weight",
+                              forward=labels.label_propagation_forward),
+    SparseLinear: Adapter("node-indexed weight (LINKX)", linear_weight="edge_weight",
+                          forward=linkx.sparse_linear_forward),
     # Layers that index edge_index in forward: a DistGraph runs exactly the edge_index
     # operations that are exact on a partition (graph[:, mask], graph[1]; pyg_sar.graph).
     _C.RGCNConv: Adapter("masked_edge_index", linear_weight="", forward=forwards.pyg_forward(
@@ -224,14 +235,36 @@ PASSTHROUGH_MODULES = frozenset({
     # its reverse, edge_index.flip([0]) (DistGraph.flip, pyg_sar.partition.reverse).
     "torch_geometric.nn.conv.dir_gnn_conv.DirGNNConv",
     "torch_geometric.nn.conv.antisymmetric_conv.AntiSymmetricConv",
+    # Models whose forward hands the graph only to checked layers (LINKX: SparseLinear; PMLP:
+    # SimpleConv; RECT_L: GCNConv; GroupAddRev: its convs, re-run in backward;
+    # CorrectAndSmooth: two LabelPropagation, see MODULE_OPTIONS) or never sees it (MaskLabel).
+    "torch_geometric.nn.models.linkx.LINKX", "torch_geometric.nn.models.pmlp.PMLP",
+    "torch_geometric.nn.models.rect.RECT_L", "torch_geometric.nn.models.mask_label.MaskLabel",
+    "torch_geometric.nn.models.rev_gnn.GroupAddRev",
+    "torch_geometric.nn.models.correct_and_smooth.CorrectAndSmooth",
 })
 # Namespaces whose modules are checked elsewhere: norms (convert), aggregations (the layer).
 CHECKED_ELSEWHERE = ("torch_geometric.nn.norm.", "torch_geometric.nn.aggr.")
 MODULE_REFUSED = {
-    "LightGCN": "its embedding table holds every node of the graph, not a rank's part",
-    "LINKX": "it multiplies the whole adjacency matrix in forward (edge_index as a matrix)",
-    "PMLP": "it normalises the graph with gcn_norm inside forward",
+    "LightGCN": "get_embedding propagates its whole embedding table (a row for every node of "
+                "the whole graph) as x, where a rank has only its own nodes' rows; running it "
+                "would need the model to select embedding.weight[part.node_ids]",
+    "DeepGraphInfomax": "its summary (e.g. z.mean(dim=0)) and corruption (by default a "
+                        "permutation of all nodes) span the whole graph but would see one "
+                        "rank's rows",
+    "AttentiveFP": "its graph-level readout pools every node of a graph (global_add_pool and "
+                   "a GRU over the batch)",
+    "SGFormer": "its global attention spans every node of the graph",
+    "Polynormer": "its global attention spans every node of the graph",
     "GraphUNet": "pooling coarsens the whole graph",
+}
+# Options of pass-through modules that are not exact: module -> reason, or None.
+MODULE_OPTIONS = {
+    "torch_geometric.nn.models.correct_and_smooth.CorrectAndSmooth": _when(
+        lambda module: module.autoscale,
+        "CorrectAndSmooth(autoscale=True): correct() scales the error by sigma = "
+        "error[mask].abs().sum() / numel, a statistic of the training nodes of the whole graph "
+        "that it would compute on one rank's nodes; use autoscale=False (a fixed scale)"),
 }
 
 
@@ -240,7 +273,9 @@ def module_refusal(module) -> Optional[str]:
     cls = type(module)
     path = f"{cls.__module__}.{cls.__qualname__}"
     if path in PASSTHROUGH_MODULES or cls.__module__.startswith(CHECKED_ELSEWHERE):
-        return None
+        option = MODULE_OPTIONS.get(path)
+        reason = None if option is None else option(module)
+        return None if reason is None else reason + " (SARConfig(trusted_layers=...) overrides)"
     from torch_geometric.nn import Sequential
     if issubclass(cls, Sequential):  # the user's own wiring of verified layers
         return None

@@ -36,6 +36,7 @@ from torch_geometric.nn.models import (
     Polynormer,
     SGFormer,
 )
+from torch_geometric.utils import one_hot
 
 from pyg_sar.testing.zoo_recipes import (
     EDGE_DIM,
@@ -155,8 +156,24 @@ def _model_recipes() -> list[Recipe]:
         m(LabelPropagation, lambda: LabelPropagation(num_layers=3, alpha=0.9),
           lambda m, d: m(d.y, d.edge_index, mask=d.train_mask, edge_weight=d.edge_weight),
           "3 layers, alpha=0.9, train mask, edge_weight"),
+        m(LabelPropagation, lambda: LabelPropagation(num_layers=3, alpha=0.9),
+          lambda m, d: m(d.y, d.edge_index, mask=d.train_mask, edge_weight=d.edge_weight,
+                         post_step=lambda out: out),
+          "3 layers, alpha=0.9, train mask, edge_weight, no clamping (post_step)",
+          "unclamped"),
+        m(LabelPropagation, lambda: LabelPropagation(num_layers=2, alpha=0.5),
+          lambda m, d: m(one_hot(d.y, NUM_CLASSES, torch.float64), d.edge_index,
+                         mask=d.train_mask),
+          "2 layers, alpha=0.5, float64 one-hot labels, train mask, gcn_norm (no edge_weight)",
+          "unweighted"),
+        m(LabelPropagation, lambda: LabelPropagation(num_layers=2, alpha=0.5),
+          lambda m, d: m(d.x[:, :NUM_CLASSES].softmax(dim=-1), d.edge_index),
+          "2 layers, soft float64 labels, no mask, gcn_norm", "soft"),
         m(CorrectAndSmooth, lambda: CorrectAndSmooth(2, 0.8, 2, 0.8), _correct_and_smooth,
           "correct then smooth, autoscale"),
+        m(CorrectAndSmooth, lambda: CorrectAndSmooth(2, 0.8, 2, 0.8, autoscale=False,
+                                                     scale=0.7), _correct_and_smooth,
+          "correct then smooth, fixed scale 0.7", "fixed_scale"),
         m(LINKX, lambda g: LINKX(g.num_nodes, IN, HIDDEN, OUT, num_layers=2),
           lambda m, d: m(d.x, d.edge_index, d.edge_weight), "2 layers, edge_weight",
           needs_graph=True),
