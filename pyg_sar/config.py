@@ -1,8 +1,8 @@
 """Configuration of the SAR engine (passed explicitly; never read from global state)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional
+from dataclasses import dataclass, field
+from typing import Any, Optional
 
 MODES = ("sar", "sa", "halo")
 
@@ -26,6 +26,13 @@ class SARConfig:
         trusted_layers: module classes the user vouches for: ``convert`` runs them (and their
             subclasses) with their own ``message`` per block although pyg_sar could not show
             they are exact (see :mod:`pyg_sar.nn.registry`).
+        compression: compression of the rows (and their gradients) that cross the network
+            (:mod:`pyg_sar.compression`): ``None`` (default: none), one
+            :class:`~pyg_sar.compression.Compressor` for every message-passing layer, a dict
+            of layer name (as in ``model.named_modules()``) -> compressor or ``None``, or a
+            callable ``(name, index, num_layers) -> compressor or None`` such as
+            :func:`~pyg_sar.compression.all_but_last`. Layers compress only in training mode
+            unless the compressor says ``in_eval=True``.
     """
 
     mode: str = "sar"
@@ -33,6 +40,7 @@ class SARConfig:
     use_kernels: bool = True
     project_first: bool = True
     trusted_layers: tuple[type, ...] = ()
+    compression: Any = field(default=None, hash=False)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -49,3 +57,5 @@ class SARConfig:
             raise ValueError(f"SARConfig: trusted_layers must be a tuple of classes "
                              f"(got {self.trusted_layers!r})")
         object.__setattr__(self, "trusted_layers", tuple(trusted))
+        from pyg_sar.compression.interface import check_spec
+        check_spec(self.compression)

@@ -4,16 +4,26 @@ Step ``k`` of the ring schedule (DESIGN 6): rank ``r`` sends rows to ``(r - k) %
 the rows of ``(r + k) % P``; gradients travel the opposite way. Both sides know every message
 size from the partition (``send_idx`` on one side, ``Block.num_src`` on the other), so empty
 messages are skipped symmetrically.
+
+A propagate call's :class:`Wire` labels its traffic in the communicator's ledger
+(``comm.traffic``: bytes per layer and direction) and carries its compression, fixed at forward
+time (:class:`~pyg_sar.compression.BoundCodec`): the fetcher encodes the rows it sends and
+decodes what it receives, the returner does the same with gradients. A message's payload shape
+depends only on the rows' count, shape and dtype and on the codec, so both sides size their
+buffers alike; its random choices depend only on its key (layer, call, tensor, owner, user), so
+a re-fetch sends exactly the bytes the forward fetch sent.
 """
 from __future__ import annotations
 
 import time
 from collections import deque
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Optional
 
 from torch import Tensor
 
+from pyg_sar.compression.interface import BoundCodec
 from pyg_sar.distributed.streaming import ring_peers, start_exchange
 from pyg_sar.graph import DistGraph
 
@@ -23,14 +33,35 @@ from pyg_sar.graph import DistGraph
 ROW_TAG, GRAD_TAG = 0, 64
 
 
-def count(comm, sent: int, recv: int, messages: int, wait_s: float = 0.0) -> None:
-    """Add traffic to ``comm.stats`` (communicators without counters are skipped)."""
+@dataclass(frozen=True)
+class Wire:
+    """How one propagate call's traffic is labelled and compressed.
+
+    Attributes:
+        label: the layer's name in ``comm.traffic`` (``None``: not labelled).
+        codec: the compression of its rows and gradients (``None``: none).
+    """
+
+    label: Optional[str] = None
+    codec: Optional[BoundCodec] = None
+
+
+NO_WIRE = Wire()
+
+
+def count(comm, sent: int, recv: int, messages: int, wait_s: float = 0.0,
+          traffic: Optional[tuple[Optional[str], str]] = None) -> None:
+    """Add traffic to ``comm.stats`` (communicators without counters are skipped) and, for
+    ``traffic = (layer, direction)`` with a layer name, to ``comm.traffic``."""
     stats = getattr(comm, "stats", None)
     if stats is not None:
         stats.bytes_sent += sent
         stats.bytes_recv += recv
         stats.messages += messages
         stats.wait_s += wait_s
+    ledger = getattr(comm, "traffic", None)
+    if traffic is not None and traffic[0] is not None and ledger is not None:
+        ledger.add(traffic[0], traffic[1], sent, recv)
 
 
 def _nbytes(t: Tensor) -> int:
@@ -48,12 +79,13 @@ class _Ready:
 
 
 def exchange_rows(graph: DistGraph, step: int, send: Sequence[Tensor],
-                  recv_like: Sequence[Tensor], recv_rows: int, reverse: bool = False) -> list:
+                  recv_like: Sequence[Tensor], recv_rows: int, reverse: bool = False,
+                  traffic: Optional[tuple[Optional[str], str]] = None) -> list:
     """Start one step's exchange of several tensors (one message per tensor).
 
     ``send[i]`` goes to this step's destination; a buffer shaped like ``recv_like[i]`` with
     ``recv_rows`` rows is filled from this step's source. ``reverse`` swaps the two peers (the
-    gradient direction).
+    gradient direction). ``traffic``: ``(layer, direction)`` for the ledger.
     """
     comm = graph.context.comm
     send_to, recv_from = ring_peers(graph.rank, graph.world_size, step)
@@ -68,7 +100,7 @@ def exchange_rows(graph: DistGraph, step: int, send: Sequence[Tensor],
             continue
         pending.append(start_exchange(comm, s.contiguous() if s.shape[0] else None, send_to,
                                       recv if recv_rows else None, recv_from, tag=base + i))
-        count(comm, _nbytes(s), _nbytes(recv), int(s.shape[0] > 0))
+        count(comm, _nbytes(s), _nbytes(recv), int(s.shape[0] > 0), traffic=traffic)
         if recv_rows == 0:
             pending[-1] = _EmptyRecv(pending[-1], recv)
     return pending
@@ -94,25 +126,45 @@ def pipeline_depth(graph: DistGraph, depth: Optional[int]) -> int:
     return 1 if getattr(graph.context.comm, "progresses_in_background", True) else 0
 
 
+def _tensor_ids(ids: Optional[Sequence[int]], n: int) -> list[int]:
+    out = list(range(n)) if ids is None else [int(i) for i in ids]
+    if len(out) != n:
+        raise ValueError(f"exchange: {len(out)} tensor ids for {n} tensors")
+    return out
+
+
 class RowFetcher:
     """Fetches the boundary rows of every remote block, ``depth`` steps ahead of the consumer
-    (``None``: see :func:`pipeline_depth`)."""
+    (``None``: see :func:`pipeline_depth`).
 
-    def __init__(self, graph: DistGraph, tensors: Sequence[Tensor],
-                 depth: Optional[int]) -> None:
+    ``wire`` labels and compresses the traffic; ``ids`` are the tensors' indices within the
+    propagate call (their keys; default ``0..n-1``); ``direction`` is the ledger's
+    (``"rows"``, or ``"refetch"`` in a backward pass).
+    """
+
+    def __init__(self, graph: DistGraph, tensors: Sequence[Tensor], depth: Optional[int],
+                 wire: Wire = NO_WIRE, ids: Optional[Sequence[int]] = None,
+                 direction: str = "rows") -> None:
         self.graph = graph
         self.tensors = list(tensors)
         self.depth = pipeline_depth(graph, depth)
         self.next_step = 1
         self.in_flight: deque = deque()
+        self.codec, self.ids = wire.codec, _tensor_ids(ids, len(self.tensors))
+        self.traffic = (wire.label, direction)
 
     def _launch(self, step: int) -> None:
-        g = self.graph
+        g, codec = self.graph, self.codec
         send_to, recv_from = ring_peers(g.rank, g.world_size, step)
         idx = g.send_idx[send_to]
         send = [t.index_select(0, idx) for t in self.tensors]
+        like = self.tensors
+        if codec is not None:
+            send = [codec.encode(s, codec.key(i, g.rank, send_to)) for s, i in zip(send, self.ids)]
+            like = [codec.wire_like(t) for t in self.tensors]
         rows = g.blocks[recv_from].num_src
-        self.in_flight.append((step, exchange_rows(g, step, send, self.tensors, rows)))
+        self.in_flight.append((step, recv_from, exchange_rows(g, step, send, like, rows,
+                                                              traffic=self.traffic)))
 
     def prefetch(self, upto: int) -> None:
         """Launch every step up to ``upto`` (inclusive) that is not launched yet."""
@@ -127,12 +179,17 @@ class RowFetcher:
     def get(self, step: int) -> list[Tensor]:
         """Rows of the block of step ``step`` (steps must be consumed in order)."""
         self.prefetch(step)
-        got_step, pending = self.in_flight.popleft()
+        got_step, recv_from, pending = self.in_flight.popleft()
         assert got_step == step, (got_step, step)
         t = time.perf_counter()
         rows = [p.wait() for p in pending]
         count(self.graph.context.comm, 0, 0, 0, time.perf_counter() - t)
         self.prefetch(step + self.depth)
+        codec = self.codec
+        if codec is not None:
+            me = self.graph.rank
+            rows = [codec.decode(r, t.shape[1:], t.dtype, codec.key(i, recv_from, me))
+                    for r, t, i in zip(rows, self.tensors, self.ids)]
         return rows
 
 
@@ -144,8 +201,11 @@ class GradReturner:
     that while the next block is computed (:meth:`before_next_block`).
     """
 
-    def __init__(self, graph: DistGraph, grads: list[Optional[Tensor]]) -> None:
+    def __init__(self, graph: DistGraph, grads: list[Optional[Tensor]], wire: Wire = NO_WIRE,
+                 ids: Optional[Sequence[int]] = None) -> None:
         self.graph = graph
+        self.codec, self.ids = wire.codec, _tensor_ids(ids, len(grads))
+        self.traffic = (wire.label, "grads")
         # The caller's list, read when gradients arrive: an entry may be filled in after this
         # returner is made (the local block's gradient, computed first).
         self.grads = grads
@@ -165,17 +225,33 @@ class GradReturner:
         send_to, recv_from = ring_peers(g.rank, g.world_size, step)
         idx = g.send_idx[send_to]  # my rows that the peer of this step used
         live = [i for i, gr in enumerate(self.grads) if gr is not None]
-        pending = exchange_rows(g, step, [block_grads[i] for i in live],
-                                [self.grads[i] for i in live], int(idx.numel()), reverse=True)
-        self.pending = (idx, live, pending)
+        send = [block_grads[i] for i in live]
+        like = [self.grads[i] for i in live]
+        codec = self.codec
+        if codec is not None:
+            # The gradients go back to the rows' owner (recv_from) and come to me from the
+            # user of my rows (send_to): the keys of the rows' messages, direction "grads".
+            send = [codec.encode(s.contiguous(), codec.key(self.ids[i], recv_from, g.rank,
+                                                            "grads"))
+                    for s, i in zip(send, live)]
+            like = [codec.wire_like(t) for t in like]
+        pending = exchange_rows(g, step, send, like, int(idx.numel()), reverse=True,
+                                traffic=self.traffic)
+        self.pending = (idx, live, pending, send_to)
 
     def flush(self) -> None:
         if self.pending is None:
             return
-        idx, live, pending = self.pending
+        idx, live, pending, user = self.pending
         t = time.perf_counter()
         got_all = [p.wait() for p in pending]
         count(self.graph.context.comm, 0, 0, 0, time.perf_counter() - t)
+        codec = self.codec
+        if codec is not None:
+            me = self.graph.rank
+            got_all = [codec.decode(got, self.grads[i].shape[1:], self.grads[i].dtype,
+                                    codec.key(self.ids[i], me, user, "grads"))
+                       for i, got in zip(live, got_all)]
         for i, got in zip(live, got_all):
             if got.shape[0]:
                 self.grads[i].index_add_(0, idx, got)

@@ -32,7 +32,7 @@ from typing import Any, Optional
 import torch
 from torch import Tensor
 
-from pyg_sar.core.exchange import RowFetcher
+from pyg_sar.core.exchange import NO_WIRE, RowFetcher, Wire
 from pyg_sar.core.views import GraphView, ViewBlock
 from pyg_sar.core.walk import BlockWalk
 from pyg_sar.graph import DistGraph
@@ -57,6 +57,7 @@ class FusedAttention:
     seed: int = 0
     mode: str = "sar"
     pipeline_depth: Optional[int] = None  # None: see exchange.pipeline_depth
+    wire: Wire = NO_WIRE  # traffic label and compression, fixed at forward time
 
 
 _SOURCE_IDS_KEY = ("dropout_source_ids",)
@@ -115,7 +116,7 @@ class FusedAttentionFunction(torch.autograd.Function):
         att = None if att is None else att.contiguous()
         ids = global_source_ids(g) if spec.dropout > 0 else None
         m, l, acc = ops.attention_state(g.num_nodes, spec.heads, spec.channels, x_src)
-        walk = BlockWalk(spec.view, src, spec.mode, spec.pipeline_depth)
+        walk = BlockWalk(spec.view, src, spec.mode, spec.pipeline_depth, spec.wire)
         for step in walk.forward():
             block = step.block
             if block.num_edges == 0:
@@ -150,7 +151,7 @@ class FusedAttentionFunction(torch.autograd.Function):
         need_edge = edge_attr is not None and w_edge is not None
         grad_ea = torch.zeros_like(edge_attr) if need_edge and ctx.needs_input_grad[5] else None
         grad_w = torch.zeros_like(w_edge) if need_edge and ctx.needs_input_grad[6] else None
-        walk = BlockWalk(spec.view, src, spec.mode, spec.pipeline_depth)
+        walk = BlockWalk(spec.view, src, spec.mode, spec.pipeline_depth, spec.wire)
         for step in walk.backward(grad_src, kept=kept):
             block, k = step.block, step.k
             if block.num_edges == 0:  # the local block (remote ones without edges are skipped)

@@ -2,15 +2,21 @@
 
 The vanilla domain-parallel baseline: the fetched halo stays in the autograd graph until
 backward, so its memory does not fall with P on dense graphs.
+
+With a compressing :class:`~pyg_sar.core.exchange.Wire`, every peer's chunk is encoded with
+the key of its message (owner, user, tensor), as the block walk's fetcher and returner do, and
+decoded on receipt; gradients of the halo rows go back the same way (direction ``"grads"``).
 """
 from __future__ import annotations
 
 import time
+from typing import Optional
 
 import torch
 from torch import Tensor
 
-from pyg_sar.core.exchange import count
+from pyg_sar.compression.interface import BoundCodec
+from pyg_sar.core.exchange import NO_WIRE, Wire, count
 from pyg_sar.graph import DistGraph
 
 
@@ -28,35 +34,71 @@ def _send_index(graph: DistGraph) -> Tensor:
     return graph.cached(("halo_send_index",), lambda: torch.cat(list(graph.send_idx)))
 
 
+def _encode(codec: Optional[BoundCodec], rows: Tensor, counts: list[int], tensor: int,
+            keys) -> Tensor:
+    """``rows`` (chunks of ``counts`` rows, one per peer) encoded chunk by chunk; ``keys(q)``
+    is the (owner, user, direction) of peer ``q``'s chunk."""
+    if codec is None or codec.is_raw(rows):
+        return rows.contiguous()
+    chunks = rows.split(counts)
+    return torch.cat([codec.encode(c, codec.key(tensor, *keys(q)))
+                      for q, c in enumerate(chunks)]).contiguous()
+
+
+def _decode(codec: Optional[BoundCodec], payload: Tensor, counts: list[int], like: Tensor,
+            tensor: int, keys) -> Tensor:
+    if codec is None or codec.is_raw(like):
+        return payload
+    chunks = payload.split(counts)
+    return torch.cat([codec.decode(c, like.shape[1:], like.dtype, codec.key(tensor, *keys(q)))
+                      for q, c in enumerate(chunks)])
+
+
+def _buffer(codec: Optional[BoundCodec], like: Tensor, rows: int) -> Tensor:
+    wire = like if codec is None else codec.wire_like(like)
+    return wire.new_empty((rows, *wire.shape[1:]))
+
+
 class _HaloFetch(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, graph: DistGraph, x: Tensor) -> Tensor:
+    def forward(ctx, graph: DistGraph, wire: Wire, tensor: int, x: Tensor) -> Tensor:
         idx = _send_index(graph)
-        send = x.index_select(0, idx).contiguous()
-        out = x.new_empty((sum(graph.recv_counts), *x.shape[1:]))
+        me, codec = graph.rank, wire.codec
+        send = _encode(codec, x.index_select(0, idx), graph.send_counts, tensor,
+                       lambda q: (me, q, "rows"))
+        out = _buffer(codec, x, sum(graph.recv_counts))
         t = time.perf_counter()
         graph.context.comm.all_to_all_single(out, send, graph.recv_counts, graph.send_counts)
         count(graph.context.comm, send.numel() * send.element_size(),
-              out.numel() * out.element_size(), graph.world_size - 1, time.perf_counter() - t)
-        ctx.graph, ctx.num_rows = graph, x.shape[0]
-        return out
+              out.numel() * out.element_size(), graph.world_size - 1, time.perf_counter() - t,
+              traffic=(wire.label, "rows"))
+        ctx.graph, ctx.wire, ctx.tensor, ctx.num_rows = graph, wire, tensor, x.shape[0]
+        return _decode(codec, out, graph.recv_counts, x, tensor, lambda s: (s, me, "rows"))
 
     @staticmethod
     def backward(ctx, grad: Tensor):
         graph: DistGraph = ctx.graph
+        wire, tensor, me, codec = ctx.wire, ctx.tensor, graph.rank, ctx.wire.codec
         idx = _send_index(graph)
-        back = grad.new_empty((int(idx.numel()), *grad.shape[1:]))
+        send = _encode(codec, grad.contiguous(), graph.recv_counts, tensor,
+                       lambda s: (s, me, "grads"))
+        back = _buffer(codec, grad, int(idx.numel()))
         t = time.perf_counter()
-        graph.context.comm.all_to_all_single(back, grad.contiguous(), graph.send_counts,
-                                             graph.recv_counts)
-        count(graph.context.comm, grad.numel() * grad.element_size(),
-              back.numel() * back.element_size(), graph.world_size - 1, time.perf_counter() - t)
+        graph.context.comm.all_to_all_single(back, send, graph.send_counts, graph.recv_counts)
+        count(graph.context.comm, send.numel() * send.element_size(),
+              back.numel() * back.element_size(), graph.world_size - 1, time.perf_counter() - t,
+              traffic=(wire.label, "grads"))
+        back = _decode(codec, back, graph.send_counts, grad, tensor, lambda q: (me, q, "grads"))
         gx = grad.new_zeros((ctx.num_rows, *grad.shape[1:])).index_add_(0, idx, back)
-        return None, gx
+        return None, None, None, gx
 
 
-def with_halo(graph: DistGraph, x: Tensor) -> Tensor:
-    """``[x; rows of x's remote sources]``; gradients of the halo rows return to their owners."""
+def with_halo(graph: DistGraph, x: Tensor, wire: Wire = NO_WIRE, tensor: int = 0) -> Tensor:
+    """``[x; rows of x's remote sources]``; gradients of the halo rows return to their owners.
+
+    ``wire`` labels and compresses the traffic; ``tensor`` is ``x``'s index within the
+    propagate call (its compression key).
+    """
     if graph.world_size == 1:
         return x
-    return torch.cat([x, _HaloFetch.apply(graph, x)], dim=0)
+    return torch.cat([x, _HaloFetch.apply(graph, wire, tensor, x)], dim=0)

@@ -24,6 +24,7 @@ from typing import Optional, Protocol
 import torch
 from torch import Tensor
 
+from pyg_sar.core.exchange import NO_WIRE, Wire
 from pyg_sar.core.kernels import block_sum, block_sum_transpose, edge_weight_grad, transpose_csr
 from pyg_sar.core.views import GraphView, ViewBlock
 from pyg_sar.core.walk import BlockWalk
@@ -56,6 +57,7 @@ class Propagation:
     mode: str = "sar"
     pipeline_depth: Optional[int] = None  # None: see exchange.pipeline_depth
     replay_rng: bool = False
+    wire: Wire = NO_WIRE  # traffic label and compression, fixed at forward time
 
 
 def _rng_state(device: torch.device):
@@ -103,7 +105,7 @@ class SARPropagate(torch.autograd.Function):
         view, program, rule = prop.view, prop.program, prop.rule
         g = view.graph
         linear = program.linear
-        walk = BlockWalk(view, src, prop.mode, prop.pipeline_depth)
+        walk = BlockWalk(view, src, prop.mode, prop.pipeline_depth, prop.wire)
         acc, rng = None, [None] * g.world_size
         for step in walk.forward():
             block, rows = step.block, step.rows
@@ -178,7 +180,8 @@ def _linear_backward(prop: Propagation, grad_out, src, edge, kept, grad_src, gra
             inv_deg = 1.0 / rule.in_degree.clamp(min=1).to(grad_out.dtype)
     # Only the source tensor of the message is walked; its rows are needed only for the
     # edge-weight gradient.
-    walk = BlockWalk(view, [src[linear.src]], prop.mode, prop.pipeline_depth)
+    walk = BlockWalk(view, [src[linear.src]], prop.mode, prop.pipeline_depth, prop.wire,
+                     ids=[linear.src])
     grads = [grad_src[linear.src]]
     kept_x = kept[linear.src::len(src)] if prop.mode == "sa" else ()
     for step in walk.backward(grads, need_rows=need_w, kept=kept_x):
@@ -207,7 +210,7 @@ def _transposed(graph, block: ViewBlock) -> tuple[Tensor, Tensor, Tensor]:
 def _generic_backward(prop: Propagation, rng, grad_out, src, dst, edge, params, kept, state,
                       grad_src, grad_dst, grad_edge, grad_par) -> None:
     rule, program = prop.rule, prop.program
-    walk = BlockWalk(prop.view, src, prop.mode, prop.pipeline_depth)
+    walk = BlockWalk(prop.view, src, prop.mode, prop.pipeline_depth, prop.wire)
     dst_leaf = [t.detach().requires_grad_(gr is not None) for t, gr in zip(dst, grad_dst)]
     live_par = [i for i, gr in enumerate(grad_par) if gr is not None]
     for step in walk.backward(grad_src, kept=kept):

@@ -11,7 +11,10 @@ in backward the gradients of a remote block's rows go back to their owner
 keeps the fetched rows of the forward walk for the backward one instead of fetching again.
 
 The walk owns everything that crosses the network, so anything applied to that traffic
-(counting, compression) has exactly one place: the fetcher and the returner it creates.
+(counting, compression) has exactly one place: the fetcher and the returner it creates, both
+given the propagation's :class:`~pyg_sar.core.exchange.Wire` (its layer label and its codec,
+bound at forward time). A SAR re-fetch is labelled ``refetch`` in the traffic ledger but keyed
+like the forward fetch, so it receives exactly the rows the forward pass received.
 """
 from __future__ import annotations
 
@@ -21,7 +24,7 @@ from typing import Optional
 
 from torch import Tensor
 
-from pyg_sar.core.exchange import GradReturner, RowFetcher
+from pyg_sar.core.exchange import NO_WIRE, GradReturner, RowFetcher, Wire
 from pyg_sar.core.views import GraphView, ViewBlock
 
 
@@ -43,11 +46,16 @@ class BlockWalk:
         src: this rank's source tensors (what remote blocks fetch).
         mode: ``"sar"`` (fetch again in backward) or ``"sa"`` (keep the forward's rows).
         depth: prefetch depth (``None``: see :func:`pyg_sar.core.exchange.pipeline_depth`).
+        wire: label and compression of the traffic (the same object in forward and backward).
+        ids: index of each source tensor within the propagate call (its compression key;
+            default ``0..n-1``), for a backward walk over a subset of the forward's tensors.
     """
 
     def __init__(self, view: GraphView, src: Sequence[Tensor], mode: str,
-                 depth: Optional[int]) -> None:
+                 depth: Optional[int], wire: Wire = NO_WIRE,
+                 ids: Optional[Sequence[int]] = None) -> None:
         self.view, self.src, self.mode, self.depth = view, list(src), mode, depth
+        self.wire, self.ids = wire, ids
         self.graph = view.graph
         self.kept: list[Tensor] = []  # mode "sa": the rows fetched in forward, step by step
 
@@ -62,7 +70,7 @@ class BlockWalk:
         may need it to size its state); remote blocks without edges are skipped."""
         fetcher = None
         if self.graph.world_size > 1 and self.src:
-            fetcher = RowFetcher(self.graph, self.src, self.depth).start()
+            fetcher = RowFetcher(self.graph, self.src, self.depth, self.wire, self.ids).start()
         for k, s, block in self._order():
             rows = self.src if k == 0 else fetcher.get(k) if fetcher else []
             if self.mode == "sa" and k > 0:
@@ -85,8 +93,9 @@ class BlockWalk:
         world = g.world_size
         fetcher = None
         if need_rows and self.mode == "sar" and world > 1 and self.src:
-            fetcher = RowFetcher(g, self.src, self.depth).start()
-        self._returner = GradReturner(g, grads) if world > 1 else None
+            fetcher = RowFetcher(g, self.src, self.depth, self.wire, self.ids,
+                                 direction="refetch").start()
+        self._returner = GradReturner(g, grads, self.wire, self.ids) if world > 1 else None
         n = len(self.src)
         for k, s, block in self._order():
             if self._returner is not None:

@@ -24,6 +24,7 @@ import torch
 from torch import Tensor
 
 from pyg_sar.distributed import watchdog
+from pyg_sar.distributed.traffic import TrafficLedger
 
 REDUCE_OPS = ("sum", "prod", "max", "min")
 
@@ -168,6 +169,7 @@ class Communicator(ABC):
         self.world_size = world_size
         self.timeout = float(timeout)
         self.stats = CommStats()  # traffic counters, see CommStats
+        self.traffic = TrafficLedger()  # the same traffic by layer and direction
 
     def _check_peer(self, peer: int, op: str) -> None:
         if not isinstance(peer, int) or not 0 <= peer < self.world_size:

@@ -35,6 +35,7 @@ from pyg_sar.core.halo import halo_offsets, with_halo
 from pyg_sar.core.sar import Propagation, sar_propagate
 from pyg_sar.core.views import GraphView, ViewBlock, self_loop_view, stored_view
 from pyg_sar.graph import DistGraph
+from pyg_sar.nn.wire import layer_wire
 from pyg_sar.ops._gat_attention import fused_attention_available
 
 ATTENTION_LAYERS = (GATConv, GATv2Conv, TransformerConv)
@@ -179,10 +180,12 @@ def dist_edge_updater(layer: MessagePassing, graph: DistGraph, size, kwargs: dic
     if layer._sar_config.mode != "halo":
         return DeferredScores(view, kwargs)
     # Halo mode: PyG's own edge_updater on [local; halo] rows, one per-edge tensor back.
-    for name in ("alpha", "x"):
+    # Tensor indices as in the fused kernels' source tensors: x (GATv2's x_l) 0, alpha 1.
+    wire = layer_wire(layer)
+    for name, tensor in (("alpha", 1), ("x", 0)):
         if name in kwargs:
             src, dst = _pair(kwargs[name], 0), _pair(kwargs[name], 1)
-            kwargs[name] = (with_halo(graph, src), dst)
+            kwargs[name] = (with_halo(graph, src, wire, tensor), dst)
     ext = graph.cached(("halo_edge_index", id(view)),
                        lambda: view.edge_index(halo_offsets(graph)))
     num_ext = graph.num_nodes + sum(graph.recv_counts)
@@ -235,7 +238,7 @@ def fused_attention_propagate(layer: MessagePassing, inputs: dict, config: SARCo
     seed = int(torch.randint(0, 2**62, (1,)).item()) if dropout > 0 else 0
     spec = FusedAttention(inputs["view"], inputs["kind"], layer.heads, layer.out_channels,
                           float(layer.negative_slope), dropout, seed, config.mode,
-                          config.pipeline_depth)
+                          config.pipeline_depth, layer_wire(layer))
     return fused_attention(spec, inputs["x_src"], inputs["a_src"], inputs["dst"], inputs["att"],
                            inputs.get("edge_attr"), inputs.get("w_edge"))
 
@@ -272,5 +275,5 @@ def attention_propagate(layer: MessagePassing, graph: DistGraph, kwargs: dict,
             program = GATv2Program(layer, edge_attr is not None)
     edge = [edge_attr] if edge_attr is not None else []
     prop = Propagation(view, program, SoftmaxRule(), config.mode, config.pipeline_depth,
-                       replay_rng=layer.training)
+                       replay_rng=layer.training, wire=layer_wire(layer))
     return sar_propagate(prop, src, dst, edge, params)

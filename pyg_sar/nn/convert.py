@@ -7,6 +7,7 @@ import torch
 from torch_geometric.nn import norm as pyg_norm
 from torch_geometric.nn.conv import MessagePassing
 
+from pyg_sar.compression.interface import resolve
 from pyg_sar.config import SARConfig
 from pyg_sar.nn import registry
 from pyg_sar.nn.converted import SARAttentionLayer, SARLayer, converted_class
@@ -37,7 +38,10 @@ def convert(model: torch.nn.Module, config: Optional[SARConfig] = None) -> torch
     generated subclass of its class (:mod:`pyg_sar.nn.converted`) whose ``propagate`` also
     accepts a :class:`~pyg_sar.graph.DistGraph` (a plain ``edge_index`` still runs PyG's own
     code), and every batch norm becomes a :class:`~pyg_sar.nn.norm.DistributedBatchNorm`
-    sharing its parameters. A layer runs only if pyg_sar can show it is exact
+    sharing its parameters. Each message-passing layer gets its compressor from
+    ``config.compression`` (:func:`pyg_sar.compression.resolve`), its index among the model's
+    message-passing layers (part of the compression keys) and its name (its label in the
+    traffic ledger, ``comm.traffic``). A layer runs only if pyg_sar can show it is exact
     (:mod:`pyg_sar.nn.registry`); any other layer is refused before anything is changed, with
     an :class:`UnsupportedLayerError` naming the layer, its class and the reason. Calling it
     again only updates the configuration.
@@ -62,17 +66,21 @@ def convert(model: torch.nn.Module, config: Optional[SARConfig] = None) -> torch
         else:
             _check_module(where, module, trusted)
         _check_norm(name, module)
+    compressors = resolve(config.compression, list(specs))
 
-    for name, module in model.named_modules():
-        if name in specs:
-            spec = specs[name]
-            if not isinstance(module, SARLayer):
-                mixin = (SARAttentionLayer if spec.adapter.kind == registry.ATTENTION
-                         and module.inspector.implements("edge_update") else SARLayer)
-                module.__class__ = converted_class(type(module), mixin, spec.adapter.forward,
-                                                   spec.adapter.methods)
-            module._sar_spec = spec
-            module._sar_config = config
+    layers = [(n, m) for n, m in model.named_modules() if n in specs]
+    for index, (name, module) in enumerate(layers):
+        spec = specs[name]
+        if not isinstance(module, SARLayer):
+            mixin = (SARAttentionLayer if spec.adapter.kind == registry.ATTENTION
+                     and module.inspector.implements("edge_update") else SARLayer)
+            module.__class__ = converted_class(type(module), mixin, spec.adapter.forward,
+                                               spec.adapter.methods)
+        module._sar_spec = spec
+        module._sar_config = config
+        module._sar_name = name or type(module).__name__
+        module._sar_layer_index = index
+        module._sar_compressor = compressors[name]
     _replace_batch_norms(model)
     return model
 

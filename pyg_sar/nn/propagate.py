@@ -22,6 +22,7 @@ from pyg_sar.nn.aggregation import StatsAggregation
 from pyg_sar.nn.families import option
 from pyg_sar.nn.layers import LayerSpec, node_tensor
 from pyg_sar.nn.softmax_capture import SoftmaxInMessageProgram
+from pyg_sar.nn.wire import layer_wire
 
 _SPECIAL = {"index", "ptr", "dim_size", "size_i", "size_j", "edge_index_i", "edge_index_j",
             "size", "edge_index", "adj_t"}
@@ -179,7 +180,7 @@ def dist_propagate(layer: MessagePassing, graph: DistGraph, size, kwargs: dict) 
     else:
         rule = make_rule(spec.aggr, view.in_degree)
     prop = Propagation(view, program, rule, config.mode, config.pipeline_depth,
-                       replay_rng=layer.training)
+                       replay_rng=layer.training, wire=layer_wire(layer))
     out = sar_propagate(prop, src, dst, edge, params)
     if capture is not None:
         out = capture.output(out)
@@ -203,11 +204,14 @@ def _halo_propagate(layer: MessagePassing, view: GraphView, kwargs: dict) -> Ten
     bases = list(dict.fromkeys(name[:-2] for name in layer.inspector.get_param_names("message")
                                if name.endswith("_j")))
     new_kwargs = dict(kwargs)
+    wire, fetched = layer_wire(layer), 0
     for base in bases:
         data = kwargs.get(base)
         src, dst = node_tensor(data, 0), node_tensor(data, 1)
         if isinstance(src, Tensor):
             _check_rows(src, layer, base, graph.num_nodes)
-            new_kwargs[base] = (with_halo(graph, src), dst)
+            # ``fetched``: the tensor's index among the source tensors, as in modes sar/sa
+            new_kwargs[base] = (with_halo(graph, src, wire, fetched), dst)
+            fetched += 1
     return layer._sar_base.propagate(layer, edge_index, size=(num_ext, graph.num_nodes),
                                      **new_kwargs)

@@ -1,0 +1,47 @@
+"""Compression of the rows that cross the network (DESIGN section 9; seed: VARCO,
+arXiv 2406.17611).
+
+* :class:`Compressor` (:mod:`.interface`): a codec and a ratio schedule, set through
+  ``SARConfig(compression=...)`` for all layers, per layer (a dict of layer name ->
+  compressor, a callable, :func:`all_but_last`), advanced with :meth:`Compressor.step`.
+* Codecs (:mod:`.codecs`): :class:`Truncate` (VARCO), :class:`RandomSubset`,
+  :class:`Quantize` (stochastic rounding, per-row scale, packed bits).
+* Schedules (:mod:`.schedules`): :class:`Fixed`, :class:`Linear` (:func:`varco`),
+  :class:`Exponential`, :class:`Step`.
+"""
+from __future__ import annotations
+
+from pyg_sar.compression.codecs import (
+    CODECS,
+    Codec,
+    Quantize,
+    RandomSubset,
+    Truncate,
+    kept_channels,
+    quantization_bits,
+)
+from pyg_sar.compression.factory import make_compressor, make_schedule
+from pyg_sar.compression.interface import (
+    BoundCodec,
+    Compressor,
+    all_but_last,
+    compressors_of,
+    resolve,
+    step_all,
+)
+from pyg_sar.compression.keys import MessageKey
+from pyg_sar.compression.roundtrip import roundtrip
+from pyg_sar.compression.schedules import (
+    SCHEDULES,
+    Exponential,
+    Fixed,
+    Linear,
+    Schedule,
+    Step,
+    varco,
+)
+
+__all__ = ["CODECS", "SCHEDULES", "BoundCodec", "Codec", "Compressor", "Exponential", "Fixed",
+           "Linear", "MessageKey", "Quantize", "RandomSubset", "Schedule", "Step", "Truncate",
+           "all_but_last", "compressors_of", "kept_channels", "make_compressor",
+           "make_schedule", "quantization_bits", "resolve", "roundtrip", "step_all", "varco"]

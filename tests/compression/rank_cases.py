@@ -1,0 +1,331 @@
+"""Rank-side cases of the compression tests: many cases per launch (float64 throughout).
+
+* ``ratio1``: a compressor at ratio 1 gives bit-identical outputs, gradients and traffic to no
+  compression, in every mode, on the linear (GCN, SAGE), generic (EdgeConv), fused attention
+  (GAT, GATv2) and generic attention paths.
+* ``sar_vs_sa``: under lossy codecs, SAR's gradients (rows fetched again in backward) equal SA's
+  (rows kept from forward) exactly: the re-fetch received the bytes the forward fetch did.
+* ``oracle``: under lossy codecs, outputs and every gradient equal plain PyG on the whole graph
+  where each rank's view of a remote row is that row sent through the codec with its message's
+  key (``pyg_sar.compression.roundtrip``, applied by a propagate pre-hook), layer by layer.
+* ``fused_vs_generic``: the fused attention kernels equal PyG's own GAT message on the same
+  decoded rows.
+* ``bytes``: the traffic ledger equals the bytes handed to the communicator, and the bytes the
+  codec's wire format predicts.
+* ``eval`` and ``steps``: eval mode sends full rows; the random subset changes with the step.
+"""
+from __future__ import annotations
+
+import torch
+from torch_geometric.data import Data
+from torch_geometric.nn import EdgeConv, GATConv, GATv2Conv, GCNConv, SAGEConv
+
+import pyg_sar
+from pyg_sar.compression import (
+    BoundCodec,
+    Compressor,
+    Quantize,
+    RandomSubset,
+    Truncate,
+    roundtrip,
+)
+
+IN = 6
+SEED = 5
+
+
+def make_graph(num_nodes: int = 60, num_edges: int = 360, seed: int = 0) -> Data:
+    """Directed random edges (duplicates removed), a few isolated nodes."""
+    g = torch.Generator().manual_seed(seed)
+    active = num_nodes - 4
+    ei = torch.randint(0, active, (2, num_edges), generator=g)
+    ei = torch.unique(ei, dim=1)
+    return Data(x=torch.randn(num_nodes, IN, generator=g, dtype=torch.float64), edge_index=ei,
+                num_nodes=num_nodes)
+
+
+class Stack(torch.nn.Module):
+    def __init__(self, conv1, conv2) -> None:
+        super().__init__()
+        self.conv1, self.conv2 = conv1, conv2
+
+    def forward(self, x, edge_index):
+        return self.conv2(self.conv1(x, edge_index).relu(), edge_index)
+
+
+def _mlp(i: int, o: int) -> torch.nn.Module:
+    return torch.nn.Sequential(torch.nn.Linear(i, 8), torch.nn.Tanh(), torch.nn.Linear(8, o))
+
+
+MODELS = {
+    "gcn": lambda: Stack(GCNConv(IN, 8), GCNConv(8, 5)),
+    "sage": lambda: Stack(SAGEConv(IN, 8), SAGEConv(8, 5)),
+    "edgeconv": lambda: Stack(EdgeConv(_mlp(2 * IN, 8)), EdgeConv(_mlp(16, 5), aggr="mean")),
+    "gat": lambda: Stack(GATConv(IN, 4, heads=2), GATConv(8, 5, heads=3, concat=False)),
+    "gatv2": lambda: Stack(GATv2Conv(IN, 4, heads=2), GATv2Conv(8, 5, heads=2, concat=False)),
+}
+
+CODECS = {"truncate": Truncate, "subset": RandomSubset, "quantize": Quantize}
+# Lossy settings: (codec, ratio); quantize at ratio 4 is 8 bits, at 16 it is 2 bits.
+LOSSY = [("truncate", 2.0), ("subset", 2.5), ("quantize", 4.0), ("quantize", 16.0)]
+
+
+def _compressor(codec: str, ratio: float, t: int = 3, **kwargs) -> Compressor:
+    comp = Compressor(CODECS[codec](), ratio, seed=SEED, **kwargs)
+    comp.step(t)
+    return comp
+
+
+def _weights(rows: int, cols: int) -> torch.Tensor:
+    return torch.randn(rows, cols, generator=torch.Generator().manual_seed(3),
+                       dtype=torch.float64)
+
+
+def run(ctx, part, data, name: str, mode: str, compression=None, depth=None, kernels=True,
+        project_first=True, train=True) -> dict:
+    """One forward and backward of model ``name`` on this rank's part."""
+    torch.manual_seed(7)
+    model = MODELS[name]().double()
+    pyg_sar.convert(model, pyg_sar.SARConfig(mode=mode, pipeline_depth=depth,
+                                             use_kernels=kernels, project_first=project_first,
+                                             compression=compression))
+    model.train(train)
+    nid = part.node_ids
+    x = data.x[nid].clone().requires_grad_()
+    ctx.comm.traffic.reset()
+    out = model(x, part.graph)
+    weight = _weights(data.num_nodes, out.shape[1])
+    (out * weight[nid]).sum().backward()
+    ledger = ctx.comm.traffic.as_dict()
+    pyg_sar.all_reduce_gradients(model)
+    return {"out": out.detach(), "grads": [x.grad] + [p.grad for p in model.parameters()],
+            "ledger": ledger}
+
+
+def _max_diff(a: dict, b: dict) -> float:
+    pairs = [(a["out"], b["out"]), *zip(a["grads"], b["grads"])]
+    return max(float((u - v).abs().max()) for u, v in pairs)
+
+
+def _identical(a: dict, b: dict) -> bool:
+    pairs = [(a["out"], b["out"]), *zip(a["grads"], b["grads"])]
+    return all(torch.equal(u, v) for u, v in pairs)
+
+
+# ------------------------------------------------------------------------------- ratio 1
+def ratio1(ctx, part, data) -> dict:
+    out = {}
+    plans = [(m, mode, True) for m in MODELS for mode in ("sar", "sa", "halo")]
+    plans += [("gat", "sar", False), ("gat", "sa", False), ("gatv2", "sar", False)]
+    for name, mode, kernels in plans:
+        base = run(ctx, part, data, name, mode, kernels=kernels, depth=2)
+        for codec in CODECS:
+            got = run(ctx, part, data, name, mode, _compressor(codec, 1.0), kernels=kernels,
+                      depth=2)
+            out[f"{name}/{mode}/k{int(kernels)}/{codec}"] = {
+                "identical": _identical(base, got), "ledger_equal": base["ledger"] == got[
+                    "ledger"], "bytes": sum(v["sent"] for d in got["ledger"].values()
+                                            for v in d.values())}
+    return out
+
+
+# ------------------------------------------------------------------------------ sar vs sa
+def sar_vs_sa(ctx, part, data) -> dict:
+    out = {}
+    plans = [("gcn", True), ("sage", True), ("edgeconv", True), ("gat", True), ("gatv2", True),
+             ("gat", False)]
+    for name, kernels in plans:
+        plain = run(ctx, part, data, name, "sar", kernels=kernels)
+        for codec, ratio in LOSSY:
+            sar = run(ctx, part, data, name, "sar", _compressor(codec, ratio), kernels=kernels)
+            sa = run(ctx, part, data, name, "sa", _compressor(codec, ratio), kernels=kernels)
+            out[f"{name}/k{int(kernels)}/{codec}{ratio:g}"] = {
+                "max_abs_diff": _max_diff(sar, sa), "vs_uncompressed": _max_diff(sar, plain)}
+    return out
+
+
+# --------------------------------------------------------------------------------- oracle
+def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
+    scale = max(float(b.abs().max()) if b.numel() else 0.0, 1e-30)
+    return float((a - b).abs().max()) / scale if a.numel() else 0.0
+
+
+class Views:
+    """Which original rows each rank sends to each other rank, in message order."""
+
+    def __init__(self, parts: str, world: int) -> None:
+        all_parts = [pyg_sar.load_partition(parts, s) for s in range(world)]
+        self.owned = [p.node_ids for p in all_parts]
+        self.send = [[p.node_ids[p.graph.send_idx[r]] for r in range(world)] for p in all_parts]
+        self.world = world
+
+    def seen_by(self, r: int, h: torch.Tensor, bound: BoundCodec) -> torch.Tensor:
+        """``h`` as rank ``r`` sees it: remote rows through the codec, keyed per message."""
+        for s in range(self.world):
+            rows = self.send[s][r]
+            if s != r and rows.numel():
+                h = h.index_put((rows,), roundtrip(h[rows], bound, 0, s, r))
+        return h
+
+
+def _dist_layer(conv, h, edge_index, views: Views, bound: BoundCodec) -> torch.Tensor:
+    """Layer ``conv`` computed by every rank on its own view; rows assembled by owner."""
+    out = None
+    for r in range(views.world):
+        def hook(module, inputs, r=r):
+            edge_index, size, kwargs = inputs
+            kwargs = dict(kwargs)
+            x = kwargs["x"]
+            src, dst = (x if isinstance(x, tuple) else (x, x))
+            kwargs["x"] = (views.seen_by(r, src, bound), dst)
+            return edge_index, size, kwargs
+        handle = conv.register_propagate_forward_pre_hook(hook)
+        try:
+            mine = conv(h, edge_index)
+        finally:
+            handle.remove()
+        rows = views.owned[r]
+        if out is None:
+            out = mine.new_zeros(mine.shape)
+        out = out.index_put((rows,), mine[rows])
+    return out
+
+
+def oracle_case(part, data, views: Views, name: str, codec: str, ratio: float, t: int):
+    torch.manual_seed(7)
+    ref = MODELS[name]().double()
+    x = data.x.clone().requires_grad_()
+    bounds = [BoundCodec(CODECS[codec](), ratio, SEED, t, layer, 0) for layer in (0, 1)]
+    h = _dist_layer(ref.conv1, x, data.edge_index, views, bounds[0]).relu()
+    out = _dist_layer(ref.conv2, h, data.edge_index, views, bounds[1])
+    (out * _weights(data.num_nodes, out.shape[1])).sum().backward()
+    nid = part.node_ids
+    return {"out": out.detach()[nid], "grads": [x.grad[nid]] + [p.grad for p in ref.parameters()]}
+
+
+def oracle(ctx, part, data, parts: str) -> dict:
+    views = Views(parts, ctx.world_size)
+    out = {}
+    for name in ("gcn", "sage", "edgeconv"):
+        for codec, ratio in LOSSY:
+            ref = oracle_case(part, data, views, name, codec, ratio, t=3)
+            for mode in ("sar", "sa", "halo"):
+                # project_first=False: SAGE then sends its input rows, as PyG's propagate does
+                got = run(ctx, part, data, name, mode, _compressor(codec, ratio, t=3),
+                          project_first=False, depth=1)
+                errs = [_rel(got["out"], ref["out"])]
+                errs += [_rel(a, b) for a, b in zip(got["grads"], ref["grads"])]
+                plain = run(ctx, part, data, name, mode, project_first=False)
+                out[f"{name}/{mode}/{codec}{ratio:g}"] = {
+                    "max_rel": max(errs), "vs_uncompressed": _max_diff(got, plain)}
+    return out
+
+
+# ------------------------------------------------------------------------- fused attention
+def fused_vs_generic(ctx, part, data) -> dict:
+    out = {}
+    for name in ("gat", "gatv2"):
+        for codec, ratio in LOSSY:
+            fused = run(ctx, part, data, name, "sar", _compressor(codec, ratio))
+            generic = run(ctx, part, data, name, "sar", _compressor(codec, ratio), kernels=False)
+            errs = [_rel(fused["out"], generic["out"])]
+            errs += [_rel(a, b) for a, b in zip(fused["grads"], generic["grads"])]
+            out[f"{name}/{codec}{ratio:g}"] = max(errs)
+    return out
+
+
+# ---------------------------------------------------------------------------------- bytes
+class CountingComm:
+    """Counts the bytes of every tensor handed to the communicator's sends."""
+
+    def __init__(self, comm) -> None:
+        self.comm, self.sent = comm, 0
+        self._isend, self._a2a = comm.isend, comm.all_to_all_single
+
+    def __enter__(self):
+        def isend(tensor, dst, tag=0):
+            self.sent += tensor.numel() * tensor.element_size()
+            return self._isend(tensor, dst, tag)
+
+        def a2a(output, input, output_split_sizes=None, input_split_sizes=None, **kw):
+            row = input[0].numel() * input.element_size() if input.shape[0] else 0
+            own = input_split_sizes[self.comm.rank] if input_split_sizes else 0
+            self.sent += (input.shape[0] - own) * row
+            return self._a2a(output, input, output_split_sizes, input_split_sizes, **kw)
+        self.comm.isend, self.comm.all_to_all_single = isend, a2a
+        return self
+
+    def __exit__(self, *exc):
+        del self.comm.isend, self.comm.all_to_all_single
+        return False
+
+
+def _ledger_total(ledger: dict) -> int:
+    return sum(v["sent"] for d in ledger.values() for v in d.values())
+
+
+def traffic_bytes(ctx, part, data) -> dict:
+    """Ledger vs the communicator, and vs the codec's wire format (GCN: widths 8 then 5)."""
+    out = {}
+    g = part.graph
+    rows_out, rows_in = sum(g.send_counts), sum(g.recv_counts)
+    settings = [(None, 1.0), ("truncate", 4.0), ("subset", 3.0), ("quantize", 4.0),
+                ("quantize", 16.0)]
+    for mode in ("sar", "sa", "halo"):
+        for codec, ratio in settings:
+            run(ctx, part, data, "gcn", mode)  # warm the graph's caches (normalisation)
+            comp = None if codec is None else _compressor(codec, ratio)
+            with CountingComm(ctx.comm) as counting:
+                got = run(ctx, part, data, "gcn", mode, comp)
+            ledger = got["ledger"]
+            expected = {}
+            for layer, width in (("conv1", 8), ("conv2", 5)):
+                row = (Truncate() if codec is None else CODECS[codec]()).wire_bytes(
+                    1, (width,), torch.float64, 1.0 if codec is None else ratio)
+                expected[layer] = {"rows": {"sent": rows_out * row, "recv": rows_in * row},
+                                   "grads": {"sent": rows_in * row, "recv": rows_out * row}}
+            out[f"{mode}/{codec}{ratio:g}"] = {
+                "ledger": ledger, "expected": expected, "comm_sent": counting.sent,
+                "ledger_sent": _ledger_total(ledger)}
+    # The generic path re-fetches in SAR mode (direction "refetch"), not in SA mode.
+    for mode in ("sar", "sa"):
+        got = run(ctx, part, data, "edgeconv", mode, _compressor("truncate", 2.0))
+        out[f"edgeconv/{mode}"] = {"ledger": got["ledger"]}
+    return out
+
+
+# ------------------------------------------------------------------------------ eval, steps
+def eval_and_steps(ctx, part, data) -> dict:
+    out = {}
+    comp = _compressor("truncate", 4.0)
+    plain = run(ctx, part, data, "gcn", "sar", train=False)
+    got = run(ctx, part, data, "gcn", "sar", comp, train=False)
+    out["eval_identical"] = _identical(plain, got)
+    out["eval_calls"] = dict(comp._calls)
+    forced = run(ctx, part, data, "gcn", "sar", _compressor("truncate", 4.0, in_eval=True),
+                 train=False)
+    out["in_eval_differs"] = _max_diff(forced, plain)
+    runs = {t: run(ctx, part, data, "gcn", "sar", _compressor("subset", 3.0, t=t))
+            for t in (1, 2)}
+    again = run(ctx, part, data, "gcn", "sar", _compressor("subset", 3.0, t=1))
+    out["same_step_identical"] = _identical(runs[1], again)
+    out["next_step_differs"] = _max_diff(runs[1], runs[2])
+    return out
+
+
+GROUPS = {
+    "ratio1": lambda ctx, part, data, parts: ratio1(ctx, part, data),
+    "sar_vs_sa": lambda ctx, part, data, parts: sar_vs_sa(ctx, part, data),
+    "oracle": oracle,
+    "fused_vs_generic": lambda ctx, part, data, parts: fused_vs_generic(ctx, part, data),
+    "bytes": lambda ctx, part, data, parts: traffic_bytes(ctx, part, data),
+    "eval": lambda ctx, part, data, parts: eval_and_steps(ctx, part, data),
+}
+
+
+def suite(ctx, parts: str, groups: list) -> dict:
+    """The case groups ``groups`` (keys of :data:`GROUPS`) of
+    tests/compression/test_compression_ranks.py, in one launch."""
+    data = make_graph()
+    part = pyg_sar.load_partition(parts, ctx.rank)
+    return {name: GROUPS[name](ctx, part, data, parts) for name in groups}
