@@ -58,8 +58,7 @@ def refusal(module) -> Optional[str]:
     if type(module) in _STATS:
         return None
     return (f"{type(module).__name__} is not a function of per-node sums, sums of squares, "
-            f"maxima and minima (supported: sum, mean, min, max, var, std, their "
-            f"MultiAggregation and DegreeScalerAggregation)")
+            f"maxima and minima")
 
 
 def _basic(module) -> list:

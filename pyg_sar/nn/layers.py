@@ -49,12 +49,14 @@ def _aggr_name(layer: MessagePassing, where: str) -> str:
             f"cannot be combined across partitions exactly")
     module = layer.aggr_module
     name = _AGGREGATIONS.get(type(module))
-    if name is None and aggregation.refusal(module) is None:
-        return "stats"  # a function of per-node message statistics (pyg_sar.nn.aggregation)
     if name is None:
+        reason = aggregation.refusal(module)
+        if reason is None:
+            return "stats"  # a function of per-node message statistics (nn.aggregation)
         raise UnsupportedLayerError(
             f"{where}: {type(layer).__name__} uses aggregation {type(module).__name__}, which "
-            f"is not decomposable across partitions (supported: sum, mean, max, min, softmax)")
+            f"is not decomposable across partitions: {reason} (supported: sum, mean, max, "
+            f"min, softmax, var, std, their MultiAggregation and DegreeScalerAggregation)")
     return name
 
 

@@ -68,3 +68,11 @@ def test_sparse_linear_needs_node_ids_and_the_whole_graphs_size(tmp_path):
     layer.load_state_dict(ref.state_dict())
     want = ref(data.edge_index)[part.node_ids]
     assert torch.allclose(layer(g), want, rtol=0, atol=1e-6)
+
+
+def test_pna_with_an_aggregator_that_does_not_decompose_is_refused():
+    from torch_geometric.nn import PNAConv
+    conv = PNAConv(4, 4, ["mean", "softmax"], ["identity"], deg=torch.tensor([1, 2, 1]))
+    with pytest.raises(pyg_sar.UnsupportedLayerError,
+                       match="DegreeScalerAggregation.*SoftmaxAggregation is not a function"):
+        pyg_sar.convert(conv)
