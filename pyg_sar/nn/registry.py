@@ -113,9 +113,11 @@ VERIFIED: dict[type, Adapter] = {
     _C.GINEConv: Adapter(),
     _C.EdgeConv: Adapter(),
     _C.GCNConv: _gcn_family(improved="improved"),
-    _C.GATConv: Adapter("self_loops", kind=ATTENTION),
-    _C.GATv2Conv: Adapter("self_loops", kind=ATTENTION),
-    _C.TransformerConv: Adapter(kind=ATTENTION),
+    _C.GATConv: Adapter("self_loops", kind=ATTENTION,
+                        forward=forwards.without_attention_weights()),
+    _C.GATv2Conv: Adapter("self_loops", kind=ATTENTION,
+                          forward=forwards.without_attention_weights()),
+    _C.TransformerConv: Adapter(kind=ATTENTION, forward=forwards.without_attention_weights()),
     # Multi-hop and propagation-only layers: GCN normalisation, one SAR propagate per hop.
     _C.APPNP: _gcn_family(refuse=_when(
         lambda layer: layer.dropout > 0,

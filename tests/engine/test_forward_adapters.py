@@ -7,7 +7,16 @@ from __future__ import annotations
 import pytest
 import torch
 from torch_geometric.data import Data
-from torch_geometric.nn import FAConv, MFConv, RGATConv, RGCNConv, SuperGATConv
+from torch_geometric.nn import (
+    FAConv,
+    GATConv,
+    GATv2Conv,
+    MFConv,
+    RGATConv,
+    RGCNConv,
+    SuperGATConv,
+    TransformerConv,
+)
 from torch_geometric.utils import softmax
 
 import pyg_sar
@@ -160,3 +169,17 @@ def test_grouped_softmax_rule_folds_blocks_exactly():
             gs, gv, _, _ = rule.message_grad(weight, msgs, row[part], state)
             torch.testing.assert_close(gs, want_grads[0][part], rtol=1e-12, atol=1e-12)
             torch.testing.assert_close(gv, want_grads[1][part], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("make", [lambda: GATConv(4, 3, heads=2), lambda: GATv2Conv(4, 3),
+                                  lambda: TransformerConv(4, 3, heads=2)])
+@pytest.mark.parametrize("mode", ["sar", "halo"])
+def test_gat_family_refuses_attention_weights_over_a_dist_graph(part, make, mode):
+    data, p = part
+    layer = pyg_sar.convert(make(), pyg_sar.SARConfig(mode=mode))
+    with pytest.raises(ValueError, match="return_attention_weights=.*not supported over "
+                                         "a DistGraph"):
+        layer(p.x, p.graph, return_attention_weights=True)
+    assert layer(p.x, p.graph).shape[0] == 30
+    out, (ei, alpha) = layer(data.x, data.edge_index, return_attention_weights=True)
+    assert alpha.shape[0] == ei.shape[1]
