@@ -43,11 +43,15 @@ def _has(op: str, device: torch.device) -> bool:
         return False
 
 
+# Ops without a CUDA kernel by design: their reference is torch ops, which run on the GPU.
+_REFERENCE_ON_CUDA = ("bulk_ladies_weights", "bulk_relabel")
+
+
 def _native(op: str, device: torch.device, backend: str) -> bool:
     if backend not in BACKENDS:
         raise ValueError(f"pyg_sar.ops.sampling: backend must be one of {BACKENDS} "
                          f"(got {backend!r})")
-    if backend == "reference":
+    if backend == "reference" or (device.type == "cuda" and op in _REFERENCE_ON_CUDA):
         return False
     if _has(op, device):
         return True
@@ -61,7 +65,8 @@ def _native(op: str, device: torch.device, backend: str) -> bool:
 def native_sampling_available(device: torch.device | str = "cpu") -> bool:
     """Whether every bulk-sampling operator has a native kernel for ``device``."""
     device = torch.device(device)
-    return all(_has(op, device) for op in OPS)
+    return all(_has(op, device) for op in OPS
+               if not (device.type == "cuda" and op in _REFERENCE_ON_CUDA))
 
 
 OPS = ("bulk_select_rows", "bulk_sample_uniform", "bulk_ladies_weights", "bulk_sample_weighted",
