@@ -5,7 +5,8 @@ Layout of a checkpoint folder (one folder per run; each save adds a snapshot and
 
     latest.json                       format version, epoch, world size, partition fingerprint,
                                       config, the model's tensor signature, SHA-256 per file
-    epoch-000012-<token>/rank{r}.pt   rank r: model and optimizer state, RNG states, epoch
+    epoch-000012-<token>/rank{r}.pt   rank r: model and optimizer state, RNG states, epoch,
+                                      the step state of the model's compressors
 
 Every rank writes its own file (temporary name, fsync, rename); once all have written, rank 0
 replaces ``latest.json`` atomically and prunes older snapshots. A run killed at any moment
@@ -29,6 +30,8 @@ from typing import Any, Optional
 
 import numpy as np
 import torch
+
+from pyg_sar.compression.interface import compressors_of
 
 FORMAT_VERSION = 1
 LATEST = "latest.json"
@@ -169,6 +172,8 @@ def save_checkpoint(path: str | Path, model: torch.nn.Module,
         "model": {k: v.detach().cpu() for k, v in model.state_dict().items()},
         "optimizer": optimizer.state_dict() if optimizer is not None else None,
         "rng": _rng_state(), "config_json": config_json, "extra_json": extra_json,
+        # the compressors' schedule clocks (pyg_sar.compression), by the first layer using each
+        "compression": {name: comp.state_dict() for name, comp in compressors_of(model).items()},
     }
     buffer = io.BytesIO()
     torch.save(payload, buffer)
@@ -233,6 +238,22 @@ def _check_model(latest: dict, model: torch.nn.Module, file: Path) -> None:
                               + "; ".join(problems[:4]) + more)
 
 
+def _check_compression(saved: Any, model: torch.nn.Module, file: Path) -> None:
+    """Refuse a checkpoint whose compressors are not the model's (before anything loads)."""
+    have = compressors_of(model)
+    if not isinstance(saved, dict) or set(saved) != set(have):
+        names = sorted(saved) if isinstance(saved, dict) else saved
+        raise CheckpointError(f"checkpoint file '{file}' holds compression state for layers "
+                              f"{names} but the model compresses {sorted(have)}; resume with "
+                              f"the compression the run started with")
+    for name, comp in have.items():
+        state = saved[name]
+        if not isinstance(state, dict) or state.get("describe") != repr(comp.describe()):
+            got = state.get("describe") if isinstance(state, dict) else state
+            raise CheckpointError(f"checkpoint file '{file}': layer '{name}' was compressed "
+                                  f"with {got}, the model with {comp.describe()!r}")
+
+
 def load_checkpoint(path: str | Path, model: torch.nn.Module,
                     optimizer: Optional[torch.optim.Optimizer] = None, *,
                     partition: Any = None, restore_rng: bool = True, ctx=None) -> Checkpoint:
@@ -245,6 +266,9 @@ def load_checkpoint(path: str | Path, model: torch.nn.Module,
         partition: the rank's partition; refused unless it is the one the checkpoint was
             written for (same fingerprint).
         restore_rng: also restore torch / NumPy / Python RNG states (for bit-identical resume).
+
+    The step state of the model's compressors (:func:`pyg_sar.compression.compressors_of`)
+    is restored too; a checkpoint written with other compressors is refused.
         ctx: the :class:`~pyg_sar.distributed.DistContext` (default: the current one).
 
     Raises:
@@ -289,8 +313,11 @@ def load_checkpoint(path: str | Path, model: torch.nn.Module,
         raise CheckpointError(f"checkpoint file '{file}' does not belong to epoch "
                               f"{latest['epoch']} / rank {ctx.rank}")
 
+    _check_compression(payload.get("compression", {}), model, file)
     with torch.no_grad():
         model.load_state_dict(payload["model"], strict=True)
+    for name, comp in compressors_of(model).items():
+        comp.load_state_dict(payload["compression"][name])
     if optimizer is not None:
         optimizer.load_state_dict(payload["optimizer"])
     if restore_rng:

@@ -105,6 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "process instead (the single-process baseline)")
     from pyg_sar.sampling.train_loop import add_arguments
     add_arguments(p)  # --sampler, --fanout, --batch-size, --bulk, ... (minibatch training)
+    from pyg_sar.compression.cli import add_arguments as add_compression_arguments
+    add_compression_arguments(p)  # --compression, --schedule, --ratio-max, --ratio-min, ...
     return p
 
 
@@ -131,6 +133,8 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     if args.reference and args.parts:
         parser.error("--reference trains plain PyG on the whole --dataset in one process; "
                      "it does not take --parts")
+    from pyg_sar.compression.cli import check_arguments as check_compression_arguments
+    check_compression_arguments(parser, args)
     return args
 
 
@@ -237,7 +241,9 @@ def run(args: argparse.Namespace) -> dict:
     torch.manual_seed(args.seed)  # identical initial parameters on every rank
     model = build_model(args, part.x.shape[1], num_classes).to(dtype)
     if not args.reference:
-        config = pyg_sar.SARConfig(mode=args.mode, pipeline_depth=args.pipeline_depth)
+        from pyg_sar.compression.cli import compressor_from_args
+        config = pyg_sar.SARConfig(mode=args.mode, pipeline_depth=args.pipeline_depth,
+                                   compression=compressor_from_args(args))
         pyg_sar.convert(model, config)
         pyg_sar.broadcast_parameters(model)
     torch.manual_seed(args.seed + 1 + ctx.rank)  # independent dropout masks per rank
@@ -266,9 +272,13 @@ def run(args: argparse.Namespace) -> dict:
 
     bar = _progress_bar(args, lead, first_epoch)
     epoch = first_epoch
+    from pyg_sar.compression import compressors_of
+    from pyg_sar.distributed.traffic import EpochTraffic, summarize
+    traffic, compressors = EpochTraffic(ctx.comm), compressors_of(model)
     try:
         for epoch in range(first_epoch, args.epochs + 1):
             t0 = time.perf_counter()
+            traffic.start()
             model.train()
             optimizer.zero_grad()
             out = model(x, graph)
@@ -276,8 +286,14 @@ def run(args: argparse.Namespace) -> dict:
             loss.backward()
             pyg_sar.all_reduce_gradients(model)
             optimizer.step()
+            ratios = {name: comp.ratio() for name, comp in compressors.items()}
+            for comp in compressors.values():
+                comp.step()  # the schedules advance with the optimizer
             step_time = time.perf_counter() - t0
+            traffic.training_done()
             record = dict(epoch=epoch, loss=float(loss.detach()), step_time_s=step_time)
+            if ratios:
+                record["compression_ratio"] = ratios
             if epoch % args.eval_every == 0 or epoch == args.epochs:
                 model.eval()
                 with torch.no_grad():
@@ -288,6 +304,7 @@ def run(args: argparse.Namespace) -> dict:
                 if val_acc > best_val:
                     best_val, test_at_best = val_acc, test_acc
                 record.update(train_acc=train_acc, val_acc=val_acc)
+            record.update(traffic.record())  # bytes per rank, layer and direction
             history.append(record)
             accs = (f"  train {record['train_acc']:.4f}  val {record['val_acc']:.4f}"
                     if "val_acc" in record else "")
@@ -311,12 +328,18 @@ def run(args: argparse.Namespace) -> dict:
     metrics = dict(config=vars(args), world_size=ctx.world_size, backend=ctx.backend,
                    final_test_acc=test_acc, best_val_acc=best_val,
                    test_acc_at_best_val=test_at_best, history=history,
-                   peak_rss_mb=ctx.comm.allgather_object(_peak_rss_mb()))
+                   peak_rss_mb=ctx.comm.allgather_object(_peak_rss_mb()),
+                   traffic=summarize(history))
     if bar is not None:
         bar.close()
     if lead:
         print(f"final test accuracy: {test_acc:.4f}  (test at best val {test_at_best:.4f}, "
               f"best val {best_val:.4f})", flush=True)
+        sent = metrics["traffic"]
+        parts = ", ".join(f"{d} {b / 1e6:.2f}" for d, b in sent["by_direction_sent"].items())
+        print(f"bytes sent by all ranks in training steps: {sent['bytes_sent'] / 1e6:.2f} MB"
+              f"{f' ({parts})' if parts else ''}; in evaluation: "
+              f"{sent['eval_bytes_sent'] / 1e6:.2f} MB", flush=True)
         if args.metrics:
             _write_json(Path(args.metrics), metrics)
     return metrics

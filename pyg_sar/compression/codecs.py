@@ -63,6 +63,12 @@ class Codec(ABC):
             shape, wire_dtype = self.wire_row(row_shape, dtype, ratio)
         return rows * math.prod(shape) * _itemsize(wire_dtype)
 
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.describe() == self.describe()
+
+    def __hash__(self) -> int:
+        return hash((type(self), repr(self)))
+
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.describe().items() if k != "name")
         return f"{type(self).__name__}({args})"

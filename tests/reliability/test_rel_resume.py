@@ -3,7 +3,9 @@ ends with parameters bit-identical to a run that was never interrupted (float64,
 
 The run to kill holds every rank just before it saves the checkpoint of epoch 15
 (``train_until.py``), so the kill lands at a known point however fast the machine is: epochs
-11-15 computed, epoch 10 the last committed checkpoint."""
+11-15 computed, epoch 10 the last committed checkpoint. The run is repeated with a decaying
+random-subset compression, whose subsets are keyed by the schedule's step: resuming restores
+the step from the checkpoint."""
 from __future__ import annotations
 
 import json
@@ -23,6 +25,8 @@ ROOT = Path(__file__).resolve().parents[2]
 UNTIL = str(Path(__file__).with_name("train_until.py"))
 EPOCHS = 40
 HANG_S = 300.0
+COMPRESSED = ("--compression", "subset", "--schedule", "linear", "--ratio-max", "8",
+              "--decay-steps", "30", "--compress-last-layer")
 
 
 def _cmd(ck: Path, parts: Path, *extra: str, until: tuple[str, ...] = ()) -> list[str]:
@@ -62,13 +66,14 @@ def _final_state(ck: Path) -> list[dict]:
 
 
 @pytest.mark.skipif(find_mpiexec() is None, reason="needs mpiexec (the mpich wheel)")
-def test_killed_and_resumed_run_is_bit_identical(tmp_path):
+@pytest.mark.parametrize("extra", [(), COMPRESSED], ids=["plain", "compressed"])
+def test_killed_and_resumed_run_is_bit_identical(tmp_path, extra):
     from pyg_sar.datasets import load_dataset
     from pyg_sar.partition import partition_graph
     parts = partition_graph(load_dataset("cora"), 2, tmp_path / "parts", method="metis")
 
     full = tmp_path / "full"
-    done = subprocess.run(_cmd(full, parts), env=_env(), capture_output=True, text=True,
+    done = subprocess.run(_cmd(full, parts, *extra), env=_env(), capture_output=True, text=True,
                           timeout=HANG_S)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
 
@@ -78,7 +83,8 @@ def test_killed_and_resumed_run_is_bit_identical(tmp_path):
     markers.mkdir()
     log = tmp_path / "killed.log"
     with open(log, "wb") as out:
-        proc = subprocess.Popen(_cmd(killed, parts, until=("15", str(markers))), env=_env(),
+        proc = subprocess.Popen(_cmd(killed, parts, *extra, until=("15", str(markers))),
+                                env=_env(),
                                 stdout=out, stderr=out, start_new_session=True)
     deadline = time.monotonic() + HANG_S
     try:
@@ -91,8 +97,8 @@ def test_killed_and_resumed_run_is_bit_identical(tmp_path):
     at_kill = _latest_epoch(killed)
     assert at_kill == 10, f"the last committed checkpoint is of epoch {at_kill}"
 
-    resumed = subprocess.run(_cmd(killed, parts, "--resume"), env=_env(), capture_output=True,
-                             text=True, timeout=HANG_S)
+    resumed = subprocess.run(_cmd(killed, parts, *extra, "--resume"), env=_env(),
+                             capture_output=True, text=True, timeout=HANG_S)
     assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
     assert f"after epoch {at_kill}" in resumed.stdout
 
@@ -104,4 +110,12 @@ def test_killed_and_resumed_run_is_bit_identical(tmp_path):
         losses = [h["loss"] for h in json.loads(a["extra_json"])["history"]]
         assert losses == [h["loss"] for h in json.loads(b["extra_json"])["history"]]
         assert len(losses) == EPOCHS
+        sent = [h["bytes_sent"] for h in json.loads(a["extra_json"])["history"]]
+        assert sent == [h["bytes_sent"] for h in json.loads(b["extra_json"])["history"]]
+        assert a["compression"] == b["compression"]
+        if extra:  # the schedule ran to its end: compressed first, lossless last
+            assert a["compression"]["convs.0"]["t"] == EPOCHS
+            assert sent[0] < sent[-1]
+        else:
+            assert a["compression"] == {}
 
