@@ -1,6 +1,9 @@
 """A rank that dies (SIGKILL) or raises mid-epoch stops every other rank within 60 s with a
 non-zero exit status and a message naming the failed rank and its operation: under mpiexec,
 torchrun, and plain processes started with only the environment (no launcher to kill the rest).
+
+The logs are read once every process of the job has ended, the witnesses (which outlive their
+ranks and may print on their behalf) included: a mark in the job's environment finds them.
 """
 from __future__ import annotations
 
@@ -10,16 +13,19 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
 
 from pyg_sar.testing import find_mpiexec, has_mpi
+from pyg_sar.testing import launcher as _launcher
 from pyg_sar.testing.launcher import _descendants, _free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 JOB = str(Path(__file__).with_name("failing_job.py"))
 LIMIT_S = 60.0
+HANG_S = 120.0
 
 
 @pytest.fixture(scope="module")
@@ -38,15 +44,38 @@ def _env(**extra: str) -> dict:
     return dict(env, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1", **extra)
 
 
+def _marked(mark: str) -> list[int]:
+    """Live processes whose environment carries ``mark``."""
+    found = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if mark.encode() in environ.read_bytes() and _launcher._running(
+                    int(environ.parent.name)):
+                found.append(int(environ.parent.name))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def _wait_until_gone(mark: str) -> None:
+    """Until every process of the job has ended (polling /proc; HANG_S is a hang detector)."""
+    deadline = time.monotonic() + HANG_S
+    while left := _marked(mark):
+        assert time.monotonic() < deadline, f"processes {left} of the job still run"
+        time.sleep(0.05)
+
+
 def _launch(launcher: str, world_size: int, args: list[str]) -> tuple[list[int], float]:
     """Run the job; returns (exit codes: one per launch process, seconds from the injected
     failure to the last process's end)."""
     job = [sys.executable, JOB, *args]
+    mark = f"PYG_SAR_TEST_JOB={uuid.uuid4().hex}"
+    name, value = mark.split("=")
     if launcher == "spawn":
         port = str(_free_port())
         procs = [subprocess.Popen(job, env=_env(RANK=str(r), WORLD_SIZE=str(world_size),
                                                  MASTER_ADDR="127.0.0.1", MASTER_PORT=port,
-                                                 LOCAL_RANK=str(r)),
+                                                 LOCAL_RANK=str(r), **{name: value}),
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                   start_new_session=True) for r in range(world_size)]
     else:
@@ -55,7 +84,8 @@ def _launch(launcher: str, world_size: int, args: list[str]) -> tuple[list[int],
                 f"--nproc-per-node={world_size}"])
         out = open(Path(args[args.index("--log-dir") + 1]) / "launcher.log", "wb")
         procs = [subprocess.Popen(cmd + (job if launcher == "mpiexec" else job[1:]),
-                                  env=_env(), stdout=out, stderr=out, start_new_session=True)]
+                                  env=_env(**{name: value}), stdout=out, stderr=out,
+                                  start_new_session=True)]
         out.close()
     try:
         for p in procs:
@@ -68,6 +98,7 @@ def _launch(launcher: str, world_size: int, args: list[str]) -> tuple[list[int],
                 except ProcessLookupError:
                     pass
     ended = time.time()
+    _wait_until_gone(mark)  # the witnesses too: what they print is in the logs now
     failed_at = Path(args[args.index("--log-dir") + 1]) / "failed_at"
     assert failed_at.exists(), "the failure was never injected"
     return [p.returncode for p in procs], ended - float(failed_at.read_text())
