@@ -79,6 +79,6 @@ def reductions(ctx, parts: str) -> dict:
     (peak * weights[ctx.rank]).backward()
     start = sum(ch.numel() for ch in chunks[:ctx.rank])
     want = whole.grad[start:start + mine.numel()]
-    out["max_value"] = float(peak) - float(whole.max())
+    out["max_value"] = float(peak.detach()) - float(whole.detach().max())
     out["max_grad"] = float((mine.grad - want).abs().max()) if mine.numel() else 0.0
     return out
