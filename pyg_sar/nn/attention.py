@@ -174,6 +174,8 @@ def _pair(data: Any, role: int) -> Optional[Tensor]:
 
 def dist_edge_updater(layer: MessagePassing, graph: DistGraph, size, kwargs: dict):
     """``layer.edge_updater`` of a converted GAT/GATv2 layer over a DistGraph."""
+    from pyg_sar.nn.propagate import check_edge_data
+    check_edge_data(layer, graph, kwargs)
     view = attention_view(layer, graph)
     kwargs = dict(kwargs)
     kwargs["edge_attr"] = _view_edge_attr(layer, view, kwargs.get("edge_attr"))

@@ -132,6 +132,20 @@ def _plan(layer: MessagePassing, view: GraphView, kwargs: dict):
     return plan, src, dst, edge
 
 
+def check_edge_data(layer: MessagePassing, graph: DistGraph, kwargs: dict) -> None:
+    """Refuse edge tensors over a graph whose edges no user tensor describes (a reversed
+    graph): one of the rank's edge count would otherwise be taken as its edge data."""
+    reason = getattr(graph, "edge_data_refused", None)
+    if reason is None:
+        return
+    for name, value in kwargs.items():
+        values = value.kwargs.values() if hasattr(value, "kwargs") else [value]
+        for v in values:
+            if isinstance(v, Tensor) and v.dim() > 0 and v.shape[0] == graph.num_edges:
+                raise ValueError(f"pyg_sar: {type(layer).__name__} got {name!r} with one row "
+                                 f"per edge; {reason}")
+
+
 def dist_propagate(layer: MessagePassing, graph: DistGraph, size, kwargs: dict) -> Tensor:
     """``layer.propagate`` of a converted layer over a DistGraph (see the module docstring)."""
     config: SARConfig = layer._sar_config
@@ -139,6 +153,7 @@ def dist_propagate(layer: MessagePassing, graph: DistGraph, size, kwargs: dict) 
     if size is not None and tuple(size) != (graph.num_nodes, graph.num_nodes):
         raise ValueError(f"pyg_sar: bipartite propagate (size={tuple(size)}) is not supported "
                          f"over a DistGraph with {graph.num_nodes} local nodes")
+    check_edge_data(layer, graph, kwargs)
     if spec.attention:
         from pyg_sar.nn.attention import attention_propagate, attention_view
         if config.mode != "halo":

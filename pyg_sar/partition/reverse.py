@@ -37,6 +37,12 @@ def reversed_graph(graph: DistGraph) -> DistGraph:
     def build() -> DistGraph:
         rev = _build(graph)
         rev.cached(_CACHE_KEY, lambda: graph)
+        # The edge tensors a user holds are in the original's stored order on the
+        # destinations' ranks: none describes the reversed edges (checked by propagate).
+        rev.edge_data_refused = ("edge tensors cannot be passed over a reversed DistGraph "
+                                 "(edge_index.flip([0])): the reversed edges are stored on "
+                                 "their sources' ranks, where the original's edge tensors "
+                                 "do not line up with them")
         return rev
     return graph.cached(_CACHE_KEY, build)
 

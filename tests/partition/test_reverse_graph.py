@@ -81,3 +81,21 @@ def test_flip_refuses_other_axes(tmp_path):
         graph.flip([1])
     with pytest.raises(ValueError, match="only flip"):
         graph.flip([0, 1])
+
+
+def test_edge_tensors_are_refused_over_the_reversed_graph(tmp_path):
+    from torch_geometric.nn import GATConv, GCNConv
+    data = _graph()
+    pyg_sar.partition_graph(data, 1, tmp_path / "p1", method="random")
+    part = pyg_sar.load_partition(tmp_path / "p1", 0)
+    rev = part.graph.flip([0])  # at P = 1 it has as many edges as the original
+    x = torch.randn(part.graph.num_nodes, 4)
+    weight = torch.rand(part.graph.num_edges)
+    gcn = pyg_sar.convert(GCNConv(4, 3))
+    gat = pyg_sar.convert(GATConv(4, 3, edge_dim=1))
+    with pytest.raises(ValueError, match="'edge_weight' with one row per edge.*reversed"):
+        gcn(x, rev, weight)
+    with pytest.raises(ValueError, match="edge_attr.*reversed DistGraph"):
+        gat(x, rev, weight.view(-1, 1))
+    assert gcn(x, rev).shape == (part.graph.num_nodes, 3)  # without edge data it runs
+    assert gcn(x, part.graph, weight).shape == (part.graph.num_nodes, 3)
