@@ -122,7 +122,14 @@ def run_world_size(parts: Path, world_size: int, cells: list[tuple[str, str]], w
 
 
 def merge_ranks(records: list[dict]) -> dict[str, Any]:
-    """One cell's result from its per-rank records (the worst rank decides)."""
+    """One cell's result from its per-rank records (the worst rank decides), with the
+    slowest rank's seconds."""
+    merged = _merge_statuses(records)
+    merged["seconds"] = max(r.get("seconds", 0.0) for r in records)
+    return merged
+
+
+def _merge_statuses(records: list[dict]) -> dict[str, Any]:
     crashes = [(rank, r) for rank, r in enumerate(records) if r["status"] == "crash"]
     if crashes:
         rank, r = crashes[0]
@@ -160,7 +167,9 @@ def describe_cell(cell: dict) -> str:
         return f"ACCEPTED, plain PyG fails here: {err['type']}: {_first_line(err['message'])}"
     if status == "crash":
         err = cell["error"]
-        return f"CRASH in {cell['stage']}: {err['type']}: {_first_line(err['message'])}"
+        what = "REFUSED AFTER CONVERT (must be at convert)" \
+            if err["type"] == "UnsupportedLayerError" else "CRASH"
+        return f"{what} in {cell['stage']}: {err['type']}: {_first_line(err['message'])}"
     return f"INCONSISTENT across ranks: {cell.get('statuses')}"
 
 

@@ -20,6 +20,7 @@ import copy
 import json
 import os
 import re
+import time
 import traceback
 from pathlib import Path
 from typing import Any, Optional
@@ -298,6 +299,7 @@ def run(ctx, parts: str, cells: list, log_dir: str, recipes: str = "all") -> dic
     for name, mode in cells:
         recipe = table[name]
         log.write(event="start", recipe=name, mode=mode)
+        started = time.perf_counter()
         if name != current:  # a new recipe: build it and run the oracle once
             current, pristine, oracle, oracle_error, build_error = name, None, None, None, None
             torch.manual_seed(SEED)
@@ -316,7 +318,9 @@ def run(ctx, parts: str, cells: list, log_dir: str, recipes: str = "all") -> dic
             try:
                 cell = run_cell(ctx, part, recipe, pristine, mode, oracle, oracle_error)
             except CellCrash as exc:
+                exc.cell["seconds"] = round(time.perf_counter() - started, 4)
                 log.write(event="end", recipe=name, mode=mode, cell=exc.cell)
                 raise
+        cell["seconds"] = round(time.perf_counter() - started, 4)  # the oracle counts too
         log.write(event="end", recipe=name, mode=mode, cell=cell)
     return {"cells": len(cells)}

@@ -127,6 +127,12 @@ def status_markdown(results: dict, command: str = "") -> str:
     lines += ["", "## Failures by first failing cell", ""]
     for kind, names in sorted(failing.items(), key=lambda kv: -len(kv[1])):
         lines.append(f"* {_cell_text(kind, 200)}: {', '.join(names)}")
+    seconds = {rec["name"]: sum(c.get("seconds", 0.0) for c in rec["cells"].values())
+               for rec in recipes}
+    slowest = sorted(seconds.items(), key=lambda kv: -kv[1])[:10]
+    lines += ["", f"## Slowest recipes (seconds in cells, all P and modes; total "
+                  f"{sum(seconds.values()):.1f} s)", ""]
+    lines += [f"* {name}: {value:.2f} s" for name, value in slowest]
     return "\n".join(lines) + "\n"
 
 
