@@ -176,7 +176,8 @@ def quantization_bits(ratio: float) -> int:
 class Quantize(Codec):
     """Stochastic-rounding integer quantisation with a per-row offset and scale (AdaQP-like).
 
-    Row ``x`` (all its values) becomes codes ``q = floor((x - lo) / s + u)`` with
+    Row ``x`` (all its values) becomes codes ``q = floor((x - lo) / s + u)`` (computed as
+    ``(x - lo) * (1 / s)``) with
     ``lo = min x``, ``s = (max x - lo) / (2**b - 1)`` and ``u ~ U[0, 1)`` from the message's
     key, packed ``8 / b`` to a byte; ``lo`` and ``s`` travel with the row (in the row's dtype,
     float32 for half types). Decoding gives ``lo + q * s``, an unbiased estimate of ``x``.
@@ -206,15 +207,16 @@ class Quantize(Codec):
 
     def encode(self, rows: Tensor, ratio: float, key: MessageKey) -> Tensor:
         bits, count, meta = self._layout(tuple(rows.shape[1:]), rows.dtype, ratio)
-        x = rows.reshape(rows.shape[0], count).to(meta)
-        lo = x.amin(dim=1, keepdim=True) if count else x.new_zeros((x.shape[0], 1))
-        hi = x.amax(dim=1, keepdim=True) if count else lo
+        x = rows.reshape(rows.shape[0], count)
+        x = x if x.dtype == meta else x.to(meta)
+        lo, hi = torch.aminmax(x, dim=1, keepdim=True)
         levels = (1 << bits) - 1
         step = (hi - lo) / levels
         step = torch.where(step > 0, step, torch.ones_like(step))  # constant row: all codes 0
-        noise = torch.rand(x.shape, generator=generator(key.noise_seed(), x.device),
+        # few passes over the rows: the noise buffer becomes the codes in place
+        codes = torch.rand(x.shape, generator=generator(key.noise_seed(), x.device),
                            device=x.device, dtype=meta)
-        codes = torch.floor((x - lo) / step + noise).clamp_(0, levels)
+        codes.addcmul_(x - lo, 1.0 / step).floor_().clamp_(0, levels)
         header = torch.cat([lo, step], dim=1).view(torch.uint8)
         return torch.cat([pack(codes, bits), header], dim=1)
 
@@ -225,7 +227,7 @@ class Quantize(Codec):
         # copies: a chunk of a larger buffer may start at an offset no dtype view allows
         header = payload[:, body:].clone(memory_format=torch.contiguous_format).view(meta)
         codes = unpack(payload[:, :body], bits, count)
-        x = header[:, :1] + codes.to(meta) * header[:, 1:2]
+        x = torch.addcmul(header[:, :1], codes.to(meta), header[:, 1:2])
         return x.to(dtype).view(payload.shape[0], *row_shape)
 
 

@@ -39,17 +39,18 @@ def pack(codes: Tensor, bits: int) -> Tensor:
 
 
 def unpack(data: Tensor, bits: int, count: int) -> Tensor:
-    """The ``[R, count]`` codes (``int32``) that :func:`pack` packed into ``data``."""
+    """The ``[R, count]`` codes that :func:`pack` packed into ``data`` (``uint8`` up to 8
+    bits, ``int32`` for 16)."""
     _check_bits(bits)
     rows = data.shape[0]
     if bits == 16:
         data = data.clone(memory_format=torch.contiguous_format)  # offset 0: int16 view
         return data.view(torch.int16).view(rows, count).to(torch.int32) + 32768
     if bits == 8:
-        return data.to(torch.int32)
+        return data
     shifts = torch.arange(0, 8, bits, device=data.device, dtype=torch.uint8)
     codes = (data.unsqueeze(-1) >> shifts) & ((1 << bits) - 1)
-    return codes.reshape(rows, data.shape[1] * (8 // bits))[:, :count].to(torch.int32)
+    return codes.reshape(rows, data.shape[1] * (8 // bits))[:, :count]
 
 
 def _check_bits(bits: int) -> None:

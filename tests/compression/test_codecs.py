@@ -160,7 +160,7 @@ def test_pack_round_trip(bits, rows, count, seed):
     codes = torch.randint(0, 2 ** bits, (rows, count), generator=gen)
     data = pack(codes, bits)
     assert data.dtype == torch.uint8 and data.shape == (rows, packed_bytes(count, bits))
-    assert torch.equal(unpack(data, bits, count), codes.to(torch.int32))
+    assert torch.equal(unpack(data, bits, count).to(torch.int32), codes.to(torch.int32))
 
 
 def test_pack_rejects_unknown_widths():

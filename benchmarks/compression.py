@@ -1,0 +1,474 @@
+"""Compression of what crosses the network: final test accuracy against total bytes sent.
+
+    python benchmarks/compression.py --full     # the issue's setup (hours on a large machine)
+    python benchmarks/compression.py --quick    # reduced check: few epochs, one seed
+    python benchmarks/compression.py --plot-only benchmarks/results/compression_quick.json
+
+Setup (``--full``): WordNet 3.0 (117,659 synsets, 45 classes; 4 ranks, METIS and random
+partitions) and the dense SBM (120k nodes, 1.1M edges, 80% across communities; 4 ranks, METIS);
+VARCO's model (3-layer GraphSAGE, hidden 256, Adam lr 1e-2) and a 3-layer GAT (4 heads x 32);
+mode ``sar``; 300 epochs; seeds 0, 1, 2. Methods (as VARCO, the last layer's input is never
+compressed, :func:`pyg_sar.compression.all_but_last`):
+
+* ``full``: no compression;
+* ``trunc-R`` (R = 2, 4, 8, 16, 32): fixed channel truncation (VARCO's fixed baseline);
+* ``quant-B`` (B = 8, 4, 2 bits): fixed stochastic-rounding quantisation;
+* variable schemes, all ending lossless: ``varco`` (VARCO's linear schedule, r_max 128, slope 5,
+  ending at ratio 1 instead of the paper's 1.5), and decays over the whole run (decay steps =
+  epochs) from 128 to 1: ``trunc-linear``, ``trunc-exp``, ``trunc-step`` (4 stages),
+  ``subset-exp`` (random channel subsets); ``quant-exp``: bits from 2 to 32 (ratio 16 to 1).
+
+Every (workload, model, seed) is one ``mpiexec -n 4`` launch (``rank_run``) training every
+method in turn with the public API, so a rank's start-up is paid once. Measured per method:
+test accuracy after the last epoch (evaluation never compresses), test accuracy at the best
+validation epoch, the bytes every rank handed to the communicator in the training steps
+(``comm.traffic``: rows, re-fetched rows, gradients), the median epoch time after 2 warm-up
+epochs, and the time spent in the codec (encode + decode, timed around the codec calls).
+Output: ``benchmarks/results/compression_<quick|full>.json``, a plot of accuracy against
+bytes relative to full communication per (workload, model) in
+``benchmarks/results/plots/``, and a markdown table next to the JSON, with the issue's goal
+checked as measured: the best variable scheme within 0.3 points of full communication (mean
+over seeds) while sending at most 30% of its bytes, and above every fixed scheme at equal
+bytes (the fixed schemes' accuracy interpolated, in log bytes, at the variable scheme's bytes).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+import pyg_sar  # noqa: E402
+
+RESULTS = HERE / "results"
+RANK_ENV = {"OMP_NUM_THREADS": "1"}
+WORLD = 4
+
+FIXED_TRUNC = [2, 4, 8, 16, 32]
+FIXED_BITS = [8, 4, 2]
+VARIABLE = ["varco", "trunc-linear", "trunc-exp", "trunc-step", "subset-exp", "quant-exp"]
+METHODS = ["full", *[f"trunc-{r}" for r in FIXED_TRUNC], *[f"quant-{b}" for b in FIXED_BITS],
+           *VARIABLE]
+
+
+def workloads(suite: str) -> dict:
+    """name -> (description, dataset factory, partition method)."""
+    from pyg_sar.datasets import sbm, sbm_dense, wordnet
+    if suite == "full":
+        return {
+            "wordnet-metis": ("WordNet 3.0, METIS", wordnet, "metis"),
+            "wordnet-random": ("WordNet 3.0, random partition", wordnet, "random"),
+            "sbm-dense": ("dense SBM, 120k nodes, 1.1M edges, METIS", sbm_dense, "metis"),
+        }
+    return {
+        "wordnet-metis": ("WordNet 3.0, METIS", wordnet, "metis"),
+        "sbm-dense-small": ("dense SBM, 20k nodes, 200k edges (80% across communities), METIS",
+                            lambda: sbm(num_nodes=20_000, num_edges=200_000, num_classes=16,
+                                        homophily=0.2, seed=0), "metis"),
+    }
+
+
+# ------------------------------------------------------------------------------ rank side
+def make_spec(method: str, epochs: int):
+    """``SARConfig.compression`` of ``method`` (``None`` for full communication)."""
+    from pyg_sar.compression import (
+        Compressor,
+        Exponential,
+        Linear,
+        Quantize,
+        RandomSubset,
+        Step,
+        Truncate,
+        all_but_last,
+        varco,
+    )
+    if method == "full":
+        return None
+    kind, _, arg = method.partition("-")
+    if kind == "trunc" and arg.isdigit():
+        comp = Compressor(Truncate(), float(arg))
+    elif kind == "quant" and arg.isdigit():
+        comp = Compressor(Quantize(), 32.0 / int(arg))
+    elif method == "varco":
+        comp = Compressor(Truncate(), varco(128.0, 1.0, 5.0, epochs))
+    elif method == "trunc-linear":
+        comp = Compressor(Truncate(), Linear(128.0, 1.0, epochs))
+    elif method == "trunc-exp":
+        comp = Compressor(Truncate(), Exponential(128.0, 1.0, epochs))
+    elif method == "trunc-step":
+        comp = Compressor(Truncate(), Step(128.0, 1.0, epochs, stages=4))
+    elif method == "subset-exp":
+        comp = Compressor(RandomSubset(), Exponential(128.0, 1.0, epochs))
+    elif method == "quant-exp":
+        comp = Compressor(Quantize(), Exponential(16.0, 1.0, epochs))
+    else:
+        raise ValueError(f"unknown method {method!r} (known: {', '.join(METHODS)})")
+    return all_but_last(comp)
+
+
+def build_model(name: str, in_channels: int, classes: int) -> torch.nn.Module:
+    """VARCO's 3-layer GraphSAGE (hidden 256) or a 3-layer GAT (4 heads x 32)."""
+    from torch_geometric.nn import GAT, GraphSAGE
+    if name == "sage":
+        return GraphSAGE(in_channels, 256, 3, classes, dropout=0.5)
+    if name == "gat":
+        return GAT(in_channels, 32 * 4, 3, classes, heads=4, dropout=0.5)
+    raise ValueError(f"unknown model {name!r} (expected 'sage' or 'gat')")
+
+
+class CodecTimer:
+    """Seconds spent in the codecs' encode and decode (benchmark-only instrumentation)."""
+
+    def __init__(self) -> None:
+        from pyg_sar.compression import codecs
+        self.seconds = 0.0
+        self._saved = []
+        for cls in (codecs.Truncate, codecs.RandomSubset, codecs.Quantize):
+            for name in ("encode", "decode"):
+                original = getattr(cls, name)
+                self._saved.append((cls, name, original))
+                setattr(cls, name, self._timed(original))
+
+    def _timed(self, fn):
+        def wrapper(*args, **kwargs):
+            t = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.seconds += time.perf_counter() - t
+        return wrapper
+
+    def close(self) -> None:
+        for cls, name, original in self._saved:
+            setattr(cls, name, original)
+
+
+def train_one(ctx, part, model_name: str, method: str, seed: int, epochs: int,
+              eval_every: int) -> dict:
+    from pyg_sar.compression import compressors_of
+    from pyg_sar.nn.functional import accuracy, cross_entropy
+    classes = int(part.meta.get("num_classes") or int(part.y.max()) + 1)
+    torch.manual_seed(seed)
+    model = build_model(model_name, part.x.shape[1], classes)
+    pyg_sar.convert(model, pyg_sar.SARConfig(mode="sar", compression=make_spec(method, epochs)))
+    pyg_sar.broadcast_parameters(model)
+    torch.manual_seed(seed * 1000 + 1 + ctx.rank)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    compressors = list(compressors_of(model).values())
+    x, y, graph = part.x, part.y, part.graph
+    times, codec_s, sent = [], [], 0
+    best_val, test_at_best, test_acc = -1.0, float("nan"), float("nan")
+    timer = CodecTimer()
+    try:
+        for epoch in range(1, epochs + 1):
+            ctx.comm.barrier()
+            ctx.comm.traffic.reset()
+            timer.seconds = 0.0
+            t = time.perf_counter()
+            model.train()
+            optimizer.zero_grad()
+            loss = cross_entropy(model(x, graph), y, part.train_mask)
+            loss.backward()
+            pyg_sar.all_reduce_gradients(model)
+            optimizer.step()
+            for comp in compressors:
+                comp.step()
+            times.append(time.perf_counter() - t)
+            codec_s.append(timer.seconds)
+            sent += ctx.comm.traffic.totals()["sent"]
+            if epoch % eval_every == 0 or epoch == epochs:
+                model.eval()
+                with torch.no_grad():
+                    out = model(x, graph)
+                val_acc = accuracy(out, y, part.val_mask)
+                test_acc = accuracy(out, y, part.test_mask)
+                if val_acc > best_val:
+                    best_val, test_at_best = val_acc, test_acc
+    finally:
+        timer.close()
+    measured = times[2:] if len(times) > 4 else times
+    return {"final_test_acc": test_acc, "test_acc_at_best_val": test_at_best,
+            "best_val_acc": best_val, "bytes_sent": sum(ctx.comm.allgather_object(sent)),
+            "epoch_s": max(ctx.comm.allgather_object(statistics.median(measured))),
+            "codec_s": max(ctx.comm.allgather_object(statistics.median(
+                codec_s[2:] if len(codec_s) > 4 else codec_s))),
+            "final_loss": float(loss.detach())}
+
+
+def rank_run(ctx, parts: str, model: str, methods: list, seed: int, epochs: int,
+             eval_every: int) -> dict:
+    """Every method on this (workload, model, seed): one launch (see the module docstring)."""
+    torch.set_num_threads(1)
+    part = pyg_sar.load_partition(parts, ctx.rank, world_size=ctx.world_size)
+    out = {}
+    for method in methods:
+        t = time.perf_counter()
+        out[method] = train_one(ctx, part, model, method, seed, epochs, eval_every)
+        out[method]["wall_s"] = time.perf_counter() - t
+        if ctx.rank == 0:
+            r = out[method]
+            print(f"  {model} seed {seed} {method:>13}: test {r['final_test_acc']:.4f}  "
+                  f"{r['bytes_sent'] / 1e6:9.1f} MB  {r['epoch_s']:.3f} s/epoch", flush=True)
+    return out
+
+
+# ---------------------------------------------------------------------------- driver side
+def _write_json(path: Path, obj: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(json.dumps(obj, indent=1))
+    os.replace(tmp, path)
+
+
+def run(args: argparse.Namespace) -> dict:
+    from pyg_sar.testing import run_on_ranks
+    suite = "full" if args.full else "quick"
+    loads = workloads(suite)
+    if args.workloads:
+        loads = {k: v for k, v in loads.items() if k in args.workloads.split(",")}
+    models = args.models.split(",")
+    methods = args.methods.split(",") if args.methods else METHODS
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise SystemExit(f"unknown methods {unknown} (known: {', '.join(METHODS)})")
+    out_path = Path(args.out or RESULTS / f"compression_{suite}.json")
+    result = {"suite": suite, "world_size": WORLD, "epochs": args.epochs, "seeds": args.seeds,
+              "methods": methods, "models": models, "mode": "sar", "cores": os.cpu_count(),
+              "workloads": {k: v[0] for k, v in loads.items()}, "runs": []}
+    work = Path(args.work)
+    for name, (_, factory, method) in loads.items():
+        parts = work / f"{name}-{WORLD}"
+        if not (parts / "meta.json").exists():
+            print(f"partitioning {name} into {WORLD} parts ({method})", flush=True)
+            pyg_sar.partition_graph(factory(), WORLD, parts, method=method, seed=0,
+                                    overwrite=True)
+        for model in models:
+            for seed in range(args.seeds):
+                print(f"{name} / {model} / seed {seed}: {len(methods)} methods, "
+                      f"{args.epochs} epochs", flush=True)
+                t = time.perf_counter()
+                res = run_on_ranks(f"{Path(__file__).resolve()}:rank_run", WORLD,
+                                   kwargs=dict(parts=str(parts), model=model, methods=methods,
+                                               seed=seed, epochs=args.epochs,
+                                               eval_every=args.eval_every),
+                                   timeout=args.timeout, env=RANK_ENV)
+                for method, r in res[0].items():
+                    result["runs"].append(dict(workload=name, model=model, seed=seed,
+                                               method=method, epochs=args.epochs, **r))
+                print(f"  ({time.perf_counter() - t:.0f} s)", flush=True)
+                result["summary"] = summarize(result["runs"])
+                _write_json(out_path, result)  # after every launch: a partial run is kept
+    result["summary"] = summarize(result["runs"])
+    _write_json(out_path, result)
+    report(result, out_path)
+    return result
+
+
+# --------------------------------------------------------------------------------- report
+def summarize(runs: list[dict]) -> list[dict]:
+    """Mean (and spread) over seeds per (workload, model, method); bytes relative to ``full``
+    of the same seed."""
+    full = {(r["workload"], r["model"], r["seed"]): r["bytes_sent"] for r in runs
+            if r["method"] == "full"}
+    groups: dict[tuple, list[dict]] = {}
+    for r in runs:
+        groups.setdefault((r["workload"], r["model"], r["method"]), []).append(r)
+    out = []
+    for (workload, model, method), rs in groups.items():
+        epochs = sorted({r.get("epochs") for r in rs}, key=str)
+        rel = [r["bytes_sent"] / full[(workload, model, r["seed"])] for r in rs
+               if (workload, model, r["seed"]) in full]
+        accs = [r["final_test_acc"] for r in rs]
+        out.append(dict(
+            workload=workload, model=model, method=method, seeds=len(rs),
+            epochs=epochs[0] if len(epochs) == 1 else epochs,
+            acc_mean=statistics.mean(accs), acc_std=statistics.pstdev(accs),
+            acc_best_val_mean=statistics.mean(r["test_acc_at_best_val"] for r in rs),
+            bytes_mean=statistics.mean(r["bytes_sent"] for r in rs),
+            bytes_rel=statistics.mean(rel) if rel else float("nan"),
+            epoch_s=statistics.median(r["epoch_s"] for r in rs),
+            codec_s=statistics.median(r["codec_s"] for r in rs)))
+    return out
+
+
+FIXED_FAMILIES = {"fixed truncation": "trunc-", "fixed quantisation": "quant-"}
+
+
+def _is_fixed(method: str, prefix: str) -> bool:
+    return method.startswith(prefix) and method[len(prefix):].isdigit()
+
+
+def fixed_at(rows: list[dict], x: float) -> float:
+    """The best fixed scheme's accuracy at relative bytes ``x``: per family (truncation,
+    quantisation), linear in log bytes between its two neighbouring points, the full-
+    communication point closing each curve at 1; a family is left out where ``x`` is below
+    its fewest bytes. NaN if no family reaches down to ``x``."""
+    full = next(s for s in rows if s["method"] == "full")
+    best = float("nan")
+    for prefix in FIXED_FAMILIES.values():
+        pts = sorted([(s["bytes_rel"], s["acc_mean"]) for s in rows
+                      if _is_fixed(s["method"], prefix)] + [(1.0, full["acc_mean"])])
+        if len(pts) < 2 or x < pts[0][0]:
+            continue
+        for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+            if x0 <= x <= x1:
+                w = 0.0 if x1 == x0 else (math.log(x / x0) / math.log(x1 / x0))
+                value = y0 + w * (y1 - y0)
+                best = value if math.isnan(best) else max(best, value)
+                break
+    return best
+
+
+def goals(summary: list[dict]) -> list[str]:
+    """The issue's goal per (workload, model), as measured."""
+    lines = []
+    for workload, model in sorted({(s["workload"], s["model"]) for s in summary}):
+        rows = [s for s in summary if s["workload"] == workload and s["model"] == model]
+        full = next((s for s in rows if s["method"] == "full"), None)
+        variable = [s for s in rows if s["method"] in VARIABLE]
+        if full is None or not variable:
+            continue
+        for s in variable:
+            s["fixed_acc_at_bytes"] = fixed_at(rows, s["bytes_rel"])
+        within = [s for s in variable if s["bytes_rel"] <= 0.30]
+        where = f"* {workload} / {model}: "
+        if not within:
+            least = min(s["bytes_rel"] for s in variable) * 100
+            lines.append(where + f"no variable scheme sent <= 30% of full's bytes (least: "
+                                 f"{least:.1f}%). Goal: **missed**.")
+            continue
+        best = max(within, key=lambda s: s["acc_mean"])
+        gap = (full["acc_mean"] - best["acc_mean"]) * 100
+        fixed = best["fixed_acc_at_bytes"]
+        beats = math.isnan(fixed) or best["acc_mean"] > fixed
+        fixed_text = ("no fixed scheme sends so few bytes" if math.isnan(fixed) else
+                      f"best fixed scheme at those bytes {fixed:.4f}")
+        met = gap <= 0.3 and beats
+        lines.append(where + f"best variable scheme within 30% of the bytes: **{best['method']}"
+                             f"** at {best['bytes_rel'] * 100:.1f}% of the bytes, test "
+                             f"{best['acc_mean']:.4f} vs full {full['acc_mean']:.4f} "
+                             f"({gap:.2f} points below); {fixed_text}. Goal (<= 0.3 points, "
+                             f"<= 30% of the bytes, above every fixed scheme at equal bytes): "
+                             f"**{'met' if met else 'missed'}**.")
+    return lines
+
+
+def table(result: dict) -> str:
+    order = {m: i for i, m in enumerate(METHODS)}
+    out = [f"Setup: {result['world_size']} ranks, mode {result['mode']}, "
+           f"{result.get('cores')} cores on the machine; test accuracy after the last epoch, "
+           f"mean over seeds.",
+           "", "| workload | model | method | epochs | seeds | test acc (mean ± sd) | "
+           "bytes vs full | bytes (mean) | best fixed at equal bytes | epoch time (median) | "
+           "codec time / epoch |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    rows = sorted(result["summary"], key=lambda s: (s["workload"], s["model"],
+                                                    order.get(s["method"], 99)))
+    for s in rows:
+        fixed = s.get("fixed_acc_at_bytes")
+        fixed = "" if fixed is None else "—" if math.isnan(fixed) else f"{fixed:.4f}"
+        out.append(f"| {s['workload']} | {s['model']} | {s['method']} | {s.get('epochs')} | "
+                   f"{s['seeds']} | {s['acc_mean']:.4f} ± "
+                   f"{s['acc_std']:.4f} | {s['bytes_rel'] * 100:.1f}% | "
+                   f"{s['bytes_mean'] / 1e9:.3f} GB | {fixed} | {s['epoch_s']:.3f} s | "
+                   f"{s['codec_s'] * 1e3:.1f} ms |")
+    return "\n".join(out)
+
+
+def plot(result: dict, stem: str) -> list[Path]:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    made = []
+    summary = result["summary"]
+    for workload, model in sorted({(s["workload"], s["model"]) for s in summary}):
+        rows = [s for s in summary if s["workload"] == workload and s["model"] == model]
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for label, prefix in FIXED_FAMILIES.items():
+            pts = sorted((s["bytes_rel"], s["acc_mean"]) for s in rows
+                         if _is_fixed(s["method"], prefix))
+            if pts:
+                ax.plot(*zip(*pts), marker="o", label=label)
+        for s in rows:
+            if s["method"] in VARIABLE or s["method"] == "full":
+                ax.errorbar(s["bytes_rel"], s["acc_mean"], yerr=s["acc_std"],
+                            marker="*" if s["method"] != "full" else "s", linestyle="none",
+                            markersize=10, label=s["method"])
+        ax.set_xscale("log")
+        ax.set_xlabel("bytes sent in training, relative to full communication")
+        ax.set_ylabel("final test accuracy (mean over seeds)")
+        epochs = sorted({str(s.get("epochs")) for s in rows})
+        ax.set_title(f"{workload} / {model} ({', '.join(epochs)} epochs, "
+                     f"{max(s['seeds'] for s in rows)} seed(s))")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7, ncol=2)
+        path = RESULTS / "plots" / f"{stem}_{workload}_{model}.png"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.tight_layout()
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+        made.append(path)
+    return made
+
+
+def report(result: dict, out_path: Path) -> None:
+    lines = goals(result["summary"])  # also fills fixed_acc_at_bytes for the table
+    text = table(result) + "\n\nGoal, as measured:\n\n" + "\n".join(lines) + "\n"
+    md = out_path.with_suffix(".md")
+    md.write_text(text)
+    plots = plot(result, out_path.stem)
+    print(text)
+    print(f"wrote {out_path}, {md} and {len(plots)} plot(s)")
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    size = p.add_mutually_exclusive_group()
+    size.add_argument("--full", action="store_true", help="the issue's setup")
+    size.add_argument("--quick", action="store_true", help="reduced check (default)")
+    p.add_argument("--epochs", type=int, default=None, help="(full: 300, quick: 30)")
+    p.add_argument("--seeds", type=int, default=None, help="(full: 3, quick: 1)")
+    p.add_argument("--eval-every", type=int, default=10)
+    p.add_argument("--models", default="sage,gat")
+    p.add_argument("--methods", default=None, help="comma-separated subset of the methods")
+    p.add_argument("--workloads", default=None, help="comma-separated subset")
+    p.add_argument("--work", default=str(HERE / ".cache" / "compression"),
+                   help="where the partitions are written")
+    p.add_argument("--out", default=None)
+    p.add_argument("--timeout", type=float, default=48 * 3600, help="per launch (hang detector)")
+    p.add_argument("--plot-only", default=None, help="re-make table and plots from a JSON")
+    p.add_argument("--merge", nargs="+", default=None,
+                   help="merge the runs of several result JSONs into --out, then report")
+    args = p.parse_args(argv)
+    if args.merge:
+        parts = [json.loads(Path(f).read_text()) for f in args.merge]
+        result = {**parts[0], "runs": [r for part in parts for r in part["runs"]],
+                  "workloads": {k: v for part in parts for k, v in part["workloads"].items()},
+                  "merged_from": args.merge}
+        result["summary"] = summarize(result["runs"])
+        out = Path(args.out or RESULTS / "compression_quick.json")
+        _write_json(out, result)
+        report(result, out)
+        return
+    if args.plot_only:
+        path = Path(args.plot_only)
+        result = json.loads(path.read_text())
+        result["summary"] = summarize(result["runs"])
+        report(result, path)
+        return
+    args.epochs = args.epochs or (300 if args.full else 30)
+    args.seeds = args.seeds or (3 if args.full else 1)
+    run(args)
+
+
+if __name__ == "__main__":
+    main()
