@@ -152,7 +152,9 @@ def cluster_gcn_forward(self, x: Tensor, edge_index) -> Tensor:
 
 def cluster_gcn_norm(layer: MessagePassing, graph: DistGraph,
                      kwargs: dict) -> tuple[GraphView, dict]:
-    """ClusterGCNConv: self-loops, weight ``1 / in-degree`` (the loop's ``* (1 + diag_lambda)``)."""
+    """ClusterGCNConv: self-loops, weight ``1 / in-degree``, plus ``diag_lambda / in-degree``
+    on each node's loop. As in PyG, the weights are in the default dtype (PyG's ``degree``)
+    and the message promotes them."""
     view = self_loop_view(graph) if layer.add_self_loops else stored_view(graph)
 
     def build() -> Tensor:
@@ -164,9 +166,8 @@ def cluster_gcn_norm(layer: MessagePassing, graph: DistGraph,
         is_loop[local.edge_slice] = local.row == local.col
         return w, is_loop
     w, is_loop = graph.cached(("cluster_gcn_norm", layer.add_self_loops), build)
-    dtype = _float_dtype(kwargs)
-    w = w.to(dtype)
-    w = torch.where(is_loop, w * (1.0 + layer.diag_lambda), w)
+    # The same float operations as PyG's ``edge_weight[row == col] += diag_lambda * deg_inv``.
+    w = torch.where(is_loop, w + layer.diag_lambda * w, w)
     out = dict(kwargs)
     out["edge_weight"] = w
     return view, out

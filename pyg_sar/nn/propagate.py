@@ -153,7 +153,10 @@ def dist_propagate(layer: MessagePassing, graph: DistGraph, size, kwargs: dict) 
     if size is not None and tuple(size) != (graph.num_nodes, graph.num_nodes):
         raise ValueError(f"pyg_sar: bipartite propagate (size={tuple(size)}) is not supported "
                          f"over a DistGraph with {graph.num_nodes} local nodes")
-    check_edge_data(layer, graph, kwargs)
+    if not (spec.attention and layer.inspector.implements("edge_update")):
+        # (GAT's edge data went through its edge_updater, checked there; its ``alpha`` here
+        # is the engine's own.)
+        check_edge_data(layer, graph, kwargs)
     if spec.attention:
         from pyg_sar.nn.attention import attention_propagate, attention_view
         if config.mode != "halo":
