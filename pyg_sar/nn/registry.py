@@ -100,9 +100,9 @@ def _when(cond: Callable[[MessagePassing], bool], reason: str):
 
 
 def _gcn_family(normalize="normalize", add_loops="add_self_loops", improved=False,
-                refuse=None) -> Adapter:
+                refuse=None, linear_weight: Optional[str] = "edge_weight") -> Adapter:
     return Adapter("gcn_norm", families.gcn_norm(normalize, add_loops, improved),
-                   linear_weight="edge_weight", refuse=refuse)
+                   linear_weight=linear_weight, refuse=refuse)
 
 
 _C = pyg_conv
@@ -144,6 +144,16 @@ VERIFIED: dict[type, Adapter] = {
     _C.PointTransformerConv: Adapter("self_loops+softmax_in_message",
                                      families.self_loops("add_self_loops"),
                                      softmax_in_message=True),
+    # Messages of the layer's own code over the stored graph, no preprocessing in forward.
+    _C.NNConv: Adapter(),
+    _C.CGConv: Adapter(),
+    _C.GMMConv: Adapter(),
+    _C.ResGatedGraphConv: Adapter(),
+    _C.GatedGraphConv: Adapter(linear_weight="edge_weight"),
+    _C.LEConv: Adapter(),
+    _C.GENConv: Adapter(),
+    _C.PointGNNConv: Adapter(),
+    _C.DNAConv: _gcn_family(linear_weight=None),
     # Point-cloud convolutions that add self-loops.
     _C.PointNetConv: Adapter("self_loops", families.self_loops("add_self_loops")),
     _C.PPFConv: Adapter("self_loops", families.self_loops("add_self_loops")),
@@ -233,6 +243,9 @@ PASSTHROUGH_MODULES = frozenset({
     "JumpingKnowledge", "torch_geometric.nn.models.deepgcn.DeepGCNLayer",
     "torch_geometric.nn.dense.linear.Linear", "torch_geometric.nn.dense.linear.HeteroLinear",
     "torch_geometric.utils._trim_to_layer.TrimToLayer",  # acts only on sampled subgraphs
+    # Node-wise pieces inside verified layers.
+    "torch_geometric.nn.conv.gen_conv.MLP", "torch_geometric.nn.conv.dna_conv.MultiHead",
+    "torch_geometric.nn.conv.dna_conv.Linear",
     # Wrappers that hand the graph to their own (checked) convs; DirGNNConv also hands them
     # its reverse, edge_index.flip([0]) (DistGraph.flip, pyg_sar.partition.reverse).
     "torch_geometric.nn.conv.dir_gnn_conv.DirGNNConv",
