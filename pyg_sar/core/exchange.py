@@ -237,12 +237,13 @@ class GradReturner:
             like = [codec.wire_like(t) for t in like]
         pending = exchange_rows(g, step, send, like, int(idx.numel()), reverse=True,
                                 traffic=self.traffic)
-        self.pending = (idx, live, pending, send_to)
+        self.pending = (idx, live, pending)
+        self._user = send_to  # the rank whose gradients of my rows arrive (their keys)
 
     def flush(self) -> None:
         if self.pending is None:
             return
-        idx, live, pending, user = self.pending
+        idx, live, pending = self.pending
         t = time.perf_counter()
         got_all = [p.wait() for p in pending]
         count(self.graph.context.comm, 0, 0, 0, time.perf_counter() - t)
@@ -250,7 +251,7 @@ class GradReturner:
         if codec is not None:
             me = self.graph.rank
             got_all = [codec.decode(got, self.grads[i].shape[1:], self.grads[i].dtype,
-                                    codec.key(self.ids[i], me, user, "grads"))
+                                    codec.key(self.ids[i], me, self._user, "grads"))
                        for i, got in zip(live, got_all)]
         for i, got in zip(live, got_all):
             if got.shape[0]:
