@@ -22,6 +22,7 @@ from typing import Any, Optional
 
 import torch
 
+from pyg_sar.distributed import address
 from pyg_sar.distributed.comm import (
     Communicator,
     LocalCommunicator,
@@ -134,18 +135,6 @@ def _set_threads(local_world_size: int) -> int:
     return torch.get_num_threads()
 
 
-def _host_address(hosts: list[str]) -> str:
-    """The address other ranks reach rank 0 by (loopback when every rank is on one host)."""
-    if "MASTER_ADDR" in os.environ:
-        return os.environ["MASTER_ADDR"]
-    if len(set(hosts)) == 1:
-        return "127.0.0.1"
-    try:
-        return socket.gethostbyname(socket.gethostname())
-    except OSError:
-        return socket.gethostname()
-
-
 def _init_default_group(backend: str, rank: int, world_size: int, timeout: float,
     bootstrap: Optional[Communicator]) -> bool:
     """Initialise torch.distributed's default group unless there is one; returns whether we
@@ -160,20 +149,26 @@ def _init_default_group(backend: str, rank: int, world_size: int, timeout: float
     td = timedelta(seconds=timeout)
     if bootstrap is None and world_size > 1:  # torchrun: env:// rendezvous
         from pyg_sar.distributed.join import torch_store
+        if backend == "gloo":
+            address.use_interface_towards(os.environ.get("MASTER_ADDR"))
         store = torch_store(rank, world_size, timeout)  # names ranks that never join
         dist.init_process_group(backend, store=store, rank=rank, world_size=world_size,
                                 timeout=td)
         return True
-    # Rendezvous over MPI (or alone): rank 0 opens a store on a port the OS picks.
-    hosts = bootstrap.allgather_object(socket.gethostname()) if bootstrap else ["localhost"]
+    # Rendezvous over MPI (or alone): rank 0 opens a store on a port the OS picks, at the
+    # address the others reach it by (MASTER_ADDR if set; never its resolved hostname).
+    described = bootstrap.allgather_object(address.describe_self()) if bootstrap else None
     if rank == 0:
-        address = _host_address(hosts)
-        store = dist.TCPStore(address, 0, world_size, True, td, wait_for_workers=False)
-        endpoint = [address, store.port]
+        host = os.environ.get("MASTER_ADDR") or (
+            address.choose_address(described, 0) if described else "127.0.0.1")
+        store = dist.TCPStore(host, 0, world_size, True, td, wait_for_workers=False)
+        endpoint = [host, store.port]
     else:
         endpoint = None
     if bootstrap is not None:
         endpoint = _broadcast_object(bootstrap, endpoint)
+    if backend == "gloo" and world_size > 1:
+        address.use_interface_towards(endpoint[0])
     if rank != 0:
         store = dist.TCPStore(endpoint[0], int(endpoint[1]), world_size, False, td)
     dist.init_process_group(backend, store=store, rank=rank, world_size=world_size, timeout=td)
@@ -304,7 +299,10 @@ def init(backend: Optional[str] = None, timeout: Optional[float] = None,
             comm = TorchCommunicator(group, seconds, device)
 
     if world_size > 1:
-        hosts = comm.allgather_object(socket.gethostname())
+        # Who shares this host, and the addresses the watchdog's hub can be reached by.
+        described = comm.allgather_object(dict(address.describe_self(),
+                                               host=socket.gethostname()))
+        hosts = [d["host"] for d in described]
         local_world_size = hosts.count(hosts[rank])
         if env_local is None:
             local_rank = hosts[:rank].count(hosts[rank])
@@ -326,7 +324,7 @@ def init(backend: Optional[str] = None, timeout: Optional[float] = None,
         _ATEXIT_REGISTERED = True
     if world_size > 1 and os.environ.get("PYG_SAR_WATCHDOG", "1") != "0":
         # After shutdown's atexit hook, so that its fast exit after a failure runs first.
-        _start_watchdog(comm, hosts, seconds)
+        _start_watchdog(comm, described, seconds)
     return _CONTEXT
 
 
@@ -340,21 +338,15 @@ def _env_seconds(name: str, default: float) -> float:
     return value
 
 
-def _own_address() -> str:
-    try:
-        return socket.gethostbyname(socket.gethostname())
-    except OSError:
-        return socket.gethostname()
-
-
-def _start_watchdog(comm: Communicator, hosts: list[str], seconds: float) -> None:
-    """Failure detection (see :mod:`pyg_sar.distributed.watchdog`); intervals from
-    ``PYG_SAR_HEARTBEAT_S`` (2), ``PYG_SAR_DEAD_AFTER_S`` (45), ``PYG_SAR_FAILURE_GRACE_S``
-    (10); ``PYG_SAR_WATCHDOG=0`` turns it off."""
+def _start_watchdog(comm: Communicator, described: list[dict], seconds: float) -> None:
+    """Failure detection (see :mod:`pyg_sar.distributed.watchdog`); rank 0 hosts its hub at
+    the address :func:`~pyg_sar.distributed.address.choose_address` picks from every rank's
+    interfaces; intervals from ``PYG_SAR_HEARTBEAT_S`` (2), ``PYG_SAR_DEAD_AFTER_S`` (45),
+    ``PYG_SAR_FAILURE_GRACE_S`` (10); ``PYG_SAR_WATCHDOG=0`` turns it off."""
     from pyg_sar.distributed import watchdog
     try:
         watchdog.start_watchdog(
-            comm, "127.0.0.1" if len(set(hosts)) == 1 else _own_address(), seconds,
+            comm, address.choose_address(described, 0), seconds,
             heartbeat=_env_seconds("PYG_SAR_HEARTBEAT_S", watchdog.HEARTBEAT_S),
             dead_after=_env_seconds("PYG_SAR_DEAD_AFTER_S", watchdog.DEAD_AFTER_S),
             grace=_env_seconds("PYG_SAR_FAILURE_GRACE_S", watchdog.GRACE_S))

@@ -370,6 +370,7 @@ class Watchdog:
         self._declared = False  # a failure is being or has been declared
         self.witness: Optional[Witness] = None
         self._links: list[socket.socket] = []  # to this host's witnesses, if it has none
+        self._accepting_stop = False  # rank 0: stop accepting (set-up failed elsewhere)
 
     # ---------------------------------------------------------------- set-up and teardown
     def connect(self, comm, host: str, timeout: float) -> None:
@@ -413,43 +414,87 @@ class Watchdog:
                 "witness": witness.token if witness is not None else None}
         everyone = comm.allgather_object(mine)
         endpoint = everyone[0]["endpoint"]
+        # Rank 0 accepts in a thread while every rank reports its outcome over `comm`: a rank
+        # that cannot reach the hub is named on every rank at once, instead of rank 0 waiting
+        # out its timeout in accept(). Every wait ends by `deadline`.
         deadline = time.monotonic() + timeout
+        error: Optional[str] = None
         if self.rank == 0:
-            self._server.settimeout(1.0)
-            while len(self._peers) < self.world_size - 1:
-                if time.monotonic() > deadline:
-                    missing = sorted(set(range(1, self.world_size)) - set(self._peers))
-                    raise RuntimeError(f"pyg_sar.init: rank(s) {missing} did not connect to "
-                                       f"the failure watchdog within {timeout:.1f} s")
-                try:
-                    conn, _ = self._server.accept()
-                except TimeoutError:
-                    continue
-                conn.settimeout(max(1.0, deadline - time.monotonic()))
-                data = b""
-                while b"\n" not in data:
-                    chunk = conn.recv(256)
-                    if not chunk:
-                        raise RuntimeError("pyg_sar.init: a rank closed its watchdog "
-                                           "connection during the handshake")
-                    data += chunk
-                hello, rest = data.split(b"\n", 1)
-                peer = int(json.loads(hello)["hello"])
-                conn.setblocking(False)
-                self._peers[peer] = conn
-                self._readers[peer] = _Lines(conn)
-                self._readers[peer].buf = rest  # beats that came with the hello
+            accepting = threading.Thread(target=self._accept_peers, args=(deadline,),
+                                         name="pyg_sar-watchdog-accept", daemon=True)
+            accepting.start()
         else:
-            sock = socket.create_connection((endpoint[0], int(endpoint[1])), timeout=timeout)
-            sock.sendall((json.dumps({"hello": self.rank}) + "\n").encode())
-            sock.setblocking(False)
-            self._peers[0] = sock
+            error = self._connect_hub(endpoint, deadline)
+        outcomes = comm.allgather_object(error, timeout=timeout)
+        failed = [e for e in outcomes if e]
+        if self.rank == 0:
+            if failed:
+                self._accepting_stop = True
+            accepting.join(max(0.0, deadline - time.monotonic()) + 2.0)
+            self._accepting_stop = True
+            missing = sorted(set(range(1, self.world_size)) - set(self._peers))
+            if missing and not failed:
+                failed = [f"rank(s) {missing} connected to no hub at {endpoint[0]}:"
+                          f"{endpoint[1]} within {timeout:.1f} s"]
+        if failed:
+            raise RuntimeError("pyg_sar.init: the failure watchdog could not be set up: "
+                               + "; ".join(failed))
         peers = {r: e["witness"] for r, e in enumerate(everyone)
                  if e["witness"] and e["host"] == mine["host"]}
         if witness is not None:
             witness.link(peers, timeout)
         elif peers:  # no witness of its own, but the others must see it end
             self._links = link_witnesses(self.rank, None, peers, timeout)
+
+    def _accept_peers(self, deadline: float) -> None:
+        """Rank 0: accept the other ranks' connections until all are in, ``deadline``, or
+        :meth:`_connect` gives up (``_accepting_stop``)."""
+        self._server.settimeout(0.1)
+        while len(self._peers) < self.world_size - 1 and not self._accepting_stop and \
+                time.monotonic() < deadline:
+            try:
+                conn, _ = self._server.accept()
+            except (TimeoutError, BlockingIOError):
+                continue
+            except OSError:
+                return
+            conn.settimeout(max(0.1, deadline - time.monotonic()))
+            data = b""
+            try:
+                while b"\n" not in data:
+                    chunk = conn.recv(256)
+                    if not chunk:
+                        break
+                    data += chunk
+            except OSError:
+                pass
+            if b"\n" not in data:  # not a rank of ours, or it gave up: keep waiting
+                conn.close()
+                continue
+            hello, rest = data.split(b"\n", 1)
+            try:
+                peer = int(json.loads(hello)["hello"])
+            except (ValueError, KeyError, TypeError):
+                conn.close()
+                continue
+            conn.setblocking(False)
+            self._readers[peer] = _Lines(conn)
+            self._readers[peer].buf = rest  # beats that came with the hello
+            self._peers[peer] = conn
+
+    def _connect_hub(self, endpoint: list, deadline: float) -> Optional[str]:
+        """A rank other than 0: connect to rank 0's hub; returns ``None`` or what went wrong
+        (naming this rank, its host and the address it tried)."""
+        try:
+            sock = socket.create_connection((endpoint[0], int(endpoint[1])),
+                                            timeout=max(0.1, deadline - time.monotonic()))
+            sock.sendall((json.dumps({"hello": self.rank}) + "\n").encode())
+        except OSError as e:
+            return (f"rank {self.rank} (host {socket.gethostname()}) could not connect to "
+                    f"rank 0 at {endpoint[0]}:{endpoint[1]}: {e}")
+        sock.setblocking(False)
+        self._peers[0] = sock
+        return None
 
     def close(self) -> None:
         """Say goodbye (a clean end, unless a failure is known) and stop the thread."""
