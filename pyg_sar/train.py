@@ -371,12 +371,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     try:
         run(args)
     except KeyboardInterrupt as interrupt:  # Ctrl-C (or PeerInterrupted): one line per job
-        from pyg_sar.distributed.watchdog import report_interrupt
+        from pyg_sar.distributed.watchdog import release_after_interrupt, report_interrupt
         report_interrupt()  # ranks not interrupted themselves stop too, quietly
         ctx = pyg_sar.get_context()
         if (ctx.rank if ctx is not None else _launch_rank()) == 0:
             print(_interrupted(args, getattr(interrupt, "epoch", None)), file=sys.stderr,
                   flush=True)
+        release_after_interrupt()  # the others exit only after rank 0's line, all together
         return 130  # 128 + SIGINT, as a shell reports it
     return 0
 

@@ -152,6 +152,25 @@ def report_interrupt() -> None:
         dog.report_own_failure(INTERRUPTED)
 
 
+def release_after_interrupt() -> None:
+    """After an interrupt, the order of exits: rank 0 calls this once it has reported the
+    interrupt; every other rank calls it to wait for that (or for rank 0's end; at most half
+    the failure grace period, a hang detector), so that all exit together right after.
+
+    mpiexec and torchrun end every rank once one exits: a rank that exited first could cut
+    rank 0's report short, and one still running when the launcher kills it is reported as
+    killed (MPICH: "BAD TERMINATION ... signal 9")."""
+    dog = _ACTIVE
+    if dog is None:
+        return
+    if dog.rank == 0:
+        with dog._lock:
+            for sock in dog._peers.values():
+                _send(sock, {"type": "release"})
+    else:
+        dog._released.wait(dog.grace / 2)
+
+
 def _send(sock: socket.socket, msg: dict) -> bool:
     try:
         sock.sendall((json.dumps(msg) + "\n").encode())
@@ -371,6 +390,7 @@ class Watchdog:
         self.witness: Optional[Witness] = None
         self._links: list[socket.socket] = []  # to this host's witnesses, if it has none
         self._accepting_stop = False  # rank 0: stop accepting (set-up failed elsewhere)
+        self._released = threading.Event()  # rank 0 reported an interrupt, or has ended
 
     # ---------------------------------------------------------------- set-up and teardown
     def connect(self, comm, host: str, timeout: float) -> None:
@@ -597,6 +617,8 @@ class Watchdog:
         msgs = self._readers[r].read()
         if msgs is None:
             self._left.add(r)
+            if r == 0:
+                self._released.set()
             if not self._stop.is_set() and not self._said_bye(r):
                 who = "the relay" if r == 0 and self.rank != 0 else "its process"
                 self._declare(r, self._ops.get(r, "?"),
@@ -610,6 +632,8 @@ class Watchdog:
                 self._ops[int(msg["rank"])] = str(msg.get("op"))
             elif kind == "fail":
                 self._declare(int(msg["rank"]), str(msg.get("op")), str(msg.get("error")))
+            elif kind == "release":
+                self._released.set()
             elif kind == "bye":
                 self._bye.add(int(msg["rank"]))
                 if int(msg["rank"]) == r:

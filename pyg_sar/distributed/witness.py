@@ -55,6 +55,7 @@ CLEANUP_S = 3.0  # a launcher's clean-up kills follow the end that caused them w
 WAIT_S = 30.0  # hang detector: how long to wait for the first rank's record
 OP_BYTES = 256  # as in watchdog.py
 KILLED = "its process exited or was killed (connection closed without a clean shutdown)"
+INTERRUPTED = "interrupted (KeyboardInterrupt)"  # as in watchdog.py: the program reports it
 PREFIX = "\0pyg_sar-witness-"
 
 
@@ -172,6 +173,8 @@ class _Witness:
             msgs, self.stdin_buf = _lines(self.stdin_buf + data)
             for msg in msgs:
                 self.state.update(msg)
+            if self._silent() and not self.trace:
+                self._close_output()
 
     def _accept(self) -> None:
         while True:
@@ -227,6 +230,19 @@ class _Witness:
             pass
         conn.sock.close()
 
+    def _silent(self) -> bool:
+        """Whether this witness has nothing to say, whatever happens next."""
+        return bool(self.state.get("bye") or self.state.get("own") or self.state.get("printed"))
+
+    def _close_output(self) -> None:
+        """Stop holding the launcher's output pipes: while a witness holds them, the launcher
+        does not see its rank end (and hydra may then report other ranks as killed)."""
+        for fd in (1, 2):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
     def _own_end(self) -> float | None:
         return next((t for r, t in self.ended if r == self.rank), None)
 
@@ -250,10 +266,10 @@ class _Witness:
 
     def _message(self, first: int) -> str | None:
         state, rank = self.state, self.rank
-        if state.get("bye") or state.get("own") or state.get("printed"):
+        if self._silent():
             return None
         if state.get("failure"):
-            return str(state["failure"])
+            return None if state.get("failed_error") == INTERRUPTED else str(state["failure"])
         if first == rank:
             return f"pyg_sar: rank {rank} failed in {state['op']}: {KILLED}"
         if self.witnesses.get(first) is None:
@@ -269,6 +285,8 @@ class _Witness:
         if record.get("clean"):
             return (f"pyg_sar: rank {rank} stops: rank {first} ended first (it shut pyg_sar "
                     f"down cleanly, then its process exited: see its exit status)")
+        if record.get("error") == INTERRUPTED:  # Ctrl-C, not a failure: nothing to add
+            return None
         return (f"pyg_sar: rank {rank} stops: rank {record.get('rank')} failed in "
                 f"{record.get('op')}: {record.get('error')}")
 
@@ -283,12 +301,6 @@ class _Witness:
         op = _shared_operation(self.op_fd)
         if op:
             self.state["op"] = op
-        if self.state.get("bye") and not self.trace:
-            for fd in (1, 2):  # nothing to say; do not hold the launcher's output pipes open
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
         record = self._record()
         for r, token in self.witnesses.items():
             if r != self.rank and token:
