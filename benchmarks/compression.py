@@ -356,7 +356,8 @@ def goals(summary: list[dict]) -> list[str]:
         lines.append(where + f"best variable scheme within 30% of the bytes: **{best['method']}"
                              f"** at {best['bytes_rel'] * 100:.1f}% of the bytes, test "
                              f"{best['acc_mean']:.4f} vs full {full['acc_mean']:.4f} "
-                             f"({gap:.2f} points below); {fixed_text}. Goal (<= 0.3 points, "
+                             f"({-gap:+.2f} points vs full); {fixed_text}. Goal (<= 0.3 "
+                             f"points below full, "
                              f"<= 30% of the bytes, above every fixed scheme at equal bytes): "
                              f"**{'met' if met else 'missed'}**.")
     return lines
