@@ -1,4 +1,7 @@
-"""Attention layers (GATConv, GATv2Conv, TransformerConv) over a DistGraph.
+"""Attention layers whose softmax lives in ``edge_update`` (GATConv, GATv2Conv) over a DistGraph.
+
+(Layers whose softmax is inside ``message``, TransformerConv among them, run the layer's own
+message with the softmax captured: :mod:`pyg_sar.nn.softmax_capture`.)
 
 Their softmax spans all in-edges of a node, which are spread over several blocks, so the engine
 runs them with the online-softmax rule (:class:`pyg_sar.core.combine.SoftmaxRule`): each block
@@ -19,14 +22,13 @@ native kernel for the device).
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Optional
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-from torch_geometric.nn.conv import GATConv, GATv2Conv, MessagePassing, TransformerConv
+from torch_geometric.nn.conv import GATConv, GATv2Conv, MessagePassing
 
 from pyg_sar.config import SARConfig
 from pyg_sar.core.combine import SoftmaxRule
@@ -37,8 +39,6 @@ from pyg_sar.core.views import GraphView, ViewBlock, self_loop_view, stored_view
 from pyg_sar.graph import DistGraph
 from pyg_sar.nn.wire import layer_wire
 from pyg_sar.ops._gat_attention import fused_attention_available
-
-ATTENTION_LAYERS = (GATConv, GATv2Conv, TransformerConv)
 
 
 @dataclass
@@ -145,29 +145,6 @@ class GATv2Program:
         return scores, x_j, _dropout(layer, scores)
 
 
-class TransformerProgram:
-    """TransformerConv: ``s = <q_i, k_j (+ e)> / sqrt(C)``, value ``v_j (+ e)``."""
-
-    linear = None
-
-    def __init__(self, layer: TransformerConv, with_edges: bool) -> None:
-        self.layer, self.with_edges = layer, with_edges
-
-    def messages(self, block: ViewBlock, src, dst, edge):
-        layer = self.layer
-        key = src[0].index_select(0, block.col)
-        value = src[1].index_select(0, block.col)
-        query = dst[0].index_select(0, block.row)
-        if self.with_edges:
-            ea = edge[0]
-            if layer.lin_edge is not None:
-                ea = layer.lin_edge(ea).view(-1, layer.heads, layer.out_channels)
-                key = key + ea
-            value = value + ea
-        scores = (query * key).sum(dim=-1) / math.sqrt(layer.out_channels)
-        return scores, value, _dropout(layer, scores)
-
-
 def _pair(data: Any, role: int) -> Optional[Tensor]:
     return data[role] if isinstance(data, (tuple, list)) else data
 
@@ -197,7 +174,7 @@ def dist_edge_updater(layer: MessagePassing, graph: DistGraph, size, kwargs: dic
 def _fused_inputs(layer: MessagePassing, kwargs: dict) -> Optional[dict]:
     """The fused kernels' inputs for a GAT/GATv2 propagate, or None if they do not apply."""
     deferred = kwargs.get("alpha")
-    if not isinstance(deferred, DeferredScores) or isinstance(layer, TransformerConv):
+    if not isinstance(deferred, DeferredScores):
         return None
     ekw = deferred.kwargs
     edge_attr = ekw.get("edge_attr")
@@ -253,28 +230,21 @@ def attention_propagate(layer: MessagePassing, graph: DistGraph, kwargs: dict,
         if inputs is not None:
             return fused_attention_propagate(layer, inputs, config)
     params = [p for p in layer.parameters() if p.requires_grad]
-    if isinstance(layer, TransformerConv):
-        view = attention_view(layer, graph)
-        edge_attr = kwargs.get("edge_attr")
-        src = [kwargs["key"], kwargs["value"]]
-        dst = [kwargs["query"]]
-        program: Any = TransformerProgram(layer, edge_attr is not None)
+    deferred = kwargs.get("alpha")
+    if not isinstance(deferred, DeferredScores):
+        raise RuntimeError(f"pyg_sar: {type(layer).__name__}.propagate expected the scores "
+                           f"of its converted edge_updater (got {type(deferred)})")
+    view, ekw = deferred.view, deferred.kwargs
+    edge_attr = ekw.get("edge_attr")
+    if isinstance(layer, GATConv):
+        alpha_src, alpha_dst = ekw["alpha"]
+        x_src = _pair(kwargs["x"], 0)
+        src, dst = [x_src, alpha_src], [alpha_dst]
+        program = GATProgram(layer, edge_attr is not None)
     else:
-        deferred = kwargs.get("alpha")
-        if not isinstance(deferred, DeferredScores):
-            raise RuntimeError(f"pyg_sar: {type(layer).__name__}.propagate expected the scores "
-                               f"of its converted edge_updater (got {type(deferred)})")
-        view, ekw = deferred.view, deferred.kwargs
-        edge_attr = ekw.get("edge_attr")
-        if isinstance(layer, GATConv):
-            alpha_src, alpha_dst = ekw["alpha"]
-            x_src = _pair(kwargs["x"], 0)
-            src, dst = [x_src, alpha_src], [alpha_dst]
-            program = GATProgram(layer, edge_attr is not None)
-        else:
-            x_l, x_r = ekw["x"]
-            src, dst = [x_l], [x_r]
-            program = GATv2Program(layer, edge_attr is not None)
+        x_l, x_r = ekw["x"]
+        src, dst = [x_l], [x_r]
+        program = GATv2Program(layer, edge_attr is not None)
     edge = [edge_attr] if edge_attr is not None else []
     prop = Propagation(view, program, SoftmaxRule(), config.mode, config.pipeline_depth,
                        replay_rng=layer.training, wire=layer_wire(layer))

@@ -117,7 +117,8 @@ VERIFIED: dict[type, Adapter] = {
                         forward=forwards.without_attention_weights()),
     _C.GATv2Conv: Adapter("self_loops", kind=ATTENTION,
                           forward=forwards.without_attention_weights()),
-    _C.TransformerConv: Adapter(kind=ATTENTION, forward=forwards.without_attention_weights()),
+    _C.TransformerConv: Adapter("softmax_in_message", softmax_in_message=True,
+                                forward=forwards.without_attention_weights()),
     # Multi-hop and propagation-only layers: GCN normalisation, one SAR propagate per hop.
     _C.APPNP: _gcn_family(refuse=_when(
         lambda layer: layer.dropout > 0,
