@@ -113,3 +113,48 @@ def test_narrowing_sage_projects_before_aggregating(aggr, project):
         pyg_sar.convert(layer, pyg_sar.SARConfig(project_first=project_first))
         torch.testing.assert_close(layer(x, edge_index), expected, rtol=1e-12, atol=1e-12)
     assert widths == ([4, 16] if aggr != "max" else [16, 16])
+
+
+def test_conversion_is_visible_in_the_type_and_keeps_repr_state_dict_and_deepcopy():
+    from torch_geometric.nn import APPNP, GAT
+    for model in (GraphSAGE(5, 8, 2, 3, norm="batch_norm"), GAT(5, 8, 2, 3, heads=2),
+                  Wrapper(APPNP(K=2, alpha=0.1))):
+        before_repr = repr(model)
+        before_state = {k: v.clone() for k, v in model.state_dict().items()}
+        classes = {name: type(m) for name, m in model.named_modules()}
+        pyg_sar.convert(model)
+        assert repr(model) == before_repr
+        state = model.state_dict()
+        assert list(state) == list(before_state)
+        assert all(torch.equal(state[k], v) for k, v in before_state.items())
+        for name, m in model.named_modules():
+            if isinstance(m, MessagePassing):
+                assert isinstance(m, SARLayer) and isinstance(m, classes[name])
+                assert type(m).__name__ == classes[name].__name__
+                assert type(m).__module__ == "pyg_sar.nn.converted"
+        copy_ = copy.deepcopy(model)
+        assert repr(copy_) == before_repr
+        assert all(isinstance(m, SARLayer) for m in copy_.modules()
+                   if isinstance(m, MessagePassing))
+        assert all(torch.equal(copy_.state_dict()[k], v) for k, v in state.items())
+        model.load_state_dict(before_state)  # the unconverted model's state loads as is
+
+
+def test_user_classes_static_rule_and_trusted_layers():
+    from torch_geometric.utils import degree
+
+    class Plain(MessagePassing):
+        def forward(self, x, edge_index):
+            return self.propagate(edge_index, x=x)
+
+    class UsesDegree(MessagePassing):
+        def forward(self, x, edge_index):
+            deg = degree(edge_index[1], x.size(0))
+            return self.propagate(edge_index, x=x) / deg.clamp(min=1).view(-1, 1)
+
+    pyg_sar.convert(Wrapper(Plain()))
+    with pytest.raises(UnsupportedLayerError, match=r"UsesDegree\.forward uses degree"):
+        pyg_sar.convert(Wrapper(UsesDegree()))
+    pyg_sar.convert(Wrapper(UsesDegree()), pyg_sar.SARConfig(trusted_layers=(UsesDegree,)))
+    with pytest.raises(ValueError, match="trusted_layers must be a tuple of classes"):
+        pyg_sar.SARConfig(trusted_layers=("UsesDegree",))
