@@ -236,12 +236,19 @@ class _Witness:
 
     def _close_output(self) -> None:
         """Stop holding the launcher's output pipes: while a witness holds them, the launcher
-        does not see its rank end (and hydra may then report other ranks as killed)."""
+        does not see its rank end (and hydra may then report other ranks as killed). They are
+        replaced by /dev/null, not closed: fds 1 and 2 stay taken, so no socket opened later
+        gets their numbers (and a second call cannot close one)."""
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+        except OSError:
+            return
         for fd in (1, 2):
             try:
-                os.close(fd)
+                os.dup2(null, fd)
             except OSError:
                 pass
+        os.close(null)
 
     def _own_end(self) -> float | None:
         return next((t for r, t in self.ended if r == self.rank), None)
