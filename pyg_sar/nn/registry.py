@@ -337,7 +337,8 @@ STRUCTURE_ARGS = frozenset({"index", "ptr", "size_i", "size_j", "dim_size", "edg
 
 
 def _names(code: types.CodeType) -> set[str]:
-    names = set(code.co_names)
+    # Globals and attributes, and names from enclosing scopes (a class defined in a function).
+    names = set(code.co_names) | set(code.co_freevars)
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             names |= _names(const)
