@@ -8,6 +8,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from pyg_sar.testing.launcher import _descendants
 
 ROOT = Path(__file__).resolve().parents[2]
 HANG_S = 300  # hang detector only
+OBSERVE_S = 1.0  # see test_other_ranks_exit_only_after_rank_0_printed
 
 
 def _env() -> dict:
@@ -105,14 +107,15 @@ def test_single_process_interrupt_is_one_line(tmp_path):
 @pytest.mark.skipif(find_mpiexec() is None, reason="needs mpiexec (the mpich wheel)")
 def test_ctrl_c_under_mpiexec_is_one_line_and_the_checkpoint_resumes(tmp_path):
     ck = tmp_path / "ck"
-    mpiexec = [find_mpiexec(), "-n", "2"]
+    mpiexec = [find_mpiexec(), "-n", "3"]
     proc = _start([*mpiexec, *_train(tmp_path, "--epochs", "100000", "--checkpoint", str(ck),
                                      "--checkpoint-every", "2")], tmp_path)
     # Epoch 3's line is printed after epoch 2's checkpoint was committed.
     _wait_for_line(proc, "epoch    3/")
     os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C does: mpiexec forwards it to every rank
-    _, err = _finish(proc)
-    assert proc.returncode == 130, err
+    out, err = _finish(proc)
+    assert proc.returncode == 130, out + err
+    assert "BAD TERMINATION" not in out, out  # no rank was still running when mpiexec ended it
     saved = _check_one_line(err, ck)
 
     resumed = subprocess.run([*mpiexec, *_train(tmp_path, "--epochs", str(saved + 2),
@@ -126,18 +129,20 @@ def test_ctrl_c_under_mpiexec_is_one_line_and_the_checkpoint_resumes(tmp_path):
 
 @pytest.mark.skipif(find_mpiexec() is None, reason="needs mpiexec (the mpich wheel)")
 def test_interrupting_one_rank_stops_the_job_promptly_and_quietly(tmp_path):
-    """SIGINT to rank 1 alone: rank 0 learns it through the watchdog and stops at its next
-    wait (not after the 120 s communication timeout), printing the job's one line."""
+    """SIGINT to rank 2 alone: ranks 0 and 1 learn it through the watchdog (rank 0 relays)
+    and stop at their next wait (not after the 120 s communication timeout); rank 0 prints
+    the job's one line."""
     ck = tmp_path / "ck"
-    proc = _start([find_mpiexec(), "-n", "2",
+    proc = _start([find_mpiexec(), "-n", "3",
                    *_train(tmp_path, "--epochs", "100000", "--checkpoint", str(ck),
                            "--checkpoint-every", "2")], tmp_path)
     _wait_for_line(proc, "epoch    3/")
     ranks = _rank_pids(proc.pid)
-    assert sorted(ranks) == [0, 1], ranks
-    os.kill(ranks[1], signal.SIGINT)
-    _, err = _finish(proc)
-    assert proc.returncode == 130, err
+    assert sorted(ranks) == [0, 1, 2], ranks
+    os.kill(ranks[2], signal.SIGINT)
+    out, err = _finish(proc)
+    assert proc.returncode == 130, out + err
+    assert "BAD TERMINATION" not in out, out
     _check_one_line(err, ck)
     assert "timed out" not in err
 
@@ -149,3 +154,57 @@ def test_interrupt_line_says_what_is_saved(tmp_path):
     ck = tmp_path / "ck"
     assert _interrupted(parse_args(["--checkpoint", str(ck)]), 3) == \
         "pyg_sar.train: interrupted at epoch 3; no checkpoint was saved yet"
+
+
+def _witness_of(rank_pid: int) -> int:
+    for pid in _descendants(rank_pid):
+        try:
+            if b"witness.py" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return pid
+        except OSError:
+            continue
+    raise AssertionError(f"rank process {rank_pid} has no witness")
+
+
+def _until(condition, what: str) -> None:
+    """Poll ``condition`` (an event in /proc) with a hang detector."""
+    deadline = time.monotonic() + HANG_S
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {HANG_S} s")
+        time.sleep(0.005)
+
+
+@pytest.mark.skipif(find_mpiexec() is None, reason="needs mpiexec (the mpich wheel)")
+def test_other_ranks_exit_only_after_rank_0_printed(tmp_path):
+    """mpiexec kills every rank once one exits. Rank 0 is stopped (SIGSTOP) while ranks 1
+    and 2 are interrupted; once both have reported the interrupt (their witnesses, with
+    nothing left to say, close their output), the job must go on waiting for rank 0's line:
+    a rank that exited now would make mpiexec kill rank 0 before it prints. The check is a
+    window of OBSERVE_S seconds, far inside the ranks' own wait (half the failure grace
+    period, set to 120 s here); without the wait the job ends within milliseconds."""
+    env = dict(_env(), PYG_SAR_FAILURE_GRACE_S="120")
+    proc = subprocess.Popen([find_mpiexec(), "-n", "3", *_train(tmp_path, "--epochs", "100000")],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    _wait_for_line(proc, "epoch    3/")
+    ranks = _rank_pids(proc.pid)
+    witnesses = {r: _witness_of(pid) for r, pid in ranks.items()}
+    os.kill(ranks[0], signal.SIGSTOP)
+    try:
+        for r in (1, 2):
+            os.kill(ranks[r], signal.SIGINT)
+        for r in (1, 2):
+            _until(lambda r=r: not Path(f"/proc/{witnesses[r]}/fd/2").exists(),
+                   f"rank {r} reporting its interrupt")
+        time.sleep(OBSERVE_S)  # an observation window, not a sequencing step
+        assert proc.poll() is None, "the job ended while rank 0 was stopped"
+        assert all(Path(f"/proc/{pid}").exists() for pid in ranks.values())
+    finally:
+        os.kill(ranks[0], signal.SIGCONT)
+    out, err = _finish(proc)
+    assert proc.returncode == 130, out + err
+    assert "BAD TERMINATION" not in out, out
+    lines = [line for line in err.splitlines() if "interrupt" in line.lower()]
+    assert lines == [lines[0]] and lines[0].startswith("pyg_sar.train: interrupted at epoch "), \
+        err
