@@ -166,6 +166,14 @@ def _witness_of(rank_pid: int) -> int:
     raise AssertionError(f"rank process {rank_pid} has no witness")
 
 
+def _let_go_of_output(witness: int) -> bool:
+    """Whether a witness has let go of the launcher's output pipe (it has nothing to say)."""
+    try:
+        return os.readlink(f"/proc/{witness}/fd/2") == os.devnull
+    except OSError:  # closed, or the witness has ended
+        return True
+
+
 def _until(condition, what: str) -> None:
     """Poll ``condition`` (an event in /proc) with a hang detector."""
     deadline = time.monotonic() + HANG_S
@@ -179,10 +187,11 @@ def _until(condition, what: str) -> None:
 def test_other_ranks_exit_only_after_rank_0_printed(tmp_path):
     """mpiexec kills every rank once one exits. Rank 0 is stopped (SIGSTOP) while ranks 1
     and 2 are interrupted; once both have reported the interrupt (their witnesses, with
-    nothing left to say, close their output), the job must go on waiting for rank 0's line:
-    a rank that exited now would make mpiexec kill rank 0 before it prints. The check is a
-    window of OBSERVE_S seconds, far inside the ranks' own wait (half the failure grace
-    period, set to 120 s here); without the wait the job ends within milliseconds."""
+    nothing left to say, let go of the launcher's output), the job must go on waiting for
+    rank 0's line: a rank that exited now would make mpiexec kill rank 0 before it prints.
+    The check is a window of OBSERVE_S seconds, far inside the ranks' own wait (half the
+    failure grace period, set to 120 s here); without the wait the job ends within
+    milliseconds."""
     env = dict(_env(), PYG_SAR_FAILURE_GRACE_S="120")
     proc = subprocess.Popen([find_mpiexec(), "-n", "3", *_train(tmp_path, "--epochs", "100000")],
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE,
@@ -195,8 +204,7 @@ def test_other_ranks_exit_only_after_rank_0_printed(tmp_path):
         for r in (1, 2):
             os.kill(ranks[r], signal.SIGINT)
         for r in (1, 2):
-            _until(lambda r=r: not Path(f"/proc/{witnesses[r]}/fd/2").exists(),
-                   f"rank {r} reporting its interrupt")
+            _until(lambda r=r: _let_go_of_output(witnesses[r]), f"rank {r} reporting its interrupt")
         time.sleep(OBSERVE_S)  # an observation window, not a sequencing step
         assert proc.poll() is None, "the job ended while rank 0 was stopped"
         assert all(Path(f"/proc/{pid}").exists() for pid in ranks.values())
