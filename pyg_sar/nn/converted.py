@@ -54,6 +54,12 @@ def converted_class(base: type, mixin: type, forward=None, methods=()) -> type:
             "__doc__": f"{base.__name__} converted by pyg_sar.convert (see {__name__}).",
             "_sar_base": base,
         }
+        # In the class itself, not only in the mixin: PyG's __setstate__ (deepcopy, pickle)
+        # compiles a templated propagate onto any class whose own __dict__ lacks one, which
+        # would replace the distributed propagate for every converted layer of that class.
+        body["propagate"] = mixin.propagate
+        if hasattr(mixin, "edge_updater"):
+            body["edge_updater"] = mixin.edge_updater
         if forward is not None:
             body["forward"] = forward
         body.update(methods)

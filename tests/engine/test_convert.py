@@ -134,6 +134,9 @@ def test_conversion_is_visible_in_the_type_and_keeps_repr_state_dict_and_deepcop
                 assert type(m).__module__ == "pyg_sar.nn.converted"
         copy_ = copy.deepcopy(model)
         assert repr(copy_) == before_repr
+        # PyG's __setstate__ must not have compiled its own propagate onto the class.
+        assert all(type(m).propagate is SARLayer.propagate for m in model.modules()
+                   if isinstance(m, MessagePassing))
         assert all(isinstance(m, SARLayer) for m in copy_.modules()
                    if isinstance(m, MessagePassing))
         assert all(torch.equal(copy_.state_dict()[k], v) for k, v in state.items())
