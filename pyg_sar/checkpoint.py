@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
 import random
 import shutil
 import uuid
@@ -32,6 +31,7 @@ import numpy as np
 import torch
 
 from pyg_sar.compression.interface import compressors_of
+from pyg_sar.files import atomic_write
 
 FORMAT_VERSION = 1
 LATEST = "latest.json"
@@ -61,10 +61,8 @@ class Checkpoint:
 
 
 def _context(ctx):
-    if ctx is not None:
-        return ctx
-    from pyg_sar.distributed.context import get_context, init
-    return get_context() or init()
+    from pyg_sar.distributed.context import resolve_context
+    return resolve_context(ctx)
 
 
 def _signature(model: torch.nn.Module) -> dict[str, list]:
@@ -99,17 +97,7 @@ def _set_rng_state(state: dict) -> None:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    atomic_write(path, data, durable=True)
 
 
 def _fingerprint(partition: Any) -> Optional[str]:

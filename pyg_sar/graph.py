@@ -152,16 +152,13 @@ class DistGraph:
     @property
     def context(self) -> DistContext:
         """The communication context (the one from :func:`pyg_sar.init` unless bound)."""
-        if self._context is None:
-            from pyg_sar.distributed.context import get_context
-            ctx = get_context()
+        if self._context is None:  # unbound: the API's edge, init()'s context
+            from pyg_sar.distributed.context import resolve_context
+            ctx = resolve_context(create=self.world_size == 1)
             if ctx is None:
-                if self.world_size != 1:
-                    raise RuntimeError(
-                        f"DistGraph of rank {self.rank} (world size {self.world_size}) has no "
-                        f"communication context: call pyg_sar.init() first")
-                from pyg_sar.distributed.context import init
-                ctx = init()
+                raise RuntimeError(
+                    f"DistGraph of rank {self.rank} (world size {self.world_size}) has no "
+                    f"communication context: call pyg_sar.init() first, or bind one")
             self._context = ctx
         if self._context.world_size != self.world_size or self._context.rank != self.rank:
             raise RuntimeError(

@@ -174,7 +174,8 @@ def _load(args: argparse.Namespace, ctx) -> pyg_sar.LocalPartition:
     if args.parts:
         # The job's world size, even for one process: a 1-rank job given a P-part folder fails
         # here, naming the folder, instead of in the first forward pass.
-        return pyg_sar.load_partition(args.parts, ctx.rank, world_size=ctx.world_size)
+        return pyg_sar.load_partition(args.parts, ctx.rank, world_size=ctx.world_size,
+                                      context=ctx)
     name = args.dataset or "cora"
     out = Path(args.parts_dir or f"runs/parts-{name}-{ctx.world_size}-{args.method}")
     if ctx.rank == 0:
@@ -186,7 +187,7 @@ def _load(args: argparse.Namespace, ctx) -> pyg_sar.LocalPartition:
         print(f"partitioned {name} into {ctx.world_size} part(s) at {out} "
               f"in {time.perf_counter() - t:.2f} s", flush=True)
     ctx.comm.barrier()
-    return pyg_sar.load_partition(out, ctx.rank, world_size=ctx.world_size)
+    return pyg_sar.load_partition(out, ctx.rank, world_size=ctx.world_size, context=ctx)
 
 
 def use_progress_bar(choice: str, lead: bool, stream=None) -> bool:
@@ -245,7 +246,7 @@ def run(args: argparse.Namespace) -> dict:
         config = pyg_sar.SARConfig(mode=args.mode, pipeline_depth=args.pipeline_depth,
                                    compression=compressor_from_args(args))
         pyg_sar.convert(model, config)
-        pyg_sar.broadcast_parameters(model)
+        pyg_sar.broadcast_parameters(model, ctx=ctx)
     torch.manual_seed(args.seed + 1 + ctx.rank)  # independent dropout masks per rank
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
     x, y, graph = part.x.to(dtype), part.y, part.graph
@@ -255,7 +256,7 @@ def run(args: argparse.Namespace) -> dict:
         float("nan"), 1
     if args.resume:
         state = pyg_sar.load_checkpoint(args.checkpoint, model, optimizer,
-                                        partition=fingerprinted)
+                                        partition=fingerprinted, ctx=ctx)
         first_epoch = state.epoch + 1
         history, best_val = state.extra["history"], state.extra["best_val"]
         test_at_best, test_acc = state.extra["test_at_best"], state.extra["test_acc"]
@@ -263,7 +264,7 @@ def run(args: argparse.Namespace) -> dict:
             print(f"resumed from {state.path} after epoch {state.epoch}", flush=True)
     if not args.reference:
         from pyg_sar.distributed.sync import check_parameters_equal
-        check_parameters_equal(model)  # every rank must start from the same model
+        check_parameters_equal(model, ctx)  # every rank must start from the same model
     if lead:
         where = ("plain PyG, whole graph, 1 process" if args.reference else
                  f"{ctx.world_size} rank(s), mode={args.mode}, backend={ctx.backend}")
@@ -282,9 +283,9 @@ def run(args: argparse.Namespace) -> dict:
             model.train()
             optimizer.zero_grad()
             out = model(x, graph)
-            loss = cross_entropy(out, y, part.train_mask)
+            loss = cross_entropy(out, y, part.train_mask, context=ctx)
             loss.backward()
-            pyg_sar.all_reduce_gradients(model)
+            pyg_sar.all_reduce_gradients(model, ctx)
             optimizer.step()
             ratios = {name: comp.ratio() for name, comp in compressors.items()}
             for comp in compressors.values():
@@ -298,9 +299,9 @@ def run(args: argparse.Namespace) -> dict:
                 model.eval()
                 with torch.no_grad():
                     out = model(x, graph)
-                train_acc = accuracy(out, y, part.train_mask)
-                val_acc = accuracy(out, y, part.val_mask)
-                test_acc = accuracy(out, y, part.test_mask)
+                train_acc = accuracy(out, y, part.train_mask, context=ctx)
+                val_acc = accuracy(out, y, part.val_mask, context=ctx)
+                test_acc = accuracy(out, y, part.test_mask, context=ctx)
                 if val_acc > best_val:
                     best_val, test_at_best = val_acc, test_acc
                 record.update(train_acc=train_acc, val_acc=val_acc)
@@ -316,7 +317,7 @@ def run(args: argparse.Namespace) -> dict:
                       f"({step_time * 1e3:.1f} ms/step)", flush=True)
             if args.checkpoint and (epoch % args.checkpoint_every == 0 or epoch == args.epochs):
                 pyg_sar.save_checkpoint(args.checkpoint, model, optimizer, epoch, config=vars(args),
-                                        partition=fingerprinted,
+                                        partition=fingerprinted, ctx=ctx,
                                         extra=dict(history=history, best_val=best_val,
                                                    test_at_best=test_at_best, test_acc=test_acc))
     except KeyboardInterrupt as interrupt:  # main() reports it in one line
@@ -346,10 +347,8 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def _write_json(path: Path, obj: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(obj, indent=1))
-    os.replace(tmp, path)
+    from pyg_sar.files import atomic_write
+    atomic_write(path, json.dumps(obj, indent=1))
 
 
 def _interrupted(args: argparse.Namespace, epoch: Optional[int]) -> str:

@@ -1,4 +1,5 @@
-"""Autograd-aware collectives used by the engine's helpers (batch norm, global loss)."""
+"""Sums over ranks for the engine's helpers (batch norm, global losses), on the communicator
+they are given: nothing here looks up a process-wide context."""
 from __future__ import annotations
 
 from typing import Optional
@@ -7,13 +8,13 @@ import torch
 from torch import Tensor
 
 
-def world_comm():
-    """The SAR communicator of the initialised context, or ``None`` for a single process."""
-    from pyg_sar.distributed.context import get_context
-    ctx = get_context()
-    if ctx is None or ctx.world_size == 1:
-        return None
-    return ctx.comm
+def sum_over_ranks(t: Tensor, comm: Optional[object]) -> Tensor:
+    """A new tensor: ``t`` summed over the ranks of ``comm`` (a copy of ``t`` when ``comm`` is
+    ``None`` or has one rank). Not differentiable (see :func:`all_reduce_sum`)."""
+    out = t.detach().clone().contiguous()
+    if comm is not None and comm.world_size > 1:
+        comm.all_reduce(out, op="sum")
+    return out
 
 
 class _AllReduceSum(torch.autograd.Function):
@@ -23,20 +24,15 @@ class _AllReduceSum(torch.autograd.Function):
     @staticmethod
     def forward(ctx, comm, x: Tensor) -> Tensor:
         ctx.comm = comm
-        out = x.detach().clone().contiguous()
-        comm.all_reduce(out, op="sum")
-        return out
+        return sum_over_ranks(x, comm)
 
     @staticmethod
     def backward(ctx, grad: Tensor):
-        out = grad.detach().clone().contiguous()
-        ctx.comm.all_reduce(out, op="sum")
-        return None, out
+        return None, sum_over_ranks(grad, ctx.comm)
 
 
-def all_reduce_sum(x: Tensor, comm: Optional[object] = None) -> Tensor:
-    """Differentiable sum of ``x`` over all ranks (identity for a single process)."""
-    comm = comm if comm is not None else world_comm()
-    if comm is None:
+def all_reduce_sum(x: Tensor, comm: Optional[object]) -> Tensor:
+    """Differentiable sum of ``x`` over the ranks of ``comm`` (identity for ``None``)."""
+    if comm is None or comm.world_size == 1:
         return x
     return _AllReduceSum.apply(comm, x)

@@ -23,11 +23,12 @@ from typing import Any, Optional
 import torch
 
 from pyg_sar.distributed import address
-from pyg_sar.distributed.comm import (
+from pyg_sar.distributed.transport import (
     Communicator,
+    GlooCommunicator,
     LocalCommunicator,
     MPICommunicator,
-    TorchCommunicator,
+    NCCLCommunicator,
 )
 
 BACKENDS = ("mpi", "gloo", "nccl")
@@ -52,13 +53,16 @@ class DistContext:
         device: where this rank computes (``cuda:<local_rank>`` for nccl, else ``cpu``).
         launcher: ``"mpiexec"``, ``"torchrun"`` (any launcher that sets ``RANK``/``WORLD_SIZE``)
             or ``"none"``.
-        comm: the :class:`~pyg_sar.distributed.comm.Communicator` SAR traffic uses.
+        comm: the :class:`~pyg_sar.distributed.transport.Communicator` SAR traffic uses
+            (a :class:`~pyg_sar.distributed.supervision.SupervisedCommunicator` around the
+            backend's when failure supervision is on).
         timeout: deadline of every blocking wait, in seconds.
         num_threads: the intra-op thread count set for (or found in) this process.
         local_rank: rank among the ranks on this host.
         local_world_size: number of ranks on this host.
         torch_distributed: whether ``torch.distributed``'s default group is initialised (for
             DDP); created by :func:`init` or found already there.
+        supervised: whether failure supervision wraps ``comm``.
     """
 
     rank: int
@@ -72,6 +76,7 @@ class DistContext:
     local_rank: int = 0
     local_world_size: int = 1
     torch_distributed: bool = False
+    supervised: bool = False
     _owns_default_group: bool = field(default=False, repr=False)
     _bootstrap_comm: Optional[Communicator] = field(default=None, repr=False)
 
@@ -87,6 +92,29 @@ _ATEXIT_REGISTERED = False
 def get_context() -> Optional[DistContext]:
     """The context created by :func:`init`, or ``None`` before it (or after :func:`shutdown`)."""
     return _CONTEXT
+
+
+def resolve_context(where: Any = None, *, create: bool = True) -> Optional[DistContext]:
+    """The context to communicate in, from what the caller has: a :class:`DistContext`, or
+    anything that carries one as ``.context`` (a :class:`~pyg_sar.DistGraph`). ``None``: the
+    one :func:`init` made; if there is none, :func:`init` makes it (``create``) or the answer
+    is ``None`` (``create=False``: the caller then runs as one process).
+
+    The one place where the process-wide context is read: the public functions that take an
+    optional context (losses, batch norm, gradient sync, checkpoints, loaders) resolve it
+    here, at the API's edge; the engine and the transport only use the context they are given.
+    """
+    if where is None:
+        if _CONTEXT is not None or not create:
+            return _CONTEXT
+        return init()
+    if isinstance(where, DistContext):
+        return where
+    context = getattr(where, "context", None)
+    if isinstance(context, DistContext):
+        return context
+    raise TypeError(f"pyg_sar: expected a DistContext or a DistGraph (got "
+                    f"{type(where).__name__})")
 
 
 def _env_int(name: Optional[str]) -> Optional[int]:
@@ -180,7 +208,8 @@ def _broadcast_object(comm: Communicator, obj: Any) -> Any:
     return comm.allgather_object(obj)[0]
 
 
-def _check_same(ctx: DistContext, backend, timeout, device, init_torch_distributed) -> None:
+def _check_same(ctx: DistContext, backend, timeout, device, init_torch_distributed,
+                supervise) -> None:
     conflicts = []
     if backend is not None and backend != ctx.backend:
         conflicts.append(f"backend={backend!r} (context has {ctx.backend!r})")
@@ -194,6 +223,8 @@ def _check_same(ctx: DistContext, backend, timeout, device, init_torch_distribut
             ctx.torch_distributed:
         conflicts.append(f"init_torch_distributed={init_torch_distributed!r} (context has "
                          f"{ctx.torch_distributed})")
+    if supervise is not None and bool(supervise) != ctx.supervised and ctx.world_size > 1:
+        conflicts.append(f"supervise={supervise!r} (context has {ctx.supervised})")
     if conflicts:
         raise RuntimeError("pyg_sar.init: already initialised with different arguments: "
                            + "; ".join(conflicts) + ". Call pyg_sar.shutdown() first.")
@@ -201,7 +232,8 @@ def _check_same(ctx: DistContext, backend, timeout, device, init_torch_distribut
 
 def init(backend: Optional[str] = None, timeout: Optional[float] = None,
          device: Optional[torch.device | str] = None,
-         init_torch_distributed: Optional[bool] = None) -> DistContext:
+         init_torch_distributed: Optional[bool] = None,
+         supervise: Optional[bool] = None) -> DistContext:
     r"""Set up communication for this process and return its :class:`DistContext`.
 
     Idempotent: a second call returns the same context (and raises if its arguments conflict).
@@ -214,6 +246,9 @@ def init(backend: Optional[str] = None, timeout: Optional[float] = None,
         init_torch_distributed: also initialise torch.distributed's default group so that
             ``DistributedDataParallel`` works. Always done for gloo/nccl; with ``"mpi"`` it
             sets up a gloo default group (rendezvous over MPI). Default: only when needed.
+        supervise: wrap the communicator in failure supervision
+            (:mod:`pyg_sar.distributed.supervision`: a failed or killed rank stops every other
+            rank at once, naming it). Default: on, unless ``PYG_SAR_WATCHDOG=0``.
     """
     global _CONTEXT, _ATEXIT_REGISTERED
     if backend is not None and backend not in BACKENDS:
@@ -222,7 +257,7 @@ def init(backend: Optional[str] = None, timeout: Optional[float] = None,
     if timeout is not None and not float(timeout) > 0:
         raise ValueError(f"pyg_sar.init: timeout must be > 0 seconds (got {timeout!r})")
     if _CONTEXT is not None:
-        _check_same(_CONTEXT, backend, timeout, device, init_torch_distributed)
+        _check_same(_CONTEXT, backend, timeout, device, init_torch_distributed, supervise)
         return _CONTEXT
     if backend in ("gloo", "nccl") and init_torch_distributed is False:
         raise ValueError(f"pyg_sar.init: backend {backend!r} runs on torch.distributed; "
@@ -296,7 +331,8 @@ def init(backend: Optional[str] = None, timeout: Optional[float] = None,
             import torch.distributed as dist
             group = dist.new_group(list(range(world_size)), timeout=timedelta(seconds=seconds),
     backend=backend)
-            comm = TorchCommunicator(group, seconds, device)
+            comm = NCCLCommunicator(group, seconds, device) if backend == "nccl" else \
+                GlooCommunicator(group, seconds)
 
     if world_size > 1:
         # Who shares this host, and the addresses the watchdog's hub can be reached by.
@@ -309,12 +345,15 @@ def init(backend: Optional[str] = None, timeout: Optional[float] = None,
     else:
         local_world_size = 1
 
+    if supervise is None:
+        supervise = os.environ.get("PYG_SAR_WATCHDOG", "1") != "0"
+    supervise = bool(supervise) and world_size > 1
     import torch.distributed as dist
     _CONTEXT = DistContext(
     rank=rank, world_size=world_size, backend=backend, device=device, launcher=launcher,
         comm=comm, timeout=seconds, num_threads=_set_threads(local_world_size),
         local_rank=local_rank, local_world_size=local_world_size,
-        torch_distributed=dist.is_available() and dist.is_initialized(),
+        torch_distributed=dist.is_available() and dist.is_initialized(), supervised=supervise,
         _owns_default_group=owns_default, _bootstrap_comm=bootstrap)
     if not _ATEXIT_REGISTERED:
         # Destroy process groups before interpreter teardown: otherwise gloo's worker threads
@@ -322,37 +361,16 @@ def init(backend: Optional[str] = None, timeout: Optional[float] = None,
         # active exception") in about one run in three.
         atexit.register(shutdown)
         _ATEXIT_REGISTERED = True
-    if world_size > 1 and os.environ.get("PYG_SAR_WATCHDOG", "1") != "0":
+    if supervise:
         # After shutdown's atexit hook, so that its fast exit after a failure runs first.
-        _start_watchdog(comm, described, seconds)
+        from pyg_sar.distributed.supervision import supervise as start_supervision
+        try:
+            _CONTEXT.comm = start_supervision(comm, address.choose_address(described, 0),
+                                              seconds)
+        except BaseException:
+            shutdown()
+            raise
     return _CONTEXT
-
-
-def _env_seconds(name: str, default: float) -> float:
-    try:
-        value = float(os.environ.get(name, default))
-    except ValueError:
-        raise RuntimeError(f"pyg_sar: {name}={os.environ[name]!r} is not a number") from None
-    if not value > 0:
-        raise RuntimeError(f"pyg_sar: {name} must be > 0 (got {value})")
-    return value
-
-
-def _start_watchdog(comm: Communicator, described: list[dict], seconds: float) -> None:
-    """Failure detection (see :mod:`pyg_sar.distributed.watchdog`); rank 0 hosts its hub at
-    the address :func:`~pyg_sar.distributed.address.choose_address` picks from every rank's
-    interfaces; intervals from ``PYG_SAR_HEARTBEAT_S`` (2), ``PYG_SAR_DEAD_AFTER_S`` (45),
-    ``PYG_SAR_FAILURE_GRACE_S`` (10); ``PYG_SAR_WATCHDOG=0`` turns it off."""
-    from pyg_sar.distributed import watchdog
-    try:
-        watchdog.start_watchdog(
-            comm, address.choose_address(described, 0), seconds,
-            heartbeat=_env_seconds("PYG_SAR_HEARTBEAT_S", watchdog.HEARTBEAT_S),
-            dead_after=_env_seconds("PYG_SAR_DEAD_AFTER_S", watchdog.DEAD_AFTER_S),
-            grace=_env_seconds("PYG_SAR_FAILURE_GRACE_S", watchdog.GRACE_S))
-    except BaseException:
-        shutdown()
-        raise
 
 
 def shutdown() -> None:
@@ -362,9 +380,7 @@ def shutdown() -> None:
     ctx, _CONTEXT = _CONTEXT, None
     if ctx is None:
         return
-    from pyg_sar.distributed.watchdog import stop_watchdog
-    stop_watchdog()
-    ctx.comm.close()
+    ctx.comm.close()  # a supervised one stops its watchdog first
     if ctx._bootstrap_comm is not None:
         ctx._bootstrap_comm.close()
     if ctx._owns_default_group:

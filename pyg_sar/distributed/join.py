@@ -6,8 +6,10 @@ import os
 import sys
 import time
 from datetime import timedelta
+from pathlib import Path
 
 _JOIN_TAG = 31_415
+_GUARD = str(Path(__file__).with_name("mpi_init_guard.py"))  # run as a script (stdlib only)
 _generation = 0  # init() calls in this process: keys of one call never match another's
 _STORE = None  # ((addr, port, rank, world_size), the rendezvous TCPStore), kept for re-init
 
@@ -17,65 +19,6 @@ def _missing_text(missing: list[int], world_size: int, seconds: float) -> str:
             f"started, crashed before pyg_sar.init, or unreachable)")
 
 
-_GUARD = r"""
-import os, select, signal, socket, sys, time
-fd, seconds, pid, rank, size, local, key = (int(sys.argv[1]), float(sys.argv[2]),
-    int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), sys.argv[7])
-name = lambda r: "\0pyg_sar-mpi-init-%s-%d" % (key, r)
-def listed():  # the ranks whose guard holds its marker now (no connection needed)
-    found, prefix = set(), "@" + name(0)[1:-1]
-    try:
-        with open("/proc/net/unix") as f:
-            for line in f:
-                path = line.split()[-1]
-                if path.startswith(prefix) and path[len(prefix):].isdigit():
-                    found.add(int(path[len(prefix):]))
-    except OSError:
-        pass
-    return found
-marker = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-try:
-    marker.bind(name(rank)); marker.listen(64)
-except OSError:
-    marker = None
-ready, _, _ = select.select([fd], [], [], seconds)
-if not ready:
-    waiting = []
-    for r in range(size):
-        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            probe.connect(name(r)); waiting.append(r)
-            probe.sendall(b"%d\n" % rank)  # tells guard r that this one has looked
-        except OSError:
-            pass
-        finally:
-            probe.close()
-    if marker is not None and local == size:  # every rank runs on this host
-        missing = sorted(set(range(size)) - set(waiting))
-        who = ("rank(s) %s of %d never started MPI (not started, or crashed before "
-               "pyg_sar.init)" % (missing, size))
-    else:
-        who = ("ranks waiting on this host: %s; a rank on another host has not started MPI"
-               % waiting)
-    sys.stderr.write(sys.argv[8] + ": " + who + "\n")
-    sys.stderr.flush()
-    os.kill(pid, signal.SIGKILL)
-    # Keep the marker until every other waiting guard has looked at it (a guard that fires
-    # looks first) or is gone (its rank ended): none of them may count this rank as missing.
-    # The deadline is a hang detector only.
-    others, deadline = set(waiting) - {rank}, time.monotonic() + 60
-    if marker is not None:
-        marker.settimeout(0.05)
-    while marker is not None and others and time.monotonic() < deadline:
-        try:
-            conn, _ = marker.accept()
-            with conn:
-                conn.settimeout(1.0)
-                others.discard(int(conn.recv(16) or b"-1"))
-        except (OSError, ValueError):
-            pass
-        others &= listed()
-"""
 
 
 def import_mpi_with_deadline(seconds: float, rank: int, world_size: int):
@@ -97,7 +40,7 @@ def import_mpi_with_deadline(seconds: float, rank: int, world_size: int):
                f"(it waits for every rank of this {world_size}-rank launch)")
     local = int(os.environ.get("MPI_LOCALNRANKS", "0") or 0)
     key = f"{socket.gethostname()}-{os.getppid()}"
-    guard = subprocess.Popen([sys.executable, "-I", "-S", "-c", _GUARD, str(read_fd),
+    guard = subprocess.Popen([sys.executable, "-I", "-S", _GUARD, str(read_fd),
                               str(seconds), str(os.getpid()), str(rank), str(world_size),
                               str(local), key, message], pass_fds=(read_fd,),
                              stdin=subprocess.DEVNULL, start_new_session=True)
@@ -157,8 +100,6 @@ def join_mpi(mpi_comm, seconds: float) -> None:
 def torch_store(rank: int, world_size: int, seconds: float):
     """The ``env://`` rendezvous store (``MASTER_ADDR``/``MASTER_PORT``, the store torchrun's
     agent hosts when it has one), after every rank has joined it; names missing ranks."""
-    import importlib
-    rdzv = importlib.import_module("torch.distributed.rendezvous")  # the module, not the fn
     global _generation
     _generation += 1
     addr, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
@@ -166,16 +107,18 @@ def torch_store(rank: int, world_size: int, seconds: float):
         raise RuntimeError("pyg_sar.init: RANK/WORLD_SIZE are set but MASTER_ADDR and "
                            "MASTER_PORT are not (where do the ranks meet?)")
     from torch.distributed import PrefixStore, TCPStore
-    agent = rdzv._torchelastic_use_agent_store()  # torchrun's agent hosts the store
+    # torchrun's agent hosts the store when it says so (what torch's env:// rendezvous checks;
+    # public equivalents of torch.distributed.rendezvous's private helpers, so no private API).
+    agent = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == str(True)
     global _STORE
     if _STORE is not None and _STORE[0] == (addr, port, rank, world_size):
         # Re-init in the same process: keep the one store (rank 0's server must not go away
         # while a faster rank already looks for the next generation's keys).
         return _joined(_STORE[1], PrefixStore, rank, world_size, seconds)
     try:
-        if agent:
-            store = rdzv._create_c10d_store(addr, int(port), rank, world_size,
-                                            timedelta(seconds=seconds))
+        if agent:  # every rank is a client of the agent's store
+            store = TCPStore(addr, int(port), world_size, is_master=False,
+                             timeout=timedelta(seconds=seconds))
         else:  # rank 0 hosts it; the join below (not the store) waits for the others
             store = TCPStore(addr, int(port), world_size, is_master=rank == 0,
                              timeout=timedelta(seconds=seconds), wait_for_workers=False,

@@ -14,7 +14,7 @@ from typing import Optional
 
 from torch import Tensor
 
-from pyg_sar.distributed.comm import Communicator, Work
+from pyg_sar.distributed.transport.base import Communicator, Work
 
 
 def ring_peers(rank: int, world_size: int, step: int) -> tuple[int, int]:

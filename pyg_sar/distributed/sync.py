@@ -7,13 +7,9 @@ from typing import Optional, Union
 import torch
 from torch import Tensor
 
-from pyg_sar.distributed.context import DistContext, get_context, init
+from pyg_sar.distributed.context import DistContext, resolve_context
 
 ParamsLike = Union[torch.nn.Module, Iterable[torch.nn.Parameter]]
-
-
-def _resolve(ctx: Optional[DistContext]) -> DistContext:
-    return ctx if ctx is not None else (get_context() or init())
 
 
 def _buckets(tensors: list[Tensor], bucket_bytes: int) -> list[list[int]]:
@@ -55,7 +51,7 @@ def all_reduce_gradients(model_or_params: ParamsLike, ctx: Optional[DistContext]
     contributes zeros there (and gets a grad), so ranks never disagree on the buckets; one
     whose grad is ``None`` on every rank stays ``None``. No-op for world size 1.
     """
-    ctx = _resolve(ctx)
+    ctx = resolve_context(ctx)
     if isinstance(model_or_params, torch.nn.Module):
         params = list(model_or_params.parameters())
     else:
@@ -84,7 +80,7 @@ def broadcast_parameters(model: torch.nn.Module, src: int = 0,
                          ctx: Optional[DistContext] = None, bucket_size_mb: float = 25.0) -> None:
     """Copy rank ``src``'s parameters and buffers into every rank's ``model`` (in place).
     No-op for world size 1."""
-    ctx = _resolve(ctx)
+    ctx = resolve_context(ctx)
     if ctx.world_size == 1:
         return
     if not 0 <= src < ctx.world_size:
@@ -124,7 +120,7 @@ def check_parameters_equal(model: torch.nn.Module, ctx: Optional[DistContext] = 
     Raises:
         RuntimeError: naming the first differing tensors and which ranks hold which value.
     """
-    ctx = _resolve(ctx)
+    ctx = resolve_context(ctx)
     if ctx.world_size == 1:
         return
     mine = {}
@@ -160,7 +156,7 @@ def check_same_dtypes(tensors: dict[str, Optional[Tensor]],
     Raises:
         RuntimeError: naming the tensor and the dtype / trailing shape each rank holds.
     """
-    ctx = _resolve(ctx)
+    ctx = resolve_context(ctx)
     if ctx.world_size == 1:
         return
     mine = {name: ({"dtype": str(t.dtype).replace("torch.", ""), "row shape": list(t.shape[1:])}

@@ -112,20 +112,20 @@ def check_peers() -> None:
         raise (PeerInterrupted if dog.interrupted else PeerFailure)(dog.failure)
 
 
-def wait_for_diagnosis(seconds: Optional[float] = None) -> Optional[str]:
+def wait_for_diagnosis(seconds: Optional[float] = None,
+                       timed_out: bool = True) -> Optional[str]:
     """After a communication error, wait for the watchdog to name the failed rank.
 
-    Call it while handling the error (in its ``except`` block). A broken connection means a
-    peer ended, which the watchdog learns of through its own connection (closed, or a relayed
-    failure), so the wait ends on that news; :data:`DIAGNOSIS_S` bounds it as a hang detector.
-    A timeout can happen with every peer alive: then it waits :data:`TIMEOUT_DIAGNOSIS_S` only.
+    A broken connection (``timed_out=False``) means a peer ended, which the watchdog learns of
+    through its own connection (closed, or a relayed failure), so the wait ends on that news;
+    :data:`DIAGNOSIS_S` bounds it as a hang detector. A timeout (``timed_out=True``, e.g. a
+    :class:`~pyg_sar.distributed.transport.CommTimeout`) can happen with every peer alive:
+    then it waits :data:`TIMEOUT_DIAGNOSIS_S` only (or ``seconds`` when given).
     """
     dog = _ACTIVE
     if dog is None:
         return None
     if seconds is None:
-        error = sys.exc_info()[1]
-        timed_out = error is None or "imed out" in str(error)
         seconds = TIMEOUT_DIAGNOSIS_S if timed_out else DIAGNOSIS_S
     deadline = time.monotonic() + seconds
     while dog.failure is None and time.monotonic() < deadline:

@@ -9,6 +9,7 @@ from torch_geometric.nn.conv import MessagePassing
 
 from pyg_sar.compression.interface import resolve
 from pyg_sar.config import SARConfig
+from pyg_sar.graph import DistGraph
 from pyg_sar.nn import registry
 from pyg_sar.nn.converted import SARAttentionLayer, SARLayer, converted_class
 from pyg_sar.nn.layers import UnsupportedLayerError, inspect_layer
@@ -38,7 +39,8 @@ def convert(model: torch.nn.Module, config: Optional[SARConfig] = None) -> torch
     generated subclass of its class (:mod:`pyg_sar.nn.converted`) whose ``propagate`` also
     accepts a :class:`~pyg_sar.graph.DistGraph` (a plain ``edge_index`` still runs PyG's own
     code), and every batch norm becomes a :class:`~pyg_sar.nn.norm.DistributedBatchNorm`
-    sharing its parameters. Each message-passing layer gets its compressor from
+    sharing its parameters, bound at every call of ``model`` to the context of the
+    :class:`~pyg_sar.DistGraph` it is given. Each message-passing layer gets its compressor from
     ``config.compression`` (:func:`pyg_sar.compression.resolve`), its index among the model's
     message-passing layers (part of the compression keys) and its name (its label in the
     traffic ledger, ``comm.traffic``). A layer runs only if pyg_sar can show it is exact
@@ -82,7 +84,22 @@ def convert(model: torch.nn.Module, config: Optional[SARConfig] = None) -> torch
         module._sar_layer_index = index
         module._sar_compressor = compressors[name]
     _replace_batch_norms(model)
+    if not getattr(model, "_sar_binds_norms", False):
+        model.register_forward_pre_hook(_bind_norms_to_graph, with_kwargs=True)
+        model._sar_binds_norms = True
     return model
+
+
+def _bind_norms_to_graph(model: torch.nn.Module, args: tuple, kwargs: dict) -> None:
+    """Before each call of a converted model: its batch norms compute their statistics over
+    the ranks of the DistGraph it is called with (its context), not a process-wide one."""
+    graph = next((a for a in (*args, *kwargs.values()) if isinstance(a, DistGraph)), None)
+    if graph is None:
+        return
+    context = graph.context
+    for module in model.modules():
+        if isinstance(module, DistributedBatchNorm):
+            module.bind(context)
 
 
 def _check_module(where: str, module: torch.nn.Module, trusted: tuple[type, ...]) -> None:

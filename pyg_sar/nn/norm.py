@@ -6,7 +6,7 @@ import math
 import torch
 from torch import Tensor
 
-from pyg_sar.core.collectives import world_comm
+from pyg_sar.core.collectives import sum_over_ranks
 
 _CHUNK_ELEMENTS = 1 << 21  # temporaries of (a * b) are at most this many elements
 
@@ -23,12 +23,6 @@ def _product_sum(a: Tensor, b: Tensor, dims: list[int]) -> Tensor:
     return total if total is not None else (a * b).sum(dims)
 
 
-def _sum_over_ranks(comm, t: Tensor) -> Tensor:
-    t = t.contiguous()
-    comm.all_reduce(t, op="sum")
-    return t
-
-
 class _DistributedBatchNormFn(torch.autograd.Function):
     """Normalise with global statistics; saves only ``x_hat`` and ``1 / std`` for backward.
 
@@ -41,7 +35,7 @@ class _DistributedBatchNormFn(torch.autograd.Function):
     def forward(ctx, x: Tensor, weight, bias, eps: float, comm, dims: list[int],
                 stats: list):
         count = torch.tensor([float(x.numel() // x.shape[1])], dtype=x.dtype, device=x.device)
-        total = _sum_over_ranks(comm, torch.cat([x.sum(dims), count]))
+        total = sum_over_ranks(torch.cat([x.sum(dims), count]), comm)
         n = total[-1]
         if float(n) <= 1:
             raise ValueError(f"DistributedBatchNorm: expected more than 1 value per channel "
@@ -49,7 +43,7 @@ class _DistributedBatchNormFn(torch.autograd.Function):
         shape = [1, -1] + [1] * (x.dim() - 2)
         mean = total[:-1] / n
         centered = x - mean.view(shape)
-        var = _sum_over_ranks(comm, _product_sum(centered, centered, dims)) / n
+        var = sum_over_ranks(_product_sum(centered, centered, dims), comm) / n
         invstd = torch.rsqrt(var + eps)
         x_hat = centered.mul_(invstd.view(shape))
         out = (torch.addcmul(bias.view(shape), x_hat, weight.view(shape))
@@ -72,7 +66,7 @@ class _DistributedBatchNormFn(torch.autograd.Function):
         grad_w = grad_xhat_sum if weight is not None else None
         grad_b = grad_sum if weight is not None else None
         scale = weight if weight is not None else torch.ones_like(invstd)
-        sums = _sum_over_ranks(ctx.comm, torch.cat([grad_sum * scale, grad_xhat_sum * scale]))
+        sums = sum_over_ranks(torch.cat([grad_sum * scale, grad_xhat_sum * scale]), ctx.comm)
         c = x_hat.shape[1]
         mean_dx, mean_dx_xhat = sums[:c] / ctx.n, sums[c:] / ctx.n
         dx = grad * (scale * invstd).view(shape)
@@ -91,6 +85,11 @@ class DistributedBatchNorm(torch.nn.BatchNorm1d):
     variance, ``momentum`` or cumulative average when ``momentum=None``). With one process it is
     plain :class:`torch.nn.BatchNorm1d`.
 
+    Its ranks are those of the context it is bound to: :func:`pyg_sar.convert` binds the
+    model's batch norms to the :class:`~pyg_sar.DistGraph` the model is called with (its
+    ``context``) at every call; :meth:`bind` does it by hand. Unbound, it uses the context of
+    :func:`pyg_sar.init` if there is one, else it is local.
+
     Shapes:
         input ``[N, C]`` or ``[N, C, L]``; output of the same shape.
     """
@@ -105,10 +104,30 @@ class DistributedBatchNorm(torch.nn.BatchNorm1d):
         new.train(bn.training)
         return new
 
+    def bind(self, context) -> DistributedBatchNorm:
+        """Compute statistics over the ranks of ``context`` (a
+        :class:`~pyg_sar.distributed.context.DistContext`, or ``None`` to unbind); returns
+        ``self``."""
+        self._sar_context = context
+        return self
+
+    def _comm(self):
+        from pyg_sar.distributed.context import resolve_context
+        # Unbound: the process's context, if there is one (never made here).
+        context = resolve_context(getattr(self, "_sar_context", None), create=False)
+        return context.comm if context is not None and context.world_size > 1 else None
+
+    def __getstate__(self) -> dict:
+        state = super().__getstate__() if hasattr(super(), "__getstate__") else \
+            self.__dict__.copy()
+        state = dict(state)
+        state.pop("_sar_context", None)  # a live communicator: neither copied nor pickled
+        return state
+
     def forward(self, x: Tensor) -> Tensor:
         self._check_input_dim(x)
         use_batch = self.training or not self.track_running_stats
-        comm = world_comm()
+        comm = self._comm()
         if not use_batch or comm is None:
             return super().forward(x)
         dims = [0] if x.dim() == 2 else [0, 2]

@@ -9,6 +9,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -152,13 +153,13 @@ def _expected_world_size(world_size: int | None) -> int | None:
             raise ValueError(f"load_partition: world_size must be an integer >= 1 (got "
                              f"{world_size!r})")
         return int(world_size)
-    from pyg_sar.distributed.context import get_context
-    ctx = get_context()
+    from pyg_sar.distributed.context import resolve_context
+    ctx = resolve_context(create=False)
     return ctx.world_size if ctx is not None and ctx.world_size > 1 else None
 
 
-def load_partition(path: str | Path, rank: int,
-                   world_size: int | None = None) -> LocalPartition:
+def load_partition(path: str | Path, rank: int, world_size: int | None = None,
+                   context: Any = None) -> LocalPartition:
     """Load rank ``rank``'s part of the partition folder ``path``.
 
     Verifies ``meta.json`` (format version, structure) and the SHA-256 of every file read;
@@ -168,6 +169,10 @@ def load_partition(path: str | Path, rank: int,
     (``ctx.world_size``): without it a lone process may load any part of any partition, for
     inspection, and a P-part graph fails only when it is first used for computation.
 
+    ``context`` (a :class:`~pyg_sar.distributed.context.DistContext`) binds the graph to it:
+    its engine, batch norms and losses then communicate there (default: the context of
+    :func:`pyg_sar.init` when the graph is first used), and it is the world size checked.
+
     Raises:
         FileNotFoundError: no partition (or a listed file is missing) at ``path``.
         ValueError: ``rank`` out of range, malformed or newer-format metadata, a file that fails
@@ -176,6 +181,8 @@ def load_partition(path: str | Path, rank: int,
             world size.
     """
     root = Path(path)
+    if world_size is None and context is not None:
+        world_size = context.world_size
     expected = _expected_world_size(world_size)
     meta, raw = read_meta(root)
     num_parts = meta["num_parts"]
@@ -229,6 +236,8 @@ def load_partition(path: str | Path, rank: int,
         edge_start += count
     send_idx = list(torch.split(send_flat, info["send_counts"]))
     graph = DistGraph(rank, num_parts, offsets, blocks, send_idx, in_degree, node_ids=node_ids)
+    if context is not None:
+        graph.bind(context)
 
     def tensors(keys: dict, file_of, rows: int) -> dict[str, Tensor]:
         out = {}

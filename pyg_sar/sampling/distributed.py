@@ -193,9 +193,9 @@ class DistributedSource:
 
     def __init__(self, part, input_nodes, backend: str, context=None,
                  replicate_graph: bool = False, replication: int = 1) -> None:
-        from pyg_sar.distributed.context import get_context, init
+        from pyg_sar.distributed.context import resolve_context
         from pyg_sar.partition import load_node_map, load_partition
-        ctx = context if context is not None else (get_context() or init())
+        ctx = resolve_context(context)
         if ctx.world_size != part.num_parts or ctx.rank != part.rank:
             raise ValueError(f"BulkNeighborLoader: partition part {part.rank} of "
                              f"{part.num_parts} loaded on rank {ctx.rank} of {ctx.world_size}")

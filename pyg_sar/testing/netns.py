@@ -128,7 +128,8 @@ def _check_rate(rate: Optional[str], what: str, pattern: re.Pattern) -> Optional
     return rate
 
 
-def _rate_bits(rate: str) -> float:
+def rate_bits(rate: str) -> float:
+    """Bits per second of a tc rate such as ``"100mbit"``."""
     number = float(re.match(r"[\d.]+", rate).group())
     unit = rate[len(re.match(r"[\d.]+", rate).group()):]
     return number * {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "tbit": 1e12}[unit]
@@ -240,16 +241,14 @@ class NetnsHosts:
         if self.rate is not None:
             # Burst: at least a few GSO super-packets (veths hand 64 KiB segments to the qdisc;
             # a smaller bucket drops them all), else 5 ms of traffic.
-            burst = max(256 * 1024, int(_rate_bits(self.rate) / 8 * 0.005))
+            burst = max(256 * 1024, int(rate_bits(self.rate) / 8 * 0.005))
             _ip_run([*tc, *parent, "handle", "2:", "tbf", "rate", self.rate,
                      "burst", str(burst), "latency", "100ms"])
 
     def _write_state(self) -> None:
+        from pyg_sar.files import atomic_write
         try:
-            _STATE_DIR.mkdir(parents=True, exist_ok=True)
-            tmp = _STATE_DIR / f".{self.prefix}.json.tmp"
-            tmp.write_text(json.dumps(self.state()))
-            os.replace(tmp, _STATE_DIR / f"{self.prefix}.json")
+            atomic_write(_STATE_DIR / f"{self.prefix}.json", json.dumps(self.state()))
         except OSError:
             pass  # the state file only helps `down`; the namespaces' names suffice
 
@@ -398,6 +397,49 @@ def _tail(path: Path, lines: int = 20) -> str:
         return "\n".join(path.read_text(errors="replace").rstrip().splitlines()[-lines:])
     except OSError:
         return "(no output)"
+
+
+def run_on_hosts(target: str, hosts: NetnsHosts, *, ranks_per_host: int = 1,
+                 launcher: str = "mpiexec", kwargs: Optional[dict] = None,
+                 backend: Optional[str] = None, timeout: float = 300.0,
+                 env: Optional[dict] = None) -> list:
+    """:func:`pyg_sar.testing.run_on_ranks` with the ranks on namespace hosts: ``fn(ctx,
+    **kwargs)`` on ``ranks_per_host`` ranks of every host, started by ``mpiexec`` (Hydra,
+    from host 0) or ``torchrun`` (one agent per host, rendezvous on host 0's address).
+    Returns the per-rank results; raises :class:`~pyg_sar.testing.RankFailure` (naming the
+    failing rank) or :class:`~pyg_sar.testing.RankTimeout` as ``run_on_ranks`` does."""
+    from pyg_sar.testing import launcher as launch
+    if launcher not in ("mpiexec", "torchrun"):
+        raise ValueError(f"run_on_hosts: launcher must be 'mpiexec' or 'torchrun' "
+                         f"(got {launcher!r})")
+    world = ranks_per_host * hosts.num_hosts
+    work = Path(tempfile.mkdtemp(prefix="pyg_sar_hosts_"))
+    try:
+        (work / "kwargs.json").write_text(json.dumps(kwargs or {}))
+        worker = ["-m", "pyg_sar.testing.worker", "--target", target, "--out-dir", str(work)]
+        if backend is not None:
+            worker += ["--backend", backend]
+        base = launch._base_env(env)
+        if launcher == "mpiexec":
+            cmds = [hosts.mpiexec_command([sys.executable, *worker],
+                                          ranks_per_host=ranks_per_host)]
+            base = {**MPI_ENV, **base}
+        else:
+            cmds = [hosts.torchrun_command(h, worker, nproc_per_host=ranks_per_host)
+                    for h in range(hosts.num_hosts)]
+        logs = [work / f"launcher{i}.log" for i in range(len(cmds))]
+        try:
+            codes: list = run_commands(cmds, logs, env=base, timeout=timeout)
+            timed_out = False
+        except TimeoutError:
+            codes, timed_out = [None] * len(cmds), True
+        with open(work / "launcher.log", "wb") as merged:  # what _collect shows
+            for log in logs:
+                merged.write(log.read_bytes() if log.exists() else b"")
+        return launch._collect(work, target, world, f"{launcher} on {hosts.num_hosts} "
+                               f"namespace hosts", backend, timeout, timed_out, codes)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def _remove_namespaces(names: list[str]) -> None:

@@ -49,9 +49,8 @@ def load_target(target: str) -> Callable:
 
 
 def _write(path: Path, payload: dict) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(payload))
-    os.replace(tmp, path)
+    from pyg_sar.files import atomic_write
+    atomic_write(path, json.dumps(payload))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -236,11 +236,15 @@ def _timeout(ctx, sync_dir: str) -> str:
         while ctx.rank == 0 and not os.path.exists(done) and time.monotonic() < deadline:
             time.sleep(0.02)
         return ""
+    from pyg_sar.distributed.transport import CommTimeout
     try:
         ctx.comm.irecv(torch.zeros(3), 0, tag=7).wait(timeout=1.0)
         message = "no error"
+    except CommTimeout as e:  # typed: a timeout is recognised by its class, not its text
+        message = str(e) if (e.seconds, e.operation) == (1.0, "irecv from rank 0 (tag 7)") \
+            else f"wrong attributes: {e.seconds}, {e.operation!r}: {e}"
     except RuntimeError as e:
-        message = str(e)
+        message = f"not a CommTimeout ({type(e).__name__}): {e}"
     with open(done + ".tmp", "w") as f:
         f.write(message)
     os.replace(done + ".tmp", done)

@@ -1,0 +1,43 @@
+"""The layering of issue 13: the transport imports nothing from failure supervision (or the
+bootstrap), and only the API's edge reads the process-wide context."""
+import ast
+from pathlib import Path
+
+import pyg_sar
+
+PACKAGE = Path(pyg_sar.__file__).resolve().parent
+SUPERVISION = ("watchdog", "witness", "join", "supervision", "context", "mpi_init_guard")
+# Public functions that take an optional context resolve the default one (resolve_context).
+EDGE = {"distributed/context.py", "distributed/sync.py", "checkpoint.py", "graph.py",
+        "partition/loader.py", "nn/functional.py", "nn/norm.py", "sampling/distributed.py",
+        "train.py", "testing/worker.py", "distributed/__init__.py", "__init__.py"}
+
+
+def _imports(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text())
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            out += [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            out += [a.name for a in node.names]
+    return out
+
+
+def test_transport_imports_no_supervision():
+    modules = sorted((PACKAGE / "distributed" / "transport").glob("*.py"))
+    assert {m.name for m in modules} >= {"base.py", "mpi.py", "gloo.py", "nccl.py", "local.py"}
+    for module in modules:
+        bad = [name for name in _imports(module)
+               if name.startswith("pyg_sar") and any(f".{s}" in name for s in SUPERVISION)]
+        assert not bad, f"{module.name} imports {bad}"
+
+
+def test_only_the_edge_reads_the_global_context():
+    readers = set()
+    for module in PACKAGE.rglob("*.py"):
+        text = module.read_text()
+        if any(word in text for word in ("get_context(", "resolve_context(", "_CONTEXT")):
+            readers.add(module.relative_to(PACKAGE).as_posix())
+    assert readers <= EDGE, f"reading the process-wide context below the edge: {readers - EDGE}"
+    assert not any(r.startswith(("core/", "ops/", "distributed/transport/")) for r in readers)
