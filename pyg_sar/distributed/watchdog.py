@@ -12,7 +12,8 @@ A background thread on each rank
 * relays a rank's own failure: an uncaught exception in the main thread is sent to every
   rank with the operation it was in (:func:`report_failure` does it by hand).
 
-A rank that learns of a failure prints one line naming the failed rank and its operation;
+A rank that learns of a failure prints one line naming the failed rank and its operation
+(and, for a rank on another host, that host's name and the address it connected from);
 its communicator waits then raise that message (``PeerFailure``) instead of waiting out
 their timeout, and if the process has not ended ``grace`` seconds later it is ended with exit
 status 1. A failing process skips MPI finalisation and process-group teardown at exit (both
@@ -356,6 +357,14 @@ def _witness_wanted() -> bool:
     return "PMI_RANK" in os.environ or "TORCHELASTIC_RUN_ID" in os.environ
 
 
+def _local_address(sock: Optional[socket.socket]) -> Optional[str]:
+    """The local address of a connected socket (``None`` when there is none)."""
+    try:
+        return sock.getsockname()[0] if sock is not None else None
+    except OSError:
+        return None
+
+
 def _host_key() -> str:
     """Ranks with the same key can reach each other's abstract Unix sockets."""
     try:
@@ -383,6 +392,7 @@ class Watchdog:
         self._readers: dict[int, _Lines] = {}
         self._last_seen: dict[int, float] = {}
         self._ops: dict[int, str] = {}
+        self._where: dict[int, str] = {}  # ranks on other hosts: "host NAME, ADDRESS"
         self._left: set[int] = set()  # ranks no longer watched (gone, or said goodbye)
         self._bye: set[int] = set()  # ranks that ended cleanly
         self._exiting_with_error = False
@@ -430,7 +440,7 @@ class Watchdog:
         else:
             endpoint = None
         # Every witness listens before this exchange, so each rank can link to all of them.
-        mine = {"endpoint": endpoint, "host": _host_key(),
+        mine = {"endpoint": endpoint, "host": _host_key(), "hostname": socket.gethostname(),
                 "witness": witness.token if witness is not None else None}
         everyone = comm.allgather_object(mine)
         endpoint = everyone[0]["endpoint"]
@@ -445,8 +455,16 @@ class Watchdog:
             accepting.start()
         else:
             error = self._connect_hub(endpoint, deadline)
-        outcomes = comm.allgather_object(error, timeout=timeout)
-        failed = [e for e in outcomes if e]
+        # With the outcome, the address each rank reaches the hub from: a failure report names
+        # a rank on another host by its hostname and address (hostnames may resolve nowhere).
+        address = endpoint[0] if self.rank == 0 else _local_address(self._peers.get(0))
+        outcomes = comm.allgather_object({"error": error, "address": address},
+                                         timeout=timeout)
+        failed = [o["error"] for o in outcomes if o["error"]]
+        for r, (e, o) in enumerate(zip(everyone, outcomes)):
+            if e["host"] != mine["host"]:
+                self._where[r] = ", ".join(x for x in (f"host {e.get('hostname')}",
+                                                       o["address"]) if x)
         if self.rank == 0:
             if failed:
                 self._accepting_stop = True
@@ -540,12 +558,19 @@ class Watchdog:
             self._server.close()
         self._peers.clear()
 
+    def describe(self, rank: int) -> str:
+        """``rank N``, with its hostname and address when it runs on another host than this
+        rank (what a user needs to find an unreachable host)."""
+        where = self._where.get(rank)
+        return f"rank {rank} ({where})" if where else f"rank {rank}"
+
     # ---------------------------------------------------------------------- failures
     def _declare(self, failed_rank: int, op: str, error: str) -> None:
         """Record a failure of ``failed_rank`` (first one wins), relay it, print it, and arm
         the grace timer that ends this process. The failure becomes visible to this rank's
         main thread (which then stops and may exit at once) only after all of that is done."""
-        message = f"pyg_sar: rank {self.rank} stops: rank {failed_rank} failed in {op}: {error}"
+        message = (f"pyg_sar: rank {self.rank} stops: {self.describe(failed_rank)} failed in "
+                   f"{op}: {error}")
         quiet = error == INTERRUPTED  # the user's Ctrl-C, reported once by the program
         with self._lock:
             if self._declared:
@@ -610,8 +635,8 @@ class Watchdog:
                 if r not in self._left and now - seen > self.dead_after:
                     self._left.add(r)
                     self._declare(r, self._ops.get(r, "?"),
-                                  f"no heartbeat for {now - seen:.0f} s (host lost or process "
-                                  f"stopped)")
+                                  f"no heartbeat for {now - seen:.0f} s (unreachable: host down, "
+                                  f"link cut, or process stopped)")
 
     def _receive(self, r: int) -> None:
         msgs = self._readers[r].read()

@@ -1,0 +1,88 @@
+"""A failure report names a rank on another host by that host's name and address (issue 13:
+a cut link must end the job with an error naming the unreachable rank and host); ranks on
+this rank's own host are named as before. In-process: the watchdog's rendezvous between
+threads over loopback, with the host identities each rank publishes rewritten."""
+import json
+import threading
+
+from pyg_sar.distributed import watchdog
+
+
+class _ThreadComm:
+    """allgather_object among threads (all the watchdog's rendezvous needs)."""
+
+    def __init__(self, world_size, tamper=None):
+        self.world_size, self.tamper = world_size, tamper
+        self._barrier = threading.Barrier(world_size)
+        self._slots = [None] * world_size
+
+    def view(self, rank):
+        comm = self
+
+        class View:
+            def __init__(self):
+                self.rank, self.world_size = rank, comm.world_size
+
+            def allgather_object(self, obj, timeout=None):
+                comm._slots[rank] = json.loads(json.dumps(obj))
+                comm._barrier.wait(timeout)
+                out = list(comm._slots)
+                comm._barrier.wait(timeout)
+                return comm.tamper(out) if comm.tamper else out
+        return View()
+
+
+def _separate_hosts(everyone):
+    """Every rank on a host of its own, named node<r>."""
+    if isinstance(everyone[0], dict) and "hostname" in everyone[0]:
+        return [dict(e, host=f"node{r}/1", hostname=f"node{r}") for r, e in enumerate(everyone)]
+    return everyone
+
+
+def _connected(world_size, tamper):
+    comm = _ThreadComm(world_size, tamper)
+    dogs = [watchdog.Watchdog(r, world_size, 2.0, 45.0, 1e6) for r in range(world_size)]
+    errors = []
+
+    def connect(r):
+        try:
+            dogs[r]._connect(comm.view(r), "127.0.0.1", 60.0, None)
+        except BaseException as e:  # noqa: BLE001 - reported by the assertion below
+            errors.append(e)
+    threads = [threading.Thread(target=connect, args=(r,)) for r in range(world_size)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors and not any(t.is_alive() for t in threads), errors
+    return dogs
+
+
+def _close(dogs):
+    for dog in dogs:
+        for sock in dog._peers.values():
+            sock.close()
+        if dog._server is not None:
+            dog._server.close()
+
+
+def test_failure_names_host_and_address_of_a_rank_on_another_host():
+    dogs = _connected(3, _separate_hosts)
+    try:
+        assert dogs[0].describe(2) == "rank 2 (host node2, 127.0.0.1)"
+        assert dogs[2].describe(0) == "rank 0 (host node0, 127.0.0.1)"
+        assert dogs[1].describe(2) == "rank 2 (host node2, 127.0.0.1)"  # learnt over comm
+        dogs[0]._declare(2, "all_reduce", "no heartbeat for 9 s")  # prints it; grace: never
+        assert dogs[0].failure == ("pyg_sar: rank 0 stops: rank 2 (host node2, 127.0.0.1) "
+                                   "failed in all_reduce: no heartbeat for 9 s")
+    finally:
+        _close(dogs)
+
+
+def test_ranks_on_the_same_host_are_named_as_before():
+    dogs = _connected(2, None)
+    try:
+        assert dogs[0].describe(1) == "rank 1"
+        assert dogs[1].describe(0) == "rank 0"
+    finally:
+        _close(dogs)
