@@ -1,0 +1,508 @@
+"""Capacity planner: per-rank peak memory, bytes per epoch and epoch time of a SAR training run.
+
+    python -m pyg_sar.plan --nodes 2708 --edges 10556 --features 1433 --classes 7 \\
+        --model sage --hidden 256 --layers 3 --mode sar --world-sizes 1 2 4 8
+    python -m pyg_sar.plan --preset papers100m     # next to the SAR paper's figures
+
+The model follows what the engine allocates (``pyg_sar/core/walk.py``, ``core/sar.py``,
+DESIGN 7): per rank, the partition's tensors (features, labels, masks, the CSR blocks, send
+lists and degrees), the model's parameters with their gradient and two Adam moments, and the
+working memory of a training step: per-node activations saved for backward, plus what each
+mode keeps of the remote rows (``sar``: one block of rows in flight; ``sa``: every fetched row
+of every layer; ``halo``: the whole halo of every layer, and PyG's own per-edge tensors of the
+unmodified propagate). Bytes per epoch are exact given the halo: every layer sends the rows
+its peers need (its wire width: projected rows where GraphSAGE projects first, features plus
+attention scores for GAT) and returns the gradients of the rows it received; mode ``sar``
+re-fetches rows in backward where the message is not linear in them (attention).
+
+The few constants (how many bytes of working memory per structural byte, the runtime's
+resident size, the compute rates) were fitted with ``benchmarks/plan_validation.py`` on runs
+measured on this machine (2 cores, torch CPU, MPICH); see :data:`CONSTANTS`. Epoch time =
+compute (fitted rates) + bytes / link bandwidth, with no overlap of the two (the measured
+runs used MPICH, where a fetch moves only inside waits).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+MODELS = ("sage", "gcn", "gat")
+MODES = ("sar", "sa", "halo")
+PARTITIONINGS = ("metis", "random")
+MB = 2**20
+GB = 10**9
+
+# Fitted by benchmarks/plan_validation.py (results/plan_validation.json, "fit") on 3 graphs x
+# P = 1, 2, 4, 8 x {sage, gat} x {sar, sa, halo}, measured here. Working-memory coefficients are
+# per model family (gcn uses sage's: both take the linear fast path): bytes of step peak per
+# byte of each structural term (see :func:`step_terms`).
+CONSTANTS: dict = {
+    "step": {
+        "sage": {"act": 1.0, "grad": 2.0, "block": 1.0, "kept": 1.0, "edge": 1.0,
+                 "peers": 1.0},
+        "gat": {"act": 1.0, "grad": 2.0, "block": 1.0, "kept": 1.0, "edge": 1.0,
+                "peers": 1.0},
+    },
+    "runtime_mb": 400.0,          # python + torch + MPI resident before the partition loads
+    "dense_flops_per_s": 2.0e10,  # one thread, float32 matmuls of the linear layers
+    "edge_rows_per_s": {"sage": 5.0e8, "gat": 1.0e8},  # gathered row-elements per second
+    "step_overhead_s": 0.0,
+    "metis_halo_ratio": 0.5,      # METIS halo fraction / random halo fraction (see estimate)
+}
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One message-passing layer as the engine sees it.
+
+    Attributes:
+        fan_in / fan_out: input and output width per node (``fan_out`` over all heads).
+        wire: width of one row that crosses the network (what a peer fetches per source node).
+        matmul: multiply-adds per node of the layer's dense projections.
+        grads_back: whether gradients of fetched rows go back to their owners (the fetched
+            tensor requires grad: not the raw input features).
+        refetch: whether mode ``sar`` fetches the rows again in backward (message not linear
+            in the rows: attention).
+        heads: attention heads (1 otherwise).
+    """
+
+    fan_in: int
+    fan_out: int
+    wire: int
+    matmul: int
+    grads_back: bool
+    refetch: bool
+    heads: int = 1
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What to plan for. Sizes are of the whole graph; ``halo_fraction`` is per rank.
+
+    Attributes:
+        num_nodes, num_edges: the graph (directed edges as stored: an undirected edge counts
+            twice).
+        num_features, num_classes, hidden, layers, heads: the model (``hidden`` over all heads,
+            as PyG's ``GAT(hidden_channels=...)``; GAT's last layer averages its heads).
+        model: ``"sage"``, ``"gcn"`` or ``"gat"``.
+        mode: ``"sar"``, ``"sa"`` or ``"halo"``.
+        world_size: ranks P.
+        halo_fraction: rows a rank receives from peers / nodes outside the rank, in [0, 1]
+            (measured on a partition: ``sum(graph.recv_counts) / (N - n)``, mean over ranks);
+            ``None``: estimated for ``partitioning`` (:func:`estimate_halo_fraction`).
+        partitioning: ``"metis"`` or ``"random"`` (used only for the estimate).
+        pipeline_depth: block fetches in flight ahead of the computation (0 on MPICH, 1 on
+            gloo / NCCL by default).
+        dtype_bytes: 4 (float32) or 8 (float64).
+        norm: batch norm between layers (as ``python -m pyg_sar.train --norm batch_norm``).
+    """
+
+    num_nodes: int
+    num_edges: int
+    num_features: int
+    num_classes: int
+    hidden: int = 256
+    layers: int = 3
+    heads: int = 1
+    model: str = "sage"
+    mode: str = "sar"
+    world_size: int = 1
+    halo_fraction: Optional[float] = None
+    partitioning: str = "metis"
+    pipeline_depth: int = 0
+    dtype_bytes: int = 4
+    norm: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("num_nodes", "num_edges", "num_features", "num_classes", "hidden",
+                     "layers", "heads", "world_size"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < (0 if name == "num_edges"
+                                                                      else 1):
+                raise ValueError(f"Workload: {name} must be a positive integer (got {v!r})")
+        if self.model not in MODELS:
+            raise ValueError(f"Workload: model must be one of {MODELS} (got {self.model!r})")
+        if self.mode not in MODES:
+            raise ValueError(f"Workload: mode must be one of {MODES} (got {self.mode!r})")
+        if self.partitioning not in PARTITIONINGS:
+            raise ValueError(f"Workload: partitioning must be one of {PARTITIONINGS} "
+                             f"(got {self.partitioning!r})")
+        if self.world_size > self.num_nodes:
+            raise ValueError(f"Workload: world_size {self.world_size} exceeds num_nodes "
+                             f"{self.num_nodes} (every rank needs nodes)")
+        hf = self.halo_fraction
+        if hf is not None and (isinstance(hf, bool) or not isinstance(hf, (int, float))
+                               or not 0.0 <= hf <= 1.0 or math.isnan(hf)):
+            raise ValueError(f"Workload: halo_fraction must be in [0, 1] (got {hf!r})")
+        if not isinstance(self.pipeline_depth, int) or self.pipeline_depth < 0:
+            raise ValueError(f"Workload: pipeline_depth must be an integer >= 0 "
+                             f"(got {self.pipeline_depth!r})")
+        if self.dtype_bytes not in (4, 8):
+            raise ValueError(f"Workload: dtype_bytes must be 4 or 8 (got {self.dtype_bytes!r})")
+        if self.model == "gat" and self.hidden % self.heads:
+            raise ValueError(f"Workload: GAT hidden {self.hidden} must be a multiple of heads "
+                             f"{self.heads}")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The planner's answer for one :class:`Workload` (bytes are per rank).
+
+    ``memory`` breaks ``peak_bytes`` down (runtime, partition data, model state, working
+    memory of a step); ``traffic`` breaks ``bytes_per_epoch`` down (forward rows, backward
+    re-fetch, gradients, gradient all-reduce); ``epoch_s`` is ``None`` without a bandwidth.
+    """
+
+    workload: Workload
+    halo_fraction: float
+    local_nodes: float
+    halo_rows: float
+    peak_bytes: float
+    step_bytes: float
+    memory: dict = field(default_factory=dict)
+    bytes_per_epoch: float = 0.0
+    traffic: dict = field(default_factory=dict)
+    compute_s: float = 0.0
+    comm_s: Optional[float] = None
+    epoch_s: Optional[float] = None
+
+
+def layer_specs(w: Workload) -> list[Layer]:
+    """The layers of a PyG ``GraphSAGE`` / ``GCN`` / ``GAT`` model as the engine runs them."""
+    out = []
+    for i in range(w.layers):
+        last = i == w.layers - 1
+        fi = w.num_features if i == 0 else w.hidden
+        if w.model == "gat":
+            per_head = w.num_classes if last else w.hidden // w.heads
+            fo = per_head * w.heads  # the last layer averages its heads after the softmax
+            # x_j (projected, all heads) and the source attention score per head cross.
+            out.append(Layer(fi, fo, fo + w.heads, fi * fo + 2 * fo, True, True, w.heads))
+            continue
+        fo = w.num_classes if last else w.hidden
+        if w.model == "sage":
+            # SARConfig.project_first: a narrowing layer projects before it aggregates.
+            projected = fi > fo
+            out.append(Layer(fi, fo, fo if projected else fi, 2 * fi * fo, projected or i > 0,
+                             False))
+        else:  # gcn projects first, always
+            out.append(Layer(fi, fo, fo, fi * fo, True, False))
+    return out
+
+
+def estimate_halo_fraction(num_nodes: int, num_edges: int, world_size: int,
+                           partitioning: str = "metis") -> float:
+    """Expected halo fraction of a rank (rows it receives / nodes outside it).
+
+    ``"random"``: a node outside the rank is needed if one of its ``d = E / N`` out-edges
+    lands in the rank, ``1 - (1 - 1/P) ** d`` (a fraction ``(P - 1) / P`` of the edges is cut;
+    with skewed degrees this is an upper bound). ``"metis"``: the random figure times
+    ``CONSTANTS["metis_halo_ratio"]``, the mean ratio measured on this repository's METIS
+    partitions (Cora, WordNet, dense SBM at P = 2, 4, 8). It varies by graph far more than
+    the other constants: pass a measured halo fraction when you have a partition.
+    """
+    if partitioning not in PARTITIONINGS:
+        raise ValueError(f"estimate_halo_fraction: partitioning must be one of "
+                         f"{PARTITIONINGS} (got {partitioning!r})")
+    if world_size < 1 or num_nodes < 1 or num_edges < 0:
+        raise ValueError(f"estimate_halo_fraction: need world_size >= 1, num_nodes >= 1, "
+                         f"num_edges >= 0 (got {world_size}, {num_nodes}, {num_edges})")
+    if world_size == 1:
+        return 0.0
+    rand = 1.0 - (1.0 - 1.0 / world_size) ** (num_edges / num_nodes)
+    if partitioning == "random":
+        return rand
+    return min(1.0, CONSTANTS["metis_halo_ratio"] * rand)
+
+
+def step_terms(w: Workload, layers: list[Layer], n: float, e: float, h: float) -> dict:
+    """Structural bytes of a training step's working memory, one entry per fitted term.
+
+    ``act``: per-node tensors saved for backward: each layer's rows on the wire (the input of
+    its aggregation) and its output, twice between layers with batch norm (the norm's input and
+    the activation's output); ``grad``: per-node gradient buffers of backward (the widest
+    layer); ``block``: remote rows alive at a time in mode ``sar`` (``pipeline_depth + 1``
+    blocks of ``h / (P - 1)`` rows of the widest wire, and their gradients); ``kept``: every
+    fetched row of every layer (``sa`` keeps them for backward, ``halo`` holds them in the
+    autograd graph); ``edge``: per-edge tensors of PyG's own propagate in mode ``halo``
+    (gathered rows for GraphSAGE / GCN; messages and attention coefficients for GAT,
+    self-loops included); ``peers``: one MiB per peer rank (message buffers).
+    """
+    b, p = w.dtype_bytes, w.world_size
+    last = len(layers) - 1
+    act = b * n * sum(layer.wire + (2 if w.norm and i < last else 1) * layer.fan_out
+                      for i, layer in enumerate(layers))
+    grad = b * n * max(max(layer.wire, layer.fan_out) for layer in layers)
+    widest = max(layer.wire for layer in layers)
+    block = 0.0
+    if w.mode == "sar" and p > 1:
+        block = b * 2 * (w.pipeline_depth + 1) * (h / (p - 1)) * widest
+    kept = b * h * sum(layer.wire for layer in layers) if w.mode in ("sa", "halo") else 0.0
+    edge = 0.0
+    if w.mode == "halo":
+        if w.model == "gat":
+            edge = b * (e + n) * sum(layer.fan_out + layer.heads for layer in layers)
+        else:
+            edge = b * e * widest
+    return {"act": act, "grad": grad, "block": block, "kept": kept, "edge": edge,
+            "peers": float((p - 1) * MB)}
+
+
+def step_bytes(terms: dict, coef: dict, family: str, param_bytes: float) -> float:
+    """Working memory of a step beyond the resting state, from :func:`step_terms` and one
+    family's coefficients. GraphSAGE / GCN's per-edge tensors in mode ``halo`` are a forward
+    transient (gathered rows, freed before backward's gradient buffers exist): the larger of
+    the two counts. GAT's are saved for backward: both count. The parameters' gradients are
+    part of the model state (freed by ``zero_grad`` before the step), so they are taken off."""
+    total = sum(coef[k] * terms[k] for k in ("act", "block", "kept", "peers"))
+    if family == "gat":
+        total += coef["grad"] * terms["grad"] + coef["edge"] * terms["edge"]
+    else:
+        total += max(coef["grad"] * terms["grad"], coef["edge"] * terms["edge"])
+    return max(total - param_bytes, 0.0)
+
+
+def partition_stats(parts: str | os.PathLike) -> dict:
+    """Sizes and the measured halo fraction of a partition folder written by
+    ``pyg_sar.partition_graph`` (reads only its ``meta.json``): ``num_nodes``, ``num_edges``,
+    ``num_features``, ``num_classes``, ``world_size``, ``halo_fraction`` (mean over ranks of
+    rows received / nodes outside the rank)."""
+    path = Path(parts) / "meta.json"
+    if not path.is_file():
+        raise ValueError(f"partition_stats: {path} not found (not a partition folder)")
+    try:
+        meta = json.loads(path.read_text())
+        total, sizes = int(meta["num_nodes"]), [int(v) for v in meta["part_num_nodes"]]
+        recv = [sum(int(c) for c in part["recv_counts"]) for part in meta["parts"]]
+        stats = {"num_nodes": total, "num_edges": int(meta["num_edges"]),
+                 "num_features": int(meta["num_features"]),
+                 "num_classes": int(meta["num_classes"]), "world_size": int(meta["num_parts"])}
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"partition_stats: {path} lacks partition sizes ({exc!r})") from None
+    outside = [total - n for n in sizes]
+    stats["halo_fraction"] = (sum(r / o for r, o in zip(recv, outside) if o) / len(sizes)
+                              if stats["world_size"] > 1 else 0.0)
+    return stats
+
+
+def _data_bytes(w: Workload, n: float, e: float, h: float) -> float:
+    """The partition as loaded (``pyg_sar.load_partition``): node tensors, CSR blocks (a
+    row pointer over local destinations per source rank), send lists, degrees, ids."""
+    node = n * (w.dtype_bytes * w.num_features + 8 + 3 + 8 + 8)  # x, y, masks, node_ids, in_deg
+    edges = e * (8 + 8)  # col, edge_ids
+    rowptrs = w.world_size * (n + 1) * 8
+    halo = h * (8 + 8 + 8)  # recv_node_ids, source in-degrees; send_idx (as many rows overall)
+    return node + edges + rowptrs + halo
+
+
+def _param_count(layers: list[Layer], w: Workload) -> int:
+    norm = 4 * sum(layer.fan_out for layer in layers[:-1]) if w.norm else 0
+    return int(sum(layer.matmul + layer.fan_out for layer in layers) + norm)
+
+
+def structure(w: Workload) -> dict:
+    """The structural quantities of ``w`` that the fitted constants scale (per rank):
+    halo fraction and rows, local nodes and edges, the layers, the working-memory terms
+    (:func:`step_terms`), the partition's bytes, the parameter count, the dense FLOPs and the
+    gathered row-elements of one epoch."""
+    p = w.world_size
+    hf = (w.halo_fraction if w.halo_fraction is not None
+          else estimate_halo_fraction(w.num_nodes, w.num_edges, p, w.partitioning))
+    n = w.num_nodes / p
+    e = w.num_edges / p
+    h = hf * (w.num_nodes - n)
+    layers = layer_specs(w)
+    gat = w.model == "gat"
+    # forward + weight gradient, + input gradient past the first layer (x needs none)
+    dense = sum(2 * n * layer.matmul * (2 if i == 0 else 3) for i, layer in enumerate(layers))
+    passes = 3 if (w.mode == "sar" and gat) else 2  # forward, backward (+ sar recompute)
+    edge_rows = sum((e + (n if gat else 0)) * layer.wire * passes for layer in layers)
+    return {"halo_fraction": hf, "n": n, "e": e, "h": h, "layers": layers,
+            "terms": step_terms(w, layers, n, e, h), "data": _data_bytes(w, n, e, h),
+            "params": _param_count(layers, w), "dense_flops": dense, "edge_rows": edge_rows}
+
+
+def predict(w: Workload, bandwidth_bps: Optional[float] = None,
+            latency_s: float = 0.0, constants: Optional[dict] = None,
+            compute_speedup: float = 1.0) -> Plan:
+    """Predict per-rank peak memory, bytes per epoch and (with ``bandwidth_bps``, bits per
+    second of each rank's link) epoch time for ``w``.
+
+    Args:
+        w: the workload.
+        bandwidth_bps: link rate of each rank in bits per second (``None``: no epoch time).
+        latency_s: per-message latency added to the communication time.
+        constants: fitted constants other than :data:`CONSTANTS` (same layout).
+        compute_speedup: how much faster a rank computes than the one thread the rates were
+            fitted on (e.g. its cores, for a rough figure).
+    """
+    if bandwidth_bps is not None and (isinstance(bandwidth_bps, bool)
+                                      or not bandwidth_bps > 0 or math.isinf(bandwidth_bps)):
+        raise ValueError(f"predict: bandwidth_bps must be a positive number of bits per second "
+                         f"(got {bandwidth_bps!r})")
+    if not latency_s >= 0:
+        raise ValueError(f"predict: latency_s must be >= 0 (got {latency_s!r})")
+    if not compute_speedup > 0 or math.isinf(compute_speedup):
+        raise ValueError(f"predict: compute_speedup must be a positive number "
+                         f"(got {compute_speedup!r})")
+    c = CONSTANTS if constants is None else constants
+    s = structure(w)
+    p, h, layers = w.world_size, s["h"], s["layers"]
+    family = "gat" if w.model == "gat" else "sage"
+    coef = c["step"][family]
+    param_bytes = s["params"] * w.dtype_bytes
+    step = step_bytes(s["terms"], coef, family, param_bytes)
+    state = param_bytes * 4  # parameter, gradient, two Adam moments
+    runtime = c["runtime_mb"] * MB
+    memory = {"runtime": runtime, "data": s["data"], "model_state": state, "step": step,
+              **{f"step_{k}": coef[k] * v for k, v in s["terms"].items()}}
+
+    b = w.dtype_bytes
+    rows = b * h * sum(layer.wire for layer in layers)
+    grads = b * h * sum(layer.wire for layer in layers if layer.grads_back)
+    refetch = (b * h * sum(layer.wire for layer in layers if layer.refetch)
+               if w.mode == "sar" else 0.0)
+    allreduce = 2 * (p - 1) / p * s["params"] * b  # ring all-reduce of the gradients
+    traffic = {"rows": rows, "refetch": refetch, "grads": grads, "allreduce": allreduce}
+    engine = rows + refetch + grads
+
+    compute = (s["dense_flops"] / c["dense_flops_per_s"]
+               + s["edge_rows"] / c["edge_rows_per_s"][family]
+               + c["step_overhead_s"]) / compute_speedup
+    comm = epoch = None
+    if bandwidth_bps is not None:
+        messages = 2 * len(layers) * (p - 1) * (2 if w.mode == "sar" and family == "gat" else 1)
+        comm = (engine + allreduce) * 8 / bandwidth_bps + messages * latency_s
+        epoch = compute + comm
+    return Plan(workload=w, halo_fraction=s["halo_fraction"], local_nodes=s["n"],
+                halo_rows=h, peak_bytes=runtime + s["data"] + state + step, step_bytes=step,
+                memory=memory, bytes_per_epoch=engine + allreduce, traffic=traffic,
+                compute_s=compute, comm_s=comm, epoch_s=epoch)
+
+
+# --------------------------------------------------------------------------- CLI
+PAPERS100M = {"num_nodes": 111_059_956, "num_edges": 3_231_371_744, "num_features": 128,
+              "num_classes": 172}
+# SAR paper (Mostafa 2021, arXiv 2111.06483): memory per machine on ogbn-papers100M.
+PAPER_GB = {"sage": {32: 95, 64: 47, 128: 25}, "gat": {32: 67, 64: 35, 128: 19}}
+
+
+def parse_bandwidth(text: str) -> float:
+    """``"100mbit"``, ``"1gbit"``, ``"10gbit"``, ``"200gbit"`` or bits per second -> bits/s."""
+    t = str(text).strip().lower()
+    scale = {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9}
+    for unit, mult in scale.items():
+        if t.endswith(unit):
+            t, factor = t[:-len(unit)], mult
+            break
+    else:
+        factor = 1.0
+    try:
+        value = float(t) * factor
+    except ValueError:
+        raise ValueError(f"bandwidth {text!r}: expected e.g. 100mbit, 1gbit or bits/s") from None
+    if not value > 0 or math.isinf(value):
+        raise ValueError(f"bandwidth {text!r} must be positive")
+    return value
+
+
+def _row(plan: Plan, unit: float, paper: Optional[float] = None) -> str:
+    w, m = plan.workload, plan.memory
+    t = "" if plan.epoch_s is None else f" {plan.epoch_s:9.2f}"
+    ref = "" if paper is None else f" {paper:9.0f}"
+    return (f"{w.model:5s} {w.mode:4s} {w.world_size:4d} {plan.halo_fraction:6.3f} "
+            f"{plan.peak_bytes / unit:9.2f} {m['data'] / unit:9.2f} {plan.step_bytes / unit:9.2f} "
+            f"{plan.bytes_per_epoch / unit:10.3f}{t}{ref}")
+
+
+def _header(unit: str, bandwidth: bool, paper: bool) -> str:
+    return (f"model mode    P   halo   peak {unit}   data {unit}   step {unit} {unit}/epoch"
+            + ("   epoch s" if bandwidth else "") + ("  paper GB" if paper else ""))
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m pyg_sar.plan",
+                                description="Predict per-rank peak memory, bytes per epoch "
+                                            "and epoch time of a pyg_sar training run.")
+    p.add_argument("--preset", choices=["papers100m"],
+                   help="ogbn-papers100M: 3-layer GraphSAGE 256 and GAT 128 x 4 heads at "
+                        "P = 32, 64, 128, next to the SAR paper's figures")
+    p.add_argument("--parts", help="a partition folder: sizes, P and the measured halo "
+                                    "fraction from its meta.json")
+    p.add_argument("--nodes", type=int)
+    p.add_argument("--edges", type=int, help="directed edges (an undirected edge counts twice)")
+    p.add_argument("--features", type=int)
+    p.add_argument("--classes", type=int)
+    p.add_argument("--hidden", type=int, default=256, help="width of hidden layers (all heads)")
+    p.add_argument("--layers", type=int, default=3)
+    p.add_argument("--heads", type=int, default=1)
+    p.add_argument("--model", choices=MODELS, default="sage")
+    p.add_argument("--mode", choices=MODES, nargs="+", default=["sar"])
+    p.add_argument("--world-sizes", type=int, nargs="+", default=[1, 2, 4, 8])
+    p.add_argument("--halo-fraction", type=float, default=None,
+                   help="measured: rows a rank receives / nodes outside it (default: estimate)")
+    p.add_argument("--partitioning", choices=PARTITIONINGS, default="metis")
+    p.add_argument("--pipeline-depth", type=int, default=0)
+    p.add_argument("--bandwidth", default=None, help="link rate per rank, e.g. 1gbit")
+    p.add_argument("--latency-ms", type=float, default=0.0)
+    p.add_argument("--compute-speedup", type=float, default=1.0,
+                   help="a rank computes this many times faster than one thread here")
+    p.add_argument("--dtype", choices=["float32", "float64"], default="float32")
+    args = p.parse_args(argv)
+    bw = parse_bandwidth(args.bandwidth) if args.bandwidth is not None else None
+    dtype_bytes = 4 if args.dtype == "float32" else 8
+    common = dict(halo_fraction=args.halo_fraction, partitioning=args.partitioning,
+                  pipeline_depth=args.pipeline_depth, dtype_bytes=dtype_bytes)
+    if args.preset == "papers100m":
+        if bw is None:
+            bw = 200e9  # the paper's InfiniBand
+        print("ogbn-papers100M (111,059,956 nodes, 3,231,371,744 directed edges, 128 features, "
+              "172 classes), float32, per rank; link "
+              f"{bw / 1e9:g} Gbit/s; halo: "
+              + (f"{args.halo_fraction}" if args.halo_fraction is not None
+                 else f"{args.partitioning} estimate"))
+        print(_header("GB", True, True))
+        for model, hidden, heads in (("sage", 256, 1), ("gat", 512, 4)):
+            for mode in args.mode:
+                for world in (32, 64, 128):
+                    w = Workload(**PAPERS100M, hidden=hidden, layers=3, heads=heads, model=model,
+                                 mode=mode, world_size=world, **common)
+                    pl = predict(w, bw, args.latency_ms / 1e3, None, args.compute_speedup)
+                    print(_row(pl, GB, PAPER_GB[model][world]))
+        print("GAT: 4 heads of 128 channels (hidden 512). 'paper GB': SAR paper, memory per "
+              "machine (whole process, DGL); 'peak GB': this planner, one rank per machine.")
+        return 0
+    worlds = args.world_sizes
+    if args.parts is not None:
+        st = partition_stats(args.parts)
+        args.nodes, args.edges = st["num_nodes"], st["num_edges"]
+        args.features, args.classes = st["num_features"], st["num_classes"]
+        worlds = [st["world_size"]]
+        if args.halo_fraction is None:
+            common["halo_fraction"] = st["halo_fraction"]
+    missing = [f"--{k}" for k in ("nodes", "edges", "features", "classes")
+               if getattr(args, k) is None]
+    if missing:
+        p.error(f"missing {', '.join(missing)} (or use --parts or --preset)")
+    print(_header("MB", bw is not None, False))
+    for mode in args.mode:
+        for world in worlds:
+            w = Workload(args.nodes, args.edges, args.features, args.classes, args.hidden,
+                         args.layers, args.heads, args.model, mode, world, **common)
+            pl = predict(w, bw, args.latency_ms / 1e3, None, args.compute_speedup)
+            print(_row(pl, MB))
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except ValueError as exc:
+        print(f"python -m pyg_sar.plan: error: {exc}", file=sys.stderr)
+        sys.exit(2)
