@@ -155,8 +155,9 @@ def test_cli_sizes_and_bad_input():
 # --------------------------------------------------------------------------- a real run
 @pytest.mark.skipif(not has_mpi(), reason="needs mpiexec (mpich/Open MPI) and mpi4py")
 def test_prediction_matches_a_measured_run(tmp_path):
-    """Dense SBM, 12k nodes, SAGE and GAT in mode sar at P = 2 (one launch, ~20 s): engine
-    bytes per epoch equal the prediction; the step's peak RSS growth is within 15%."""
+    """Dense SBM, 12k nodes, SAGE and GAT in mode sar at P = 2 (one launch; ~25 s here
+    under load): engine bytes per epoch equal the prediction; the step's peak RSS growth is
+    within 15% (measured as benchmarks/plan_validation.py does, with its own code)."""
     from pyg_sar.datasets import sbm
     data = sbm(num_nodes=12_000, num_edges=110_000, num_classes=16, homophily=0.2, seed=0)
     pyg_sar.partition_graph(data, 2, tmp_path / "p2", method="metis")
@@ -166,7 +167,8 @@ def test_prediction_matches_a_measured_run(tmp_path):
     from procmem import MALLOC_ENV  # RSS follows live memory (benchmarks/procmem.py)
     ranks = run_on_ranks(target, 2, timeout=300, env=MALLOC_ENV,
                          kwargs={"parts": str(tmp_path / "p2"), "models": ["sage", "gat"],
-                                 "modes": ["sar"], "warmup": 1, "repeats": 3})
+                                 "modes": ["sar"], "warmup": 1, "repeats": 2,
+                                 "count_saved": False})
     for model, hidden, heads in (("sage", 256, 1), ("gat", 128, 4)):
         rows = [r for rank in ranks for r in rank if r["model"] == model]
         pl = plan.predict(plan.Workload(st["num_nodes"], st["num_edges"], st["num_features"],
