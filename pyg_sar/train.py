@@ -22,6 +22,7 @@ from typing import Optional
 import torch
 
 import pyg_sar
+from pyg_sar.cli_types import positive_int
 from pyg_sar.datasets.registry import KNOWN_NAMES, is_known_dataset
 from pyg_sar.distributed.terminal import terminal_columns, writes_to_terminal
 from pyg_sar.nn.functional import accuracy, cross_entropy
@@ -75,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--heads", type=int, default=8, help="attention heads (gat)")
     p.add_argument("--dropout", type=float, default=0.5)
     p.add_argument("--norm", choices=("none", "batch_norm"), default="none")
-    p.add_argument("--epochs", type=_positive_int, default=200)
+    p.add_argument("--epochs", type=positive_int, default=200)
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--weight-decay", type=float, default=5e-4)
     p.add_argument("--mode", choices=("sar", "sa", "halo"), default="sar")
@@ -90,12 +91,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="rank 0's per-epoch progress: a tqdm bar, log lines, or auto: the bar "
                         "when its output reaches a terminal (directly, or forwarded by mpiexec "
                         "or torchrun), log lines otherwise")
-    p.add_argument("--log-every", type=_positive_int, default=10)
-    p.add_argument("--eval-every", type=_positive_int, default=1,
+    p.add_argument("--log-every", type=positive_int, default=10)
+    p.add_argument("--eval-every", type=positive_int, default=1,
                    help="evaluate (one more forward pass) every N epochs and at the end")
     p.add_argument("--checkpoint", default=None,
                    help="checkpoint folder: save the training state there (see --resume)")
-    p.add_argument("--checkpoint-every", type=_positive_int, default=10,
+    p.add_argument("--checkpoint-every", type=positive_int, default=10,
                    help="save a checkpoint every N epochs (and after the last one)")
     p.add_argument("--resume", action="store_true",
                    help="continue from the latest checkpoint in --checkpoint (bit-identical "
@@ -108,16 +109,6 @@ def build_parser() -> argparse.ArgumentParser:
     from pyg_sar.compression.cli import add_arguments as add_compression_arguments
     add_compression_arguments(p)  # --compression, --schedule, --ratio-max, --ratio-min, ...
     return p
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1 (got {text!r})") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1 (got {value})")
-    return value
 
 
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pyg_sar.cli_types import positive_int
 from pyg_sar.partition.assign import METHODS
 
 
@@ -31,16 +32,6 @@ def _parse_arg(text: str) -> tuple[str, Any]:
         return key, ast.literal_eval(value)
     except (ValueError, SyntaxError):
         return key, value  # a plain string
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1 (got {text!r})") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1 (got {value})")
-    return value
 
 
 def _for_cli(err: Exception) -> str:
@@ -71,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                              f"module:function returning a torch_geometric Data")
     parser.add_argument("--arg", action="append", default=[], type=_parse_arg, metavar="KEY=VALUE",
                         help="keyword argument for the dataset loader (repeatable)")
-    parser.add_argument("--num-parts", type=_positive_int, required=True)
+    parser.add_argument("--num-parts", type=positive_int, required=True)
     parser.add_argument("--out", required=True, help="output folder (must be empty or absent)")
     parser.add_argument("--method", default="metis", choices=METHODS)
     parser.add_argument("--seed", type=int, default=0)

@@ -145,8 +145,8 @@ def load_node_map(path: str | Path) -> Tensor:
 
 
 def _expected_world_size(world_size: int | None) -> int | None:
-    """``world_size`` if given, else the running job's when it has more than one rank (one
-    process may inspect any part of any partition)."""
+    """``world_size`` if given, else the running job's (:func:`pyg_sar.init`), even of one
+    rank; ``None`` (no check) only for a process that never called ``init`` (inspection)."""
     if world_size is not None:
         if not isinstance(world_size, (int, np.integer)) or isinstance(world_size, bool) or \
                 world_size < 1:
@@ -155,7 +155,7 @@ def _expected_world_size(world_size: int | None) -> int | None:
         return int(world_size)
     from pyg_sar.distributed.context import resolve_context
     ctx = resolve_context(create=False)
-    return ctx.world_size if ctx is not None and ctx.world_size > 1 else None
+    return ctx.world_size if ctx is not None else None
 
 
 def load_partition(path: str | Path, rank: int, world_size: int | None = None,
@@ -164,10 +164,10 @@ def load_partition(path: str | Path, rank: int, world_size: int | None = None,
 
     Verifies ``meta.json`` (format version, structure) and the SHA-256 of every file read;
     reads only ``meta.json`` and ``part{rank}/``. The number of parts must equal the number
-    of ranks: ``world_size`` when given, else that of the running job (:func:`pyg_sar.init`)
-    when it has more than one rank. A one-process job should pass ``world_size=1``
-    (``ctx.world_size``): without it a lone process may load any part of any partition, for
-    inspection, and a P-part graph fails only when it is first used for computation.
+    of ranks: ``world_size`` when given, else that of the running job (:func:`pyg_sar.init`),
+    so a single process that called ``init()`` is refused a P-part folder here, not in its
+    first forward pass. Only a process that never called ``init()`` may load any part of any
+    partition, for inspection.
 
     ``context`` (a :class:`~pyg_sar.distributed.context.DistContext`) binds the graph to it:
     its engine, batch norms and losses then communicate there (default: the context of
@@ -190,7 +190,8 @@ def load_partition(path: str | Path, rank: int, world_size: int | None = None,
         raise ValueError(f"the partition at '{root}' has {num_parts} parts but the job runs "
                          f"on {expected} rank{'s' if expected != 1 else ''} (world size); "
                          f"partition the graph with num_parts={expected} or launch "
-                         f"{num_parts} ranks")
+                         f"{num_parts} ranks (or, to inspect one part in this process, pass "
+                         f"world_size={num_parts})")
     if not isinstance(rank, (int, np.integer)) or isinstance(rank, bool) or \
             not 0 <= rank < num_parts:
         raise ValueError(f"rank {rank!r} is out of range for a partition of {num_parts} parts "

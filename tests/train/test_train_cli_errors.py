@@ -108,6 +108,27 @@ def test_one_process_refuses_a_two_part_folder_at_load(tmp_path):
     assert load_partition(parts, 1).rank == 1  # without a job, any part may be inspected
 
 
+def test_one_process_that_called_init_is_refused_a_two_part_folder_at_load(tmp_path,
+                                                                           monkeypatch):
+    """The README's loop (``ctx = init(); load_partition(path, ctx.rank)``) run as one plain
+    process on a 2-part folder fails at load_partition, naming both counts."""
+    import pyg_sar
+    if pyg_sar.get_context() is not None:
+        pytest.skip("another test left a communication context initialised")
+    for var in ("RANK", "WORLD_SIZE", "PMI_RANK", "PMI_SIZE", "OMPI_COMM_WORLD_RANK"):
+        monkeypatch.delenv(var, raising=False)
+    parts = _two_part_folder(tmp_path / "p2")
+    ctx = pyg_sar.init()
+    try:
+        assert ctx.world_size == 1
+        with pytest.raises(ValueError, match=re.escape(
+                f"the partition at '{parts}' has 2 parts but the job runs on 1 rank")):
+            pyg_sar.load_partition(parts, ctx.rank)
+    finally:
+        pyg_sar.shutdown()
+    assert load_partition(parts, 0).num_parts == 2  # after shutdown: inspection again
+
+
 def test_one_process_on_a_two_part_folder_fails_at_load_not_in_forward(tmp_path):
     parts = _two_part_folder(tmp_path / "p2")
     proc = _cli(["--parts", str(parts), "--epochs", "1"], tmp_path)
