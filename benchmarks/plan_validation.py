@@ -492,7 +492,19 @@ def markdown(res: dict) -> str:
             f"{_fmt_bytes(r['pred_bytes'])} | {_fmt_bytes(r['bytes_mean'])} | "
             f"{r['pred_compute_s']:.2f} | {r['epoch_s']:.2f}"
             + ("*" if r["P"] > 2 else "") + " |")
-    lines += ["", "`*`: oversubscribed (P ranks on 2 cores).", ""]
+    lines += ["", "`*`: oversubscribed (P ranks on 2 cores).", "",
+              "## Halo fraction: METIS partitions measured vs the planner's estimates", "",
+              "| graph | P | measured (METIS) | random estimate | METIS estimate | "
+              "measured / random |", "|---|---|---|---|---|---|"]
+    from pyg_sar import plan
+    for (g, world), hf in sorted({(r["graph"], r["P"]): r["halo_fraction"]
+                                  for r in res["rows"] if r["P"] > 1}.items()):
+        st = res["graphs"][g]
+        rand = plan.estimate_halo_fraction(st["num_nodes"], st["num_edges"], world, "random")
+        met = plan.estimate_halo_fraction(st["num_nodes"], st["num_edges"], world, "metis")
+        lines.append(f"| {g} | {world} | {hf:.3f} | {rand:.3f} | {met:.3f} | "
+                     f"{hf / rand:.3f} |")
+    lines.append("")
     if res["netns"]:
         lines += ["## Epoch time at a link rate (netns hosts, `benchmarks/netns_links.py`)", "",
                   "Dense SBM (120k nodes, 1.1M edges), 3-layer SAGE 256, P = 2, one rank per "

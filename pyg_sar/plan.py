@@ -16,10 +16,13 @@ attention scores for GAT) and returns the gradients of the rows it received; mod
 re-fetches rows in backward where the message is not linear in them (attention).
 
 The few constants (how many bytes of working memory per structural byte, the runtime's
-resident size, the compute rates) were fitted with ``benchmarks/plan_validation.py`` on runs
-measured on this machine (2 cores, torch CPU, MPICH); see :data:`CONSTANTS`. Epoch time =
-compute (fitted rates) + bytes / link bandwidth, with no overlap of the two (the measured
-runs used MPICH, where a fetch moves only inside waits).
+resident size, the compute rates, the METIS halo ratio) were fitted with
+``benchmarks/plan_validation.py`` on runs measured on the development machine (2 cores, torch
+CPU, MPICH, float32); see :data:`CONSTANTS` and ``benchmarks/results/plan_validation.md``.
+Epoch time = compute (fitted rates of one thread) + bytes / link bandwidth, with no overlap of
+the two (the measured runs used MPICH, where a fetch moves only inside waits). Weak spots: the
+METIS halo estimate (pass a measured ``--halo-fraction`` or ``--parts``), compute time on
+other hardware, and GPU memory (not modelled: the constants are CPU RSS).
 """
 from __future__ import annotations
 
@@ -480,6 +483,12 @@ def main(argv: Optional[list[str]] = None) -> int:
                     print(_row(pl, GB, PAPER_GB[model][world]))
         print("GAT: 4 heads of 128 channels (hidden 512). 'paper GB': SAR paper, memory per "
               "machine (whole process, DGL); 'peak GB': this planner, one rank per machine.")
+        if args.halo_fraction is None:
+            print(f"Halo: {args.partitioning} estimate; the METIS one is "
+                  f"{CONSTANTS['metis_halo_ratio']} x the random figure, a ratio measured "
+                  "here between 0.08 (Cora, WordNet) and 0.96 (dense SBM): bytes scale with "
+                  "it, sar memory hardly. Epoch s: compute at one thread of the fitting "
+                  "machine (--compute-speedup for more) + bytes / link rate.")
         return 0
     worlds = args.world_sizes
     if args.parts is not None:
@@ -500,6 +509,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                          args.layers, args.heads, args.model, mode, world, **common)
             pl = predict(w, bw, args.latency_ms / 1e3, None, args.compute_speedup)
             print(_row(pl, MB))
+    print("per rank; MB/epoch: the engine's rows, re-fetches and gradients plus the gradient "
+          "all-reduce; step: working memory of a training step (in peak)")
     return 0
 
 
