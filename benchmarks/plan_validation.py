@@ -12,12 +12,16 @@ per epoch, ``comm.stats``, and its per-layer ledger ``comm.traffic``) plus the R
 before and after loading its partition. Raw rows go to
 ``benchmarks/results/plan_validation_runs.json``.
 
-The report fits the planner's few constants (:func:`pyg_sar.plan.fit_constants`, printed; the
-numbers in ``pyg_sar/plan.py`` come from it), then compares every measured (graph, P, model,
-mode) with the planner's prediction from the graph's sizes and the partition's measured halo
-fraction: peak memory per rank (the largest rank), bytes sent per epoch per rank (mean over
-ranks, against the ledger) and epoch time. It also checks each graph left out of the fit
-(fit on the other two). Output: ``benchmarks/results/plan_validation.json``, ``.md`` and
+The report fits the planner's few constants (:func:`fit_constants`, printed and stored under
+``"fit"``; ``pyg_sar/plan.py``'s ``CONSTANTS`` are copied from it, and the report says whether
+they still match), then compares every measured (graph, P, model, mode) with the planner's
+prediction (the shipped constants) from the graph's sizes and the partition's measured halo
+fraction: the step's working memory and the whole-process peak per rank (the largest rank),
+bytes sent per epoch per rank (mean over ranks, against the ledger) and compute time. It also
+predicts each graph's step memory from a fit on the other two graphs, compares METIS halo
+fractions with the planner's estimates, checks epoch time at a link rate against
+``benchmarks/netns_links.py``'s results, and prints the ogbn-papers100M figures. Output:
+``benchmarks/results/plan_validation.json``, ``.md`` and
 ``benchmarks/results/plots/plan_validation.png``.
 
 The machine has 2 cores: at P = 4 and 8 the ranks share them (one thread each), so those epoch
