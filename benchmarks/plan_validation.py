@@ -448,6 +448,11 @@ def write_report(runs: dict, fitted: dict, work: Path) -> dict:
              "peak_max_abs_err_pct": max(peak), "bytes_max_abs_err_pct": max(byt),
              "count": len(rows)}
     shipped = {k: v for k, v in plan.CONSTANTS.items()}
+    # the per-layer ledger (comm.traffic) and the counters (comm.stats) agree on every rank
+    stats["ledger_mismatches"] = sum(
+        sum(v["sent"] for dirs in r["traffic"].values() for v in dirs.values()) != r["bytes_sent"]
+        for r in runs["rows"])
+    stats["rank_rows"] = len(runs["rows"])
     stats["shipped_constants_equal_fit"] = all(
         shipped.get(k) == v for k, v in fitted.items() if k != "metis_halo_ratio_range")
     net = netns_check(plan.CONSTANTS, work)
@@ -480,7 +485,9 @@ def markdown(res: dict) -> str:
         f"{st['step_loo_within_15pct']}/{st['count']} within 15% (max "
         f"{st['step_loo_max_abs_err_pct']:.1f}%). Whole-process peak: max |error| "
         f"{st['peak_max_abs_err_pct']:.1f}%. Bytes per epoch: max |error| "
-        f"{st['bytes_max_abs_err_pct']:.3f}% (P > 1). The constants in `pyg_sar/plan.py` "
+        f"{st['bytes_max_abs_err_pct']:.3f}% (P > 1); the per-layer ledger `comm.traffic` "
+        f"totals equal `comm.stats` on {st['rank_rows'] - st['ledger_mismatches']}/"
+        f"{st['rank_rows']} rank runs. The constants in `pyg_sar/plan.py` "
         + ("equal" if st["shipped_constants_equal_fit"] else "DIFFER FROM")
         + " this fit.", "",
         "| graph | P | model | mode | halo frac | step MB pred | step MB meas | err % | LOO err % "
