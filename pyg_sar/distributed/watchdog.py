@@ -46,6 +46,7 @@ DEAD_AFTER_S = 45.0
 GRACE_S = 10.0
 DIAGNOSIS_S = 30.0  # hang detector: after a broken connection, the news of why comes at once
 TIMEOUT_DIAGNOSIS_S = 3.0  # after a timeout, which live peers cause too
+SILENT_BEATS = 5  # after a timeout, a peer silent this many heartbeats is unreachable
 
 
 class PeerFailure(RuntimeError):
@@ -121,7 +122,9 @@ def wait_for_diagnosis(seconds: Optional[float] = None,
     through its own connection (closed, or a relayed failure), so the wait ends on that news;
     :data:`DIAGNOSIS_S` bounds it as a hang detector. A timeout (``timed_out=True``, e.g. a
     :class:`~pyg_sar.distributed.transport.CommTimeout`) can happen with every peer alive:
-    then it waits :data:`TIMEOUT_DIAGNOSIS_S` only (or ``seconds`` when given).
+    then it waits :data:`TIMEOUT_DIAGNOSIS_S` only (or ``seconds`` when given). If no news
+    came by then, a peer silent for :data:`SILENT_BEATS` heartbeats is declared unreachable:
+    a communication timeout shorter than ``dead_after`` still names the lost host.
     """
     dog = _ACTIVE
     if dog is None:
@@ -131,6 +134,8 @@ def wait_for_diagnosis(seconds: Optional[float] = None,
     deadline = time.monotonic() + seconds
     while dog.failure is None and time.monotonic() < deadline:
         time.sleep(0.02)
+    if dog.failure is None and timed_out:
+        dog.declare_silent(SILENT_BEATS * dog.heartbeat)
     return dog.failure if dog.failure is not None and dog.failed_rank != dog.rank else None
 
 
@@ -599,6 +604,18 @@ class Watchdog:
             timer.daemon = True
             timer.start()
 
+    def declare_silent(self, silence: float) -> None:
+        """Declare lost the peer heard from least recently, if it has been silent for at least
+        ``silence`` seconds (a live peer beats every ``heartbeat`` s from a thread). Ranks
+        other than 0 hear only from rank 0, the relay."""
+        now = time.monotonic()
+        silent = {r: now - seen for r, seen in list(self._last_seen.items())
+                  if r not in self._left and now - seen >= silence}
+        if silent:
+            r = max(silent, key=silent.get)
+            self._left.add(r)
+            self._declare(r, self._ops.get(r, "?"), _unheard(silent[r]))
+
     def report_own_failure(self, error: str) -> None:
         op = current_operation()
         if self.rank != 0:
@@ -634,9 +651,7 @@ class Watchdog:
             for r, seen in self._last_seen.items():
                 if r not in self._left and now - seen > self.dead_after:
                     self._left.add(r)
-                    self._declare(r, self._ops.get(r, "?"),
-                                  f"no heartbeat for {now - seen:.0f} s (unreachable: host down, "
-                                  f"link cut, or process stopped)")
+                    self._declare(r, self._ops.get(r, "?"), _unheard(now - seen))
 
     def _receive(self, r: int) -> None:
         msgs = self._readers[r].read()
@@ -671,6 +686,12 @@ class Watchdog:
 
     def _said_bye(self, r: int) -> bool:
         return r in self._bye
+
+
+def _unheard(seconds: float) -> str:
+    """The error of a peer lost for want of heartbeats."""
+    return (f"no heartbeat for {seconds:.0f} s (unreachable: host down, link cut, or process "
+            f"stopped)")
 
 
 def _hard_exit(message: str, grace: float) -> None:

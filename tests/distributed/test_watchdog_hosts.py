@@ -86,3 +86,25 @@ def test_ranks_on_the_same_host_are_named_as_before():
         assert dogs[1].describe(0) == "rank 0"
     finally:
         _close(dogs)
+
+
+def test_a_timeout_names_a_silent_peer_on_another_host(monkeypatch):
+    """A communication timeout shorter than the heartbeat deadline (a cut link): the peer
+    heard from least recently, silent for SILENT_BEATS heartbeats, is named with its host;
+    while every peer beats, a timeout is left to the transport's own message."""
+    import time
+    dogs = _connected(2, _separate_hosts)
+    try:
+        monkeypatch.setattr(watchdog, "_ACTIVE", dogs[0])
+        now = time.monotonic()
+        dogs[0]._last_seen = {1: now - 1.0}  # heard a second ago: alive
+        assert watchdog.wait_for_diagnosis(seconds=0.05, timed_out=True) is None
+        assert dogs[0].failure is None
+        dogs[0]._last_seen = {1: now - 30.0}  # silent past SILENT_BEATS * 2 s
+        assert watchdog.wait_for_diagnosis(seconds=0.05, timed_out=False) is None  # closed
+        got = watchdog.wait_for_diagnosis(seconds=0.05, timed_out=True)
+        assert got is not None and got.startswith(
+            "pyg_sar: rank 0 stops: rank 1 (host node1, 127.0.0.1) failed in ")
+        assert "no heartbeat for 30 s (unreachable: host down, link cut" in got
+    finally:
+        _close(dogs)

@@ -131,21 +131,25 @@ def reference(parts, tmp_path_factory):
 
 
 class _PausedJob:
-    """The job to break: started on ``hosts``, held after the checkpoint of epoch PAUSE."""
+    """The job to break, started on ``hosts``: by default training held after the checkpoint
+    of epoch PAUSE (``train_paused.py``); ``script`` (given the markers folder) replaces it."""
 
-    def __init__(self, hosts: NetnsHosts, launcher: str, parts: Path, tmp: Path) -> None:
+    def __init__(self, hosts: NetnsHosts, launcher: str, parts: Path, tmp: Path,
+                 script=None, env=None) -> None:
         self.hosts, self.launcher, self.tmp = hosts, launcher, tmp
         self.ck, self.markers = tmp / "ck", tmp / "markers"
         self.markers.mkdir()
         argv = [PAUSED, str(PAUSE), str(self.markers), *TRAIN, "--parts", str(parts),
-                "--checkpoint", str(self.ck)]
+                "--checkpoint", str(self.ck)] if script is None else script(self.markers)
+        self.trains = script is None
         cmds = _commands(hosts, launcher, argv, port=29500)
         self.logs = [tmp / f"{launcher}{i}.log" for i in range(len(cmds))]
         self.procs = []
         for cmd, log in zip(cmds, self.logs):
             with open(log, "wb") as out:
                 self.procs.append(subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
-                                                   stdin=subprocess.DEVNULL, env=_env(),
+                                                   stdin=subprocess.DEVNULL,
+                                                   env=_env() if env is None else env,
                                                    start_new_session=True))
 
     def wait_paused(self) -> None:
@@ -155,8 +159,9 @@ class _PausedJob:
                 pytest.fail(f"the job ended ({ended}) before the pause:\n"
                             f"{_logs_text(self.logs)}")
             return all((self.markers / f"rank{r}").exists() for r in range(2))
-        _until(paused, HANG_S, f"both ranks paused after epoch {PAUSE}", self.logs)
-        assert _latest_epoch(self.ck) == PAUSE
+        _until(paused, HANG_S, "both ranks paused", self.logs)
+        if self.trains:
+            assert _latest_epoch(self.ck) == PAUSE
 
     def go(self) -> None:
         (self.markers / "go").write_text("")
@@ -275,3 +280,33 @@ def test_killed_host_ends_job(launcher, parts, tmp_path):
         # line races that teardown (its output goes through Hydra), so only Hydra's is certain.
         assert "[mpiexec@host0]" in text and "assert (!closed) failed" in text, \
             _logs_text(job.logs)
+
+
+@needs_mpi
+def test_cut_link_named_when_the_timeout_comes_before_the_heartbeat_deadline(tmp_path):
+    """A communication timeout (12 s) shorter than the watchdog's heartbeat deadline (the
+    default 45 s): the wait across the cut link times out first, and the timeout's diagnosis
+    names the silent rank and its host (no heartbeat for SILENT_BEATS beats)."""
+    from pyg_sar.distributed import watchdog
+    job_script = str(Path(__file__).with_name("timeout_job.py"))
+    env = {k: v for k, v in _env().items() if k not in SUPERVISION}  # the default deadlines
+    with NetnsHosts(2) as hosts:
+        job = _PausedJob(hosts, "mpiexec", Path(), tmp_path, env=env,
+                         script=lambda markers: [job_script, str(markers), "12"])
+        try:
+            job.wait_paused()
+            hosts.set_link(1, False)
+            job.go()
+            took = _until(lambda: {name for procs in _processes(hosts) for _, name in procs}
+                          <= {"mpiexec"}, LIMIT_S, "every rank ended after the cut", job.logs)
+            assert took < watchdog.DEAD_AFTER_S  # named by the timeout, not the deadline
+            assert re.search(rf"pyg_sar: rank 0 stops: {_names(1, 1, hosts)} failed in "
+                             rf".+: no heartbeat for \d+ s \(unreachable",
+                             job.logs[0].read_text(errors="replace")), _logs_text(job.logs)
+            hosts.set_link(1, True)
+            _until(job.ended, LIMIT_S, "mpiexec ended after the link came back", job.logs)
+            assert job.procs[0].returncode != 0
+            assert _processes(hosts) == [[], []]
+        finally:
+            job.kill()
+    print(f"mpiexec, 12 s timeout: every rank ended {took:.1f} s after the cut")
