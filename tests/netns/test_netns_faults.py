@@ -10,6 +10,8 @@ hosts loses one of them mid-training.
   within the limit and nothing is left running.
 * After the cut link is restored, `--resume` from the last checkpoint on the same hosts ends
   bit-identical (losses, accuracies, bytes, parameters, RNG state) to an uninterrupted run.
+* A communication timeout shorter than the heartbeat deadline: the wait across the cut link
+  times out first, and its diagnosis still names the silent rank and its host.
 
 The fault lands at a known point: `train_paused.py` holds every rank right after the checkpoint
 of epoch PAUSE is committed until the test, having injected the fault, writes the `go` file.
