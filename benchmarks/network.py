@@ -188,29 +188,39 @@ def table(res: dict) -> str:
 
 
 def plot(res: dict, path: Path) -> str:
+    """Epoch time vs link rate: full communication (left) and each compressed run next to the
+    full-communication run of its invocation (right, when there are any)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     rates = list(dict.fromkeys(r["rate"] for r in res["rows"]))
     series = sorted({(r["dataset"], r["P"], r["mode"], r["compression"], r["invocation"])
                      for r in res["rows"]}, key=str)
-    fig, ax = plt.subplots(figsize=(9, 5))
-    for key in series:
-        rows = {r["rate"]: r for r in res["rows"]
-                if (r["dataset"], r["P"], r["mode"], r["compression"], r["invocation"]) == key}
-        xs = [i for i, rate in enumerate(rates) if rate in rows]
-        ys = [rows[rates[i]] for i in xs]
-        ax.errorbar(xs, [y["epoch_s"] for y in ys],
-                    yerr=[[y["epoch_s"] - y["epoch_min_s"] for y in ys],
-                          [y["epoch_max_s"] - y["epoch_s"] for y in ys]],
-                    marker="o", capsize=3,
-                    label=f"{key[0]} P={key[1]} {key[2]} {_comp_label(key[3])}")
-    ax.set_xticks(range(len(rates)), [r if r != "none" else "unlimited" for r in rates])
-    ax.set_xlabel("link rate (tbf, each direction)")
-    ax.set_ylabel("epoch time (s)")
-    ax.set_yscale("log")
-    ax.set_title(f"{res['config']['model']}: epoch time vs link rate (namespace hosts)")
-    ax.legend(fontsize=7, ncol=2)
+    compressed = {s[4] for s in series if s[3] != "none"}
+    panels = [[s for s in series if s[4] not in compressed]]
+    if compressed:
+        panels.append([s for s in series if s[4] in compressed])
+    fig, axes = plt.subplots(1, len(panels), figsize=(7 * len(panels), 5), squeeze=False)
+    colors = plt.get_cmap("tab10")
+    for ax, panel in zip(axes[0], panels):
+        for i, key in enumerate(panel):
+            rows = {r["rate"]: r for r in res["rows"]
+                    if (r["dataset"], r["P"], r["mode"], r["compression"], r["invocation"]) == key}
+            xs = [i_ for i_, rate in enumerate(rates) if rate in rows]
+            ys = [rows[rates[i_]] for i_ in xs]
+            ax.errorbar(xs, [y["epoch_s"] for y in ys],
+                        yerr=[[y["epoch_s"] - y["epoch_min_s"] for y in ys],
+                              [y["epoch_max_s"] - y["epoch_s"] for y in ys]],
+                        marker="o" if key[1] == 2 else "s", capsize=3, color=colors(i % 10),
+                        linestyle="-" if key[0] == "sbm-dense" else "--",
+                        label=f"{key[0]} P={key[1]} {key[2]}, {_comp_label(key[3])}")
+        ax.set_xticks(range(len(rates)), [r if r != "none" else "unlimited" for r in rates])
+        ax.set_xlabel("link rate (tbf, each direction)")
+        ax.set_ylabel("epoch time (s), median and min-max")
+        ax.set_yscale("log")
+        ax.legend(fontsize=7)
+    fig.suptitle(f"{res['config']['layers']}-layer {res['config']['model']} "
+                 f"{res['config']['hidden']}: epoch time vs link rate, one rank per namespace host")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
