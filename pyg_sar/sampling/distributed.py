@@ -28,6 +28,7 @@ import torch
 from torch import Tensor
 
 from pyg_sar.ops.sampling_reference import _arange_segments, _ptr
+from pyg_sar.sampling.buffers import BufferRing
 from pyg_sar.sampling.bulk import BulkSample
 from pyg_sar.sampling.graph import SamplingGraph
 from pyg_sar.sampling.rows import LocalRows
@@ -41,6 +42,16 @@ def _exchange(comm, payload: Tensor, counts: Tensor) -> tuple[Tensor, Tensor]:
     out = payload.new_empty((int(recv_counts.sum()), *payload.shape[1:]))
     comm.all_to_all_single(out, payload.contiguous(), recv_counts.tolist(), counts.tolist())
     return out, recv_counts
+
+
+def _columns(table: Tensor, start: int, stop: int, dtype: torch.dtype, shape) -> Tensor:
+    """Byte columns ``start:stop`` of ``table`` (uint8 rows) as rows of ``dtype`` and
+    ``shape``: a view where the row stride and offset allow it, else a copy."""
+    part = table[:, start:stop]
+    try:
+        return part.view(dtype).view(-1, *shape)
+    except RuntimeError:
+        return part.contiguous().view(dtype).view(-1, *shape)
 
 
 def _by_destination(dest: Tensor, world_size: int) -> tuple[Tensor, Tensor]:
@@ -225,6 +236,7 @@ class DistributedSource:
             local, _ = _local_rows_of(parts, n, backend)
             self.rows = DistRows(self.comm, local, self.owner, replication)
         self.x, self.y = part.x, part.y
+        self.buffers = BufferRing()
 
     def _global_seeds(self, input_nodes) -> Tensor:
         n = self.num_nodes
@@ -247,7 +259,7 @@ class DistributedSource:
 
     def fetch(self, sample: BulkSample) -> tuple[Tensor, Tensor, Optional[Tensor]]:
         """Features and labels of every node of the bulk, from their owners in one
-        all-to-all. Returns ``(inverse, x, y)``: minibatch node ``i`` has row ``inverse[i]``."""
+        all-to-all. Returns ``(index, x, y)``: minibatch node ``i`` has row ``index[i]``."""
         uniq, inverse = torch.unique(sample.n_id, return_inverse=True)
         order, counts = _by_destination(self.owner[uniq], self.world_size)
         asked, asked_counts = _exchange(self.comm, self.local_index[uniq[order]].view(-1, 1),
@@ -258,22 +270,25 @@ class DistributedSource:
         cols = [x[rows].reshape(rows.numel(), -1).contiguous().view(torch.uint8)]
         if self.y is not None:
             cols.append(self.y[rows].reshape(rows.numel(), -1).contiguous().view(torch.uint8))
-        packed = torch.cat(cols, dim=1)
+        packed = torch.cat(cols, dim=1) if len(cols) > 1 else cols[0]
         got, _ = _exchange(self.comm, packed, asked_counts)
-        unpacked = torch.empty_like(got)
-        unpacked[order] = got
+        # received row j holds unique node order[j]: index into it directly rather than
+        # scattering a copy of the whole table back into unique order
+        position = torch.empty_like(order)
+        position[order] = torch.arange(order.numel())
         xb = x[0].numel() * x.element_size() if x.numel() else 0
-        table_x = unpacked[:, :xb].contiguous().view(x.dtype).view(-1, *x.shape[1:])
+        table_x = _columns(got, 0, xb, x.dtype, x.shape[1:])
         table_y = None
         if self.y is not None:
-            table_y = unpacked[:, xb:].contiguous().view(self.y.dtype).view(-1, *self.y.shape[1:])
-        return inverse, table_x, table_y
+            table_y = _columns(got, xb, got.shape[1], self.y.dtype, self.y.shape[1:])
+        return position[inverse], table_x, table_y
 
     def fields(self, sample: BulkSample, b: int, fetched) -> dict:
-        inverse, table_x, table_y = fetched
+        index_all, table_x, table_y = fetched
         n0, n1 = int(sample.node_ptr[b]), int(sample.node_ptr[b + 1])
-        index = inverse[n0:n1]
-        out = {"x": table_x.index_select(0, index)}
+        index = index_all[n0:n1]
+        # reused buffers, as the single-process source: fresh ones cost page faults
+        out = {"x": self.buffers.gather("x", table_x, index)}
         if table_y is not None:
-            out["y"] = table_y.index_select(0, index)
+            out["y"] = self.buffers.gather("y", table_y, index)
         return out

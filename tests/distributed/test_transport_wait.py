@@ -91,3 +91,14 @@ def test_observer_sees_and_can_end_a_wait(result):
     assert result["calls"] == ["begin", "poll", "irecv from rank 0 (tag 3)"]
     assert result["collective"] == ["begin", "end"]
     assert result["failed_hook"].startswith("diagnosed: pyg_sar: rank 0 timed out")
+
+
+def test_spin_budget_grows_with_the_bytes_a_request_moves():
+    """A wait spins (MPI_Test back to back) for SPIN_S plus the transfer's time at SPIN_RATE:
+    MPICH moves a large message only inside MPI calls, so a big all-to-all must not fall back
+    to 0.1 ms polling after a fixed second."""
+    from pyg_sar.distributed.transport import mpi
+    assert mpi.spin_budget(0) == mpi.SPIN_S
+    assert mpi.spin_budget(-5) == mpi.SPIN_S
+    assert mpi.spin_budget(int(4 * mpi.SPIN_RATE)) == pytest.approx(mpi.SPIN_S + 4.0)
+    assert mpi.spin_budget(10**6) < mpi.spin_budget(10**8) < mpi.spin_budget(10**9)

@@ -3,10 +3,13 @@ r"""The MPI backend: mpi4py on tensors through zero-copy NumPy views.
 How a rank waits matters: MPICH (without its async progress thread) moves a large message only
 inside MPI calls, a chunk per call through shared memory or the socket buffers over TCP. A wait
 therefore polls ``MPI_Test`` back to back, yielding the core between polls
-(``sched_yield``, as MPICH's own blocking calls spin), for up to :data:`SPIN_S` seconds; a
-longer wait (a peer that is still computing) polls every :data:`IDLE_POLL_S` seconds instead
-of spinning a core that other ranks on the host may need. A wait that slept 1 ms between polls
-moved large messages at a fraction of the rate (``benchmarks/comm_wait.py``).
+(``sched_yield``, as MPICH's own blocking calls spin), for up to :data:`SPIN_S` seconds plus
+the time the request's bytes take at :data:`SPIN_RATE` (:func:`spin_budget`); a longer wait (a
+peer that is still computing) polls every :data:`IDLE_POLL_S` seconds instead of spinning a
+core that other ranks on the host may need. A wait that slept 1 ms between polls moved large
+messages at a fraction of the rate (``benchmarks/comm_wait.py``); so did a 0.1 ms poll once a
+large transfer outlasted a fixed one-second spin (a bulk's 400 MB feature all-to-all in
+distributed sampling waited 20 s instead of 5 s).
 """
 from __future__ import annotations
 
@@ -34,10 +37,17 @@ from pyg_sar.distributed.transport.base import (
 
 SPIN_S = 1.0  # poll back to back this long into a wait...
 IDLE_POLL_S = 1e-4  # ...then every 0.1 ms
+SPIN_RATE = 100e6  # bytes/s: a transfer is also spun for as long as it would take at this rate
+
+
+def spin_budget(nbytes: int) -> float:
+    """Seconds a wait on a request moving ``nbytes`` (sent + received) polls back to back."""
+    return SPIN_S + max(nbytes, 0) / SPIN_RATE
 
 
 def wait_request(comm: Communicator, request, status, seconds: float, where: str,
-                 on_abandon: Optional[Callable[[], None]] = None) -> None:
+                 on_abandon: Optional[Callable[[], None]] = None,
+                 spin_s: float = SPIN_S) -> None:
     """Poll ``request`` until done (see the module docstring); past ``seconds``
     :class:`~pyg_sar.distributed.transport.base.CommTimeout`. The communicator's observer
     sees the wait and may end it (``on_abandon`` runs first)."""
@@ -63,7 +73,7 @@ def wait_request(comm: Communicator, request, status, seconds: float, where: str
             if on_abandon is not None:
                 on_abandon()
             raise
-        if now - start < SPIN_S and yield_ is not None:
+        if now - start < spin_s and yield_ is not None:
             yield_()
         else:
             time.sleep(IDLE_POLL_S)
@@ -82,6 +92,8 @@ class _MPIWork(Work):
         self._op, self._peer, self._tag = op, peer, tag
         self._result = result
         self._keep = keep  # buffers that must outlive the request
+        self._spin_s = spin_budget(sum(t.numel() * t.element_size() for t in keep
+                                       if isinstance(t, Tensor)))
         self._expect_bytes = expect_bytes
         self._finish = finish
         self._done = False
@@ -114,7 +126,7 @@ class _MPIWork(Work):
         status = MPI.Status()
         where = describe(self._op, self._peer, self._tag)
         wait_request(self._comm, self._request, status, self._comm._deadline(timeout), where,
-                     on_abandon=self._abandon)
+                     on_abandon=self._abandon, spin_s=self._spin_s)
         self._complete(status)
         return self._result
 
