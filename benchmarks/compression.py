@@ -48,6 +48,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 import pyg_sar  # noqa: E402
+from pyg_sar.files import atomic_write  # noqa: E402
 
 RESULTS = HERE / "results"
 RANK_ENV = {"OMP_NUM_THREADS": "1"}
@@ -222,13 +223,6 @@ def rank_run(ctx, parts: str, model: str, methods: list, seed: int, epochs: int,
 
 
 # ---------------------------------------------------------------------------- driver side
-def _write_json(path: Path, obj: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(obj, indent=1))
-    os.replace(tmp, path)
-
-
 def run(args: argparse.Namespace) -> dict:
     from pyg_sar.testing import run_on_ranks
     suite = "full" if args.full else "quick"
@@ -266,9 +260,9 @@ def run(args: argparse.Namespace) -> dict:
                                                method=method, epochs=args.epochs, **r))
                 print(f"  ({time.perf_counter() - t:.0f} s)", flush=True)
                 result["summary"] = summarize(result["runs"])
-                _write_json(out_path, result)  # after every launch: a partial run is kept
+                atomic_write(out_path, json.dumps(result, indent=1))  # partial runs kept
     result["summary"] = summarize(result["runs"])
-    _write_json(out_path, result)
+    atomic_write(out_path, json.dumps(result, indent=1))
     report(result, out_path)
     return result
 
@@ -457,7 +451,7 @@ def main(argv=None) -> None:
                   "merged_from": args.merge}
         result["summary"] = summarize(result["runs"])
         out = Path(args.out or RESULTS / "compression_quick.json")
-        _write_json(out, result)
+        atomic_write(out, json.dumps(result, indent=1))
         report(result, out)
         return
     if args.plot_only:

@@ -44,6 +44,7 @@ RESULTS = HERE / "results"
 CACHE = HERE / ".cache" / "network"
 sys.path.insert(0, str(ROOT))
 
+from pyg_sar.files import atomic_write  # noqa: E402
 from pyg_sar.testing.netns import (  # noqa: E402
     MPI_ENV,
     NetnsHosts,
@@ -228,13 +229,6 @@ def plot(res: dict, path: Path) -> str:
     return str(path)
 
 
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--dataset", default="sbm-dense")
@@ -304,10 +298,10 @@ def main() -> None:
                           f"compression={comp}: epoch {row['epoch_s']:.2f} s, engine "
                           f"{row['engine_bytes_per_epoch_measured'] / 1e6:.1f} MB/epoch/rank",
                           flush=True)
-                    _write(out, json.dumps(res, indent=1))
+                    atomic_write(out, json.dumps(res, indent=1))
     inv["load_average_end"] = os.getloadavg()[0]
-    _write(out, json.dumps(res, indent=1))
-    _write(out.with_suffix(".md"), table(res))
+    atomic_write(out, json.dumps(res, indent=1))
+    atomic_write(out.with_suffix(".md"), table(res))
     print(plot(res, out.parent / "plots" / f"{out.stem}.png"))
     print(table(res))
 

@@ -47,6 +47,8 @@ sys.path.insert(0, str(HERE))
 
 from procmem import MALLOC_ENV, reset_peak, status_kib  # noqa: E402
 
+from pyg_sar.files import atomic_write  # noqa: E402
+
 RESULTS = HERE / "results"
 RUNS = RESULTS / "plan_validation_runs.json"
 RANK_ENV = {**MALLOC_ENV, "OMP_NUM_THREADS": "1"}
@@ -166,13 +168,6 @@ def rank_measure(ctx, parts: str, models: list[str], modes: list[str], warmup: i
 
 
 # --------------------------------------------------------------------------- driver
-def _write_json(path: Path, obj) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=1))
-    os.replace(tmp, path)
-
-
 def graph_stats(data) -> dict:
     """Sizes the planner takes, from the whole graph."""
     return {"num_nodes": int(data.num_nodes), "num_edges": int(data.edge_index.shape[1]),
@@ -204,7 +199,7 @@ def measure(names: list[str], worlds: list[int], models: list[str], modes: list[
                 for r in rank_rows:
                     r.update(graph=name, world_size=world)
                     out["rows"].append(r)
-            _write_json(RUNS, out)
+            atomic_write(RUNS, json.dumps(out, indent=1))
             print(f"{name} P={world}: {time.perf_counter() - t:.0f} s", flush=True)
         del data
         gc.collect()
@@ -463,7 +458,7 @@ def write_report(runs: dict, fitted: dict, work: Path) -> dict:
               "stats": stats, "rows": rows, "netns": net, "papers100m": paper,
               "machine": f"{os.cpu_count()} CPU cores, torch {torch.__version__}, MPICH, "
                          "one thread per rank"}
-    _write_json(RESULTS / "plan_validation.json", result)
+    atomic_write(RESULTS / "plan_validation.json", json.dumps(result, indent=1))
     (RESULTS / "plan_validation.md").write_text(markdown(result))
     plot(rows, RESULTS / "plots" / "plan_validation.png")
     return result

@@ -31,6 +31,7 @@ sys.path.insert(0, str(HERE.parent))
 from procmem import MALLOC_ENV  # noqa: E402 (benchmarks/procmem.py)
 
 import pyg_sar  # noqa: E402
+from pyg_sar.files import atomic_write  # noqa: E402
 
 RESULTS = HERE / "results"
 # glibc returns every freed large block to the OS, so RSS follows live memory.
@@ -191,13 +192,6 @@ def plot(result: dict, out_dir: Path, prefix: str) -> list[str]:
     return written
 
 
-def _write_json(path: Path, obj: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=1))
-    os.replace(tmp, path)
-
-
 def main(argv: list[str] | None = None) -> int:
     from pyg_sar.testing import run_on_ranks
     from pyg_sar.testing.launcher import RankFailure
@@ -302,9 +296,9 @@ def main(argv: list[str] | None = None) -> int:
                           f"epoch {s['epoch_s']:7.3f} s (comm {s['comm_wait_s']:.3f} + "
                           f"allreduce {s['allreduce_s']:.3f}) sent {s['bytes_sent_mb']:7.1f} MB",
                           flush=True)
-            _write_json(out, result)  # keep partial results of a long run
+            atomic_write(out, json.dumps(result, indent=1))  # keep partial results of a long run
     result["wall_s"] = time.perf_counter() - start
-    _write_json(out, result)
+    atomic_write(out, json.dumps(result, indent=1))
     print(f"wrote {out}")
     print("\n".join(plot(result, RESULTS / "plots", out.stem)))  # plots named after the JSON
     return 0

@@ -38,6 +38,8 @@ os.environ.setdefault("DGLBACKEND", "pytorch")
 
 import torch  # noqa: E402
 
+from pyg_sar.files import atomic_write  # noqa: E402
+
 FANOUTS = {"15-10-5": [15, 10, 5], "25-10": [25, 10]}
 BULKS = [1, 4, 16, 64]
 BATCH = 1024
@@ -299,13 +301,6 @@ def plot(res: dict, out_dir: Path) -> list[str]:
     return files
 
 
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--workloads", default="wordnet,rmat_1m")
@@ -349,8 +344,8 @@ def main() -> None:
         res["train"] = train_compare(args.train_epochs, 1)
     res["load_end"] = _load_avg()
     out = Path(args.out)
-    _write(out, json.dumps(res, indent=1))
-    _write(out.with_suffix(".md"), report(res))
+    atomic_write(out, json.dumps(res, indent=1))
+    atomic_write(out.with_suffix(".md"), report(res))
     print(report(res))
     print("\n".join(plot(res, RESULTS / "plots")))
 
