@@ -52,11 +52,26 @@ def _finish(proc: subprocess.Popen) -> tuple[str, str]:
     try:
         out, err = proc.communicate(timeout=HANG_S)
     except subprocess.TimeoutExpired:
+        where = _where_blocked(proc.pid)
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
-        raise AssertionError(f"the interrupted job did not end within {HANG_S} s:\n{err}") \
-            from None
+        raise AssertionError(f"the interrupted job did not end within {HANG_S} s; its "
+                             f"threads were blocked in: {where}\n{err}") from None
     return out, err
+
+
+def _where_blocked(pid: int) -> dict:
+    """Kernel wait channel and state of every thread of ``pid`` (for a hang's report)."""
+    out = {}
+    for task in sorted(Path(f"/proc/{pid}/task").glob("*")) if Path(f"/proc/{pid}").exists() \
+            else []:
+        try:
+            state = (task / "stat").read_text().split(") ", 1)[1].split()[0]
+            out[task.name] = f"{state} {(task / 'wchan').read_text() or '-'} " \
+                             f"{(task / 'comm').read_text().strip()}"
+        except OSError:
+            continue
+    return out
 
 
 def _check_one_line(err: str, ck: Path) -> int:
