@@ -3,26 +3,18 @@ TIMEOUT_S seconds (shorter than the watchdog's heartbeat deadline) all-reduce on
 ``MARKER_DIR/rank<r>``, wait until ``MARKER_DIR/go`` exists (a test cuts a link meanwhile),
 then all-reduce again. ``PYG_SAR_TEST_PAUSE_S`` (default 600 s) bounds the wait for ``go`` as
 a hang detector only."""
-import os
 import sys
-import time
 from pathlib import Path
 
 import torch
+from pause_point import mark_and_wait  # tests/netns, the script's folder
 
 import pyg_sar
 
 markers, timeout = Path(sys.argv[1]), float(sys.argv[2])
 ctx = pyg_sar.init(timeout=timeout)
 ctx.comm.all_reduce(torch.ones(4))
-tmp = markers / f".rank{ctx.rank}.tmp"
-tmp.write_text(str(os.getpid()))
-os.replace(tmp, markers / f"rank{ctx.rank}")
-deadline = time.monotonic() + float(os.environ.get("PYG_SAR_TEST_PAUSE_S", "600"))
-while not (markers / "go").exists():
-    if time.monotonic() > deadline:
-        raise RuntimeError(f"timeout_job: no 'go' in {markers} (hang detector)")
-    time.sleep(0.02)
+mark_and_wait(markers, ctx.rank, "timeout_job")
 ctx.comm.all_reduce(torch.ones(4))
 print(f"rank {ctx.rank} finished", flush=True)
 pyg_sar.shutdown()

@@ -9,8 +9,9 @@ bounded by ``PYG_SAR_TEST_PAUSE_S`` (default 600 s) as a hang detector only.
 """
 import os
 import sys
-import time
 from pathlib import Path
+
+from pause_point import mark_and_wait  # tests/netns, the script's folder
 
 import pyg_sar
 import pyg_sar.checkpoint
@@ -23,14 +24,7 @@ def save_then_pause(path, model, optimizer=None, epoch=0, **kwargs):
     snapshot = save(path, model, optimizer, epoch, **kwargs)  # rank 0: latest.json committed
     if epoch == pause_epoch:
         rank = next((os.environ[v] for v in ("PMI_RANK", "RANK") if v in os.environ), "0")
-        tmp = markers / f".rank{rank}.tmp"
-        tmp.write_text(str(os.getpid()))
-        os.replace(tmp, markers / f"rank{rank}")
-        deadline = time.monotonic() + float(os.environ.get("PYG_SAR_TEST_PAUSE_S", "600"))
-        while not (markers / "go").exists():
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"train_paused: no 'go' in {markers} (hang detector)")
-            time.sleep(0.02)
+        mark_and_wait(markers, rank, "train_paused")
     return snapshot
 
 
