@@ -1,13 +1,17 @@
 """Addresses other ranks reach a rank by (pyg_sar.distributed.address), and the watchdog's
 set-up when a rank cannot reach the hub: named on every rank within the timeout."""
-import json
 import socket
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
 from pyg_sar.distributed import address, watchdog
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from thread_allgather import ThreadComm  # noqa: E402 - tests/distributed
 
 
 def test_interfaces_include_loopback_up():
@@ -50,30 +54,6 @@ def test_choose_address():
         address.choose_address([_desc("a", None), _desc("b", None, "10.0.0.2/24")])
 
 
-class _ThreadComm:
-    """allgather_object among threads (the watchdog's rendezvous needs nothing else)."""
-
-    def __init__(self, world_size):
-        self.world_size = world_size
-        self._barrier = threading.Barrier(world_size)
-        self._slots = [None] * world_size
-
-    def view(self, rank, tamper=None):
-        comm = self
-
-        class View:
-            def __init__(self):
-                self.rank, self.world_size = rank, comm.world_size
-
-            def allgather_object(self, obj, timeout=None):
-                comm._slots[rank] = json.loads(json.dumps(obj))
-                comm._barrier.wait(timeout)
-                out = list(comm._slots)
-                comm._barrier.wait(timeout)
-                return tamper(out) if tamper else out
-        return View()
-
-
 def _closed_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -91,7 +71,7 @@ def test_unreachable_hub_is_named_on_every_rank_at_once(monkeypatch):
             everyone[0] = dict(everyone[0], endpoint=["127.0.0.1", port])
         return everyone
 
-    comm = _ThreadComm(2)
+    comm = ThreadComm(2)
     errors = {}
 
     def rank(r):

@@ -2,34 +2,14 @@
 a cut link must end the job with an error naming the unreachable rank and host); ranks on
 this rank's own host are named as before. In-process: the watchdog's rendezvous between
 threads over loopback, with the host identities each rank publishes rewritten."""
-import json
+import sys
 import threading
+from pathlib import Path
 
 from pyg_sar.distributed import watchdog
 
-
-class _ThreadComm:
-    """allgather_object among threads (all the watchdog's rendezvous needs)."""
-
-    def __init__(self, world_size, tamper=None):
-        self.world_size, self.tamper = world_size, tamper
-        self._barrier = threading.Barrier(world_size)
-        self._slots = [None] * world_size
-
-    def view(self, rank):
-        comm = self
-
-        class View:
-            def __init__(self):
-                self.rank, self.world_size = rank, comm.world_size
-
-            def allgather_object(self, obj, timeout=None):
-                comm._slots[rank] = json.loads(json.dumps(obj))
-                comm._barrier.wait(timeout)
-                out = list(comm._slots)
-                comm._barrier.wait(timeout)
-                return comm.tamper(out) if comm.tamper else out
-        return View()
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from thread_allgather import ThreadComm  # noqa: E402 - tests/distributed
 
 
 def _separate_hosts(everyone):
@@ -40,7 +20,7 @@ def _separate_hosts(everyone):
 
 
 def _connected(world_size, tamper):
-    comm = _ThreadComm(world_size, tamper)
+    comm = ThreadComm(world_size, tamper)
     dogs = [watchdog.Watchdog(r, world_size, 2.0, 45.0, 1e6) for r in range(world_size)]
     errors = []
 
