@@ -12,13 +12,20 @@ decodes what it receives, the returner does the same with gradients. A message's
 depends only on the rows' count, shape and dtype and on the codec, so both sides size their
 buffers alike; its random choices depend only on its key (layer, call, tensor, owner, user), so
 a re-fetch sends exactly the bytes the forward fetch sent.
+
+What is compressed is decided in one place, :meth:`Wire.codec_of`: feature tensors go through
+the codec, while the tensors a propagate call marks ``exact`` (per-row scalars per head such as
+GAT's attention logits ``alpha_src``, a few values a row) are sent raw, rows and gradients
+alike. A channel codec on a ``[H]`` logit row would zero whole heads' logits on receipt, which
+changes the attention weights themselves rather than adding noise to a feature, and saves
+little. Their bytes are still counted in the ledger.
 """
 from __future__ import annotations
 
 import time
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 from torch import Tensor
@@ -40,10 +47,22 @@ class Wire:
     Attributes:
         label: the layer's name in ``comm.traffic`` (``None``: not labelled).
         codec: the compression of its rows and gradients (``None``: none).
+        exact: indices of the source tensors sent raw whatever the codec (attention logits;
+            see the module docstring).
+        halo: halo mode's rows already fetched in this call, by tensor index (``None``: not
+            kept): a source tensor that two steps of one layer call read (GATv2's ``x_l`` in
+            its scores and its messages) crosses the network once
+            (:func:`pyg_sar.core.halo.with_halo`).
     """
 
     label: Optional[str] = None
     codec: Optional[BoundCodec] = None
+    exact: frozenset = frozenset()
+    halo: Optional[dict] = field(default=None, compare=False, repr=False)
+
+    def codec_of(self, tensor: int) -> Optional[BoundCodec]:
+        """The codec of source tensor ``tensor``'s rows and gradients (``None``: raw)."""
+        return None if tensor in self.exact else self.codec
 
 
 NO_WIRE = Wire()
@@ -126,10 +145,26 @@ def pipeline_depth(graph: DistGraph, depth: Optional[int]) -> int:
     return 1 if getattr(graph.context.comm, "progresses_in_background", True) else 0
 
 
-def _tensor_ids(ids: Optional[Sequence[int]], n: int) -> list[int]:
+def tensor_ids(ids: Optional[Sequence[int]], n: int) -> list[int]:
     out = list(range(n)) if ids is None else [int(i) for i in ids]
     if len(out) != n:
         raise ValueError(f"exchange: {len(out)} tensor ids for {n} tensors")
+    return out
+
+
+def decode_rows(graph: DistGraph, wire: Wire, step: int, payloads: Sequence[Tensor],
+                tensors: Sequence[Tensor], ids: Sequence[int]) -> list[Tensor]:
+    """Rows of ``tensors`` (shape and dtype) from the payloads this rank received at ring
+    step ``step``, keyed as they were sent. Decoding depends only on the payload and its key,
+    so decoding a kept payload again in backward gives the forward's rows bit for bit."""
+    if wire.codec is None:
+        return list(payloads)
+    owner, me = ring_peers(graph.rank, graph.world_size, step)[1], graph.rank
+    out = []
+    for p, t, i in zip(payloads, tensors, ids):
+        codec = wire.codec_of(i)
+        out.append(p if codec is None else
+                   codec.decode(p, t.shape[1:], t.dtype, codec.key(i, owner, me)))
     return out
 
 
@@ -150,18 +185,20 @@ class RowFetcher:
         self.depth = pipeline_depth(graph, depth)
         self.next_step = 1
         self.in_flight: deque = deque()
-        self.codec, self.ids = wire.codec, _tensor_ids(ids, len(self.tensors))
+        self.wire, self.ids = wire, tensor_ids(ids, len(self.tensors))
         self.traffic = (wire.label, direction)
 
     def _launch(self, step: int) -> None:
-        g, codec = self.graph, self.codec
+        g = self.graph
         send_to, recv_from = ring_peers(g.rank, g.world_size, step)
         idx = g.send_idx[send_to]
         send = [t.index_select(0, idx) for t in self.tensors]
         like = self.tensors
-        if codec is not None:
-            send = [codec.encode(s, codec.key(i, g.rank, send_to)) for s, i in zip(send, self.ids)]
-            like = [codec.wire_like(t) for t in self.tensors]
+        if self.wire.codec is not None:
+            codecs = [self.wire.codec_of(i) for i in self.ids]
+            send = [s if c is None else c.encode(s, c.key(i, g.rank, send_to))
+                    for s, c, i in zip(send, codecs, self.ids)]
+            like = [t if c is None else c.wire_like(t) for t, c in zip(self.tensors, codecs)]
         rows = g.blocks[recv_from].num_src
         self.in_flight.append((step, recv_from, exchange_rows(g, step, send, like, rows,
                                                               traffic=self.traffic)))
@@ -178,19 +215,24 @@ class RowFetcher:
 
     def get(self, step: int) -> list[Tensor]:
         """Rows of the block of step ``step`` (steps must be consumed in order)."""
+        return self.decode(step, self.get_payloads(step))
+
+    def get_payloads(self, step: int) -> list[Tensor]:
+        """What arrived for the block of step ``step``, as it crossed the network (the
+        codec's payload; the rows themselves where nothing is compressed); :meth:`decode`
+        turns it into rows, as often as needed."""
         self.prefetch(step)
         got_step, recv_from, pending = self.in_flight.popleft()
         assert got_step == step, (got_step, step)
         t = time.perf_counter()
-        rows = [p.wait() for p in pending]
+        payloads = [p.wait() for p in pending]
         count(self.graph.context.comm, 0, 0, 0, time.perf_counter() - t)
         self.prefetch(step + self.depth)
-        codec = self.codec
-        if codec is not None:
-            me = self.graph.rank
-            rows = [codec.decode(r, t.shape[1:], t.dtype, codec.key(i, recv_from, me))
-                    for r, t, i in zip(rows, self.tensors, self.ids)]
-        return rows
+        return payloads
+
+    def decode(self, step: int, payloads: Sequence[Tensor]) -> list[Tensor]:
+        """The rows of the payloads received at ``step`` (see :func:`decode_rows`)."""
+        return decode_rows(self.graph, self.wire, step, payloads, self.tensors, self.ids)
 
 
 class GradReturner:
@@ -204,7 +246,7 @@ class GradReturner:
     def __init__(self, graph: DistGraph, grads: list[Optional[Tensor]], wire: Wire = NO_WIRE,
                  ids: Optional[Sequence[int]] = None) -> None:
         self.graph = graph
-        self.codec, self.ids = wire.codec, _tensor_ids(ids, len(grads))
+        self.wire, self.ids = wire, tensor_ids(ids, len(grads))
         self.traffic = (wire.label, "grads")
         # The caller's list, read when gradients arrive: an entry may be filled in after this
         # returner is made (the local block's gradient, computed first).
@@ -227,14 +269,14 @@ class GradReturner:
         live = [i for i, gr in enumerate(self.grads) if gr is not None]
         send = [block_grads[i] for i in live]
         like = [self.grads[i] for i in live]
-        codec = self.codec
-        if codec is not None:
+        if self.wire.codec is not None:
             # The gradients go back to the rows' owner (recv_from) and come to me from the
             # user of my rows (send_to): the keys of the rows' messages, direction "grads".
-            send = [codec.encode(s.contiguous(), codec.key(self.ids[i], recv_from, g.rank,
-                                                            "grads"))
-                    for s, i in zip(send, live)]
-            like = [codec.wire_like(t) for t in like]
+            codecs = [self.wire.codec_of(self.ids[i]) for i in live]
+            send = [s if c is None else
+                    c.encode(s.contiguous(), c.key(self.ids[i], recv_from, g.rank, "grads"))
+                    for s, c, i in zip(send, codecs, live)]
+            like = [t if c is None else c.wire_like(t) for t, c in zip(like, codecs)]
         pending = exchange_rows(g, step, send, like, int(idx.numel()), reverse=True,
                                 traffic=self.traffic)
         self.pending = (idx, live, pending)
@@ -247,12 +289,13 @@ class GradReturner:
         t = time.perf_counter()
         got_all = [p.wait() for p in pending]
         count(self.graph.context.comm, 0, 0, 0, time.perf_counter() - t)
-        codec = self.codec
-        if codec is not None:
+        if self.wire.codec is not None:
             me = self.graph.rank
-            got_all = [codec.decode(got, self.grads[i].shape[1:], self.grads[i].dtype,
-                                    codec.key(self.ids[i], me, self._user, "grads"))
-                       for i, got in zip(live, got_all)]
+            codecs = [self.wire.codec_of(self.ids[i]) for i in live]
+            got_all = [got if c is None else
+                       c.decode(got, self.grads[i].shape[1:], self.grads[i].dtype,
+                                c.key(self.ids[i], me, self._user, "grads"))
+                       for i, c, got in zip(live, codecs, got_all)]
         for i, got in zip(live, got_all):
             if got.shape[0]:
                 self.grads[i].index_add_(0, idx, got)

@@ -6,6 +6,7 @@ backward, so its memory does not fall with P on dense graphs.
 With a compressing :class:`~pyg_sar.core.exchange.Wire`, every peer's chunk is encoded with
 the key of its message (owner, user, tensor), as the block walk's fetcher and returner do, and
 decoded on receipt; gradients of the halo rows go back the same way (direction ``"grads"``).
+Tensors the wire marks ``exact`` (attention logits) go raw (:meth:`Wire.codec_of`).
 """
 from __future__ import annotations
 
@@ -63,7 +64,7 @@ class _HaloFetch(torch.autograd.Function):
     @staticmethod
     def forward(ctx, graph: DistGraph, wire: Wire, tensor: int, x: Tensor) -> Tensor:
         idx = _send_index(graph)
-        me, codec = graph.rank, wire.codec
+        me, codec = graph.rank, wire.codec_of(tensor)
         send = _encode(codec, x.index_select(0, idx), graph.send_counts, tensor,
                        lambda q: (me, q, "rows"))
         out = _buffer(codec, x, sum(graph.recv_counts))
@@ -72,13 +73,15 @@ class _HaloFetch(torch.autograd.Function):
         count(graph.context.comm, send.numel() * send.element_size(),
               out.numel() * out.element_size(), graph.world_size - 1, time.perf_counter() - t,
               traffic=(wire.label, "rows"))
-        ctx.graph, ctx.wire, ctx.tensor, ctx.num_rows = graph, wire, tensor, x.shape[0]
+        # the codec and label, not the wire: its halo cache holds this function's output
+        ctx.graph, ctx.codec, ctx.label = graph, codec, wire.label
+        ctx.tensor, ctx.num_rows = tensor, x.shape[0]
         return _decode(codec, out, graph.recv_counts, x, tensor, lambda s: (s, me, "rows"))
 
     @staticmethod
     def backward(ctx, grad: Tensor):
         graph: DistGraph = ctx.graph
-        wire, tensor, me, codec = ctx.wire, ctx.tensor, graph.rank, ctx.wire.codec
+        tensor, me, codec = ctx.tensor, graph.rank, ctx.codec
         idx = _send_index(graph)
         send = _encode(codec, grad.contiguous(), graph.recv_counts, tensor,
                        lambda s: (s, me, "grads"))
@@ -87,7 +90,7 @@ class _HaloFetch(torch.autograd.Function):
         graph.context.comm.all_to_all_single(back, send, graph.send_counts, graph.recv_counts)
         count(graph.context.comm, send.numel() * send.element_size(),
               back.numel() * back.element_size(), graph.world_size - 1, time.perf_counter() - t,
-              traffic=(wire.label, "grads"))
+              traffic=(ctx.label, "grads"))
         back = _decode(codec, back, graph.send_counts, grad, tensor, lambda q: (me, q, "grads"))
         gx = grad.new_zeros((ctx.num_rows, *grad.shape[1:])).index_add_(0, idx, back)
         return None, None, None, gx
@@ -97,8 +100,16 @@ def with_halo(graph: DistGraph, x: Tensor, wire: Wire = NO_WIRE, tensor: int = 0
     """``[x; rows of x's remote sources]``; gradients of the halo rows return to their owners.
 
     ``wire`` labels and compresses the traffic; ``tensor`` is ``x``'s index within the
-    propagate call (its compression key).
+    propagate call (its compression key). Where the wire keeps its halo rows
+    (``wire.halo``), a second call for the same tensor ``x`` returns the first call's result:
+    each source tensor crosses the network once per layer call.
     """
     if graph.world_size == 1:
         return x
-    return torch.cat([x, _HaloFetch.apply(graph, wire, tensor, x)], dim=0)
+    kept = None if wire.halo is None else wire.halo.get(tensor)
+    if kept is not None and kept[0] is x:
+        return kept[1]
+    out = torch.cat([x, _HaloFetch.apply(graph, wire, tensor, x)], dim=0)
+    if wire.halo is not None:
+        wire.halo[tensor] = (x, out)
+    return out

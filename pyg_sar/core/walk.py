@@ -8,7 +8,11 @@ walks a view's blocks the same way: at step ``k = 0..P-1`` it visits the block o
 steps ahead over the ring (:class:`~pyg_sar.core.exchange.RowFetcher`) and freed after use;
 in backward the gradients of a remote block's rows go back to their owner
 (:class:`~pyg_sar.core.exchange.GradReturner`) while the next block is computed. Mode ``"sa"``
-keeps the fetched rows of the forward walk for the backward one instead of fetching again.
+keeps what the forward walk received for the backward one instead of fetching again: the
+payloads as they crossed the network, so under a lossy codec it holds the compressed bytes (the
+kept channels, the packed codes), not decoded full-size rows, and decodes them again when a
+backward step needs the rows (decoding is deterministic given the message's key, so the rows
+are bit for bit the forward's).
 
 The walk owns everything that crosses the network, so anything applied to that traffic
 (counting, compression) has exactly one place: the fetcher and the returner it creates, both
@@ -24,7 +28,14 @@ from typing import Optional
 
 from torch import Tensor
 
-from pyg_sar.core.exchange import NO_WIRE, GradReturner, RowFetcher, Wire
+from pyg_sar.core.exchange import (
+    NO_WIRE,
+    GradReturner,
+    RowFetcher,
+    Wire,
+    decode_rows,
+    tensor_ids,
+)
 from pyg_sar.core.views import GraphView, ViewBlock
 
 
@@ -57,7 +68,8 @@ class BlockWalk:
         self.view, self.src, self.mode, self.depth = view, list(src), mode, depth
         self.wire, self.ids = wire, ids
         self.graph = view.graph
-        self.kept: list[Tensor] = []  # mode "sa": the rows fetched in forward, step by step
+        # mode "sa": the payloads received in forward, step by step (n per remote step)
+        self.kept: list[Tensor] = []
 
     def _order(self) -> Iterator[tuple[int, int, ViewBlock]]:
         world, rank = self.graph.world_size, self.graph.rank
@@ -72,9 +84,16 @@ class BlockWalk:
         if self.graph.world_size > 1 and self.src:
             fetcher = RowFetcher(self.graph, self.src, self.depth, self.wire, self.ids).start()
         for k, s, block in self._order():
-            rows = self.src if k == 0 else fetcher.get(k) if fetcher else []
-            if self.mode == "sa" and k > 0:
-                self.kept.extend(rows)
+            if k == 0:
+                rows = self.src
+            elif fetcher is None:
+                rows = []
+            elif self.mode == "sa":
+                payloads = fetcher.get_payloads(k)
+                self.kept.extend(payloads)
+                rows = fetcher.decode(k, payloads) if block.num_edges else []  # else skipped
+            else:
+                rows = fetcher.get(k)
             if k > 0 and block.num_edges == 0:
                 continue
             yield Step(k, s, block, rows)
@@ -86,8 +105,9 @@ class BlockWalk:
 
         ``grads`` (one entry per source tensor, ``None`` where no gradient is needed) is
         read when gradients come back, so an entry may be filled during the local step.
-        ``kept`` is what the forward walk kept (mode ``"sa"``). Remote blocks without edges
-        are not yielded: zero gradients are returned for them.
+        ``kept`` is what the forward walk kept (mode ``"sa"``: payloads, decoded here step by
+        step). Remote blocks without edges are not yielded: zero gradients are returned for
+        them.
         """
         g = self.graph
         world = g.world_size
@@ -105,7 +125,8 @@ class BlockWalk:
             elif not need_rows:
                 rows = None
             elif self.mode == "sa":
-                rows = list(kept[(k - 1) * n:k * n])
+                rows = decode_rows(g, self.wire, k, kept[(k - 1) * n:k * n], self.src,
+                                   tensor_ids(self.ids, n))
             else:
                 rows = fetcher.get(k)
             if k > 0 and block.num_edges == 0:

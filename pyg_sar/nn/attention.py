@@ -11,7 +11,16 @@ layer up to (not including) the softmax; the tests compare them with PyG on the 
 
 For GAT and GATv2 the layer's ``edge_updater`` is replaced by one that returns a
 :class:`DeferredScores` holding its inputs; ``propagate`` then computes the scores block by
-block. In halo mode the original ``edge_updater``/``propagate`` run on local + halo rows.
+block. In halo mode the original ``edge_updater``/``propagate`` run on local + halo rows; the
+edge updater binds the call's compressor and hands its wire to ``propagate``
+(:func:`pyg_sar.nn.wire.hold_wire`), so one forward binds once and each source tensor crosses
+once (GATv2's ``x_l``, read by both, is fetched by the edge updater and reused), with the same
+keys as modes ``sar``/``sa``.
+
+Compression (``SARConfig.compression``) applies to the feature rows (``x``, GATv2's ``x_l``);
+GAT's attention logits ``alpha_src`` (``[H]`` a row) are sent raw in every mode and path
+(:data:`LOGITS`, :meth:`pyg_sar.core.exchange.Wire.codec_of`): a channel codec would zero whole
+heads' logits, which changes the attention weights instead of adding noise to a feature.
 
 With ``SARConfig.use_kernels`` (the default), GATConv and GATv2Conv in modes ``sar``/``sa`` run
 the fused attention kernels instead (:mod:`pyg_sar.core.fused_attention`): one kernel call per
@@ -32,13 +41,24 @@ from torch_geometric.nn.conv import GATConv, GATv2Conv, MessagePassing
 
 from pyg_sar.config import SARConfig
 from pyg_sar.core.combine import SoftmaxRule
+from pyg_sar.core.exchange import Wire
 from pyg_sar.core.fused_attention import FusedAttention, fused_attention
 from pyg_sar.core.halo import halo_offsets, with_halo
 from pyg_sar.core.sar import Propagation, sar_propagate
 from pyg_sar.core.views import GraphView, ViewBlock, self_loop_view, stored_view
 from pyg_sar.graph import DistGraph
-from pyg_sar.nn.wire import layer_wire
+from pyg_sar.nn.wire import hold_wire, layer_wire
 from pyg_sar.ops._gat_attention import fused_attention_available
+
+# Source tensors of a GAT/GATv2 propagate, in every mode and path: x (GATv2's x_l) 0, GAT's
+# alpha_src 1. The logits are sent raw (see the module docstring).
+X, ALPHA = 0, 1
+LOGITS = frozenset({ALPHA})
+
+
+def attention_wire(layer: MessagePassing) -> Wire:
+    """The wire of one GAT/GATv2 layer call (logits raw)."""
+    return layer_wire(layer, exact=LOGITS if isinstance(layer, GATConv) else ())
 
 
 @dataclass
@@ -159,9 +179,11 @@ def dist_edge_updater(layer: MessagePassing, graph: DistGraph, size, kwargs: dic
     if layer._sar_config.mode != "halo":
         return DeferredScores(view, kwargs)
     # Halo mode: PyG's own edge_updater on [local; halo] rows, one per-edge tensor back.
-    # Tensor indices as in the fused kernels' source tensors: x (GATv2's x_l) 0, alpha 1.
-    wire = layer_wire(layer)
-    for name, tensor in (("alpha", 1), ("x", 0)):
+    # Tensor indices as in the fused kernels' source tensors. The wire (bound once) goes on
+    # to this call's propagate, which reuses its halo rows (GATv2's x_l).
+    wire = attention_wire(layer)
+    hold_wire(layer, wire)
+    for name, tensor in (("alpha", ALPHA), ("x", X)):
         if name in kwargs:
             src, dst = _pair(kwargs[name], 0), _pair(kwargs[name], 1)
             kwargs[name] = (with_halo(graph, src, wire, tensor), dst)
@@ -217,7 +239,7 @@ def fused_attention_propagate(layer: MessagePassing, inputs: dict, config: SARCo
     seed = int(torch.randint(0, 2**62, (1,)).item()) if dropout > 0 else 0
     spec = FusedAttention(inputs["view"], inputs["kind"], layer.heads, layer.out_channels,
                           float(layer.negative_slope), dropout, seed, config.mode,
-                          config.pipeline_depth, layer_wire(layer))
+                          config.pipeline_depth, attention_wire(layer))
     return fused_attention(spec, inputs["x_src"], inputs["a_src"], inputs["dst"], inputs["att"],
                            inputs.get("edge_attr"), inputs.get("w_edge"))
 
@@ -247,5 +269,5 @@ def attention_propagate(layer: MessagePassing, graph: DistGraph, kwargs: dict,
         program = GATv2Program(layer, edge_attr is not None)
     edge = [edge_attr] if edge_attr is not None else []
     prop = Propagation(view, program, SoftmaxRule(), config.mode, config.pipeline_depth,
-                       replay_rng=layer.training, wire=layer_wire(layer))
+                       replay_rng=layer.training, wire=attention_wire(layer))
     return sar_propagate(prop, src, dst, edge, params)

@@ -1,19 +1,41 @@
 """The :class:`~pyg_sar.core.exchange.Wire` of a converted layer's propagate call: its name in
 the traffic ledger and, when the layer is compressed and in training mode (or the compressor
 says ``in_eval``), its compressor bound for this call (ratio and key fixed now, kept with the
-propagation for its backward pass)."""
+propagation for its backward pass).
+
+One layer call binds its compressor once, so every mode draws the same keys for it. A call
+that crosses the network in two steps (a halo-mode GAT/GATv2: its ``edge_updater`` fetches
+the logits or ``x_l``, then ``propagate`` fetches ``x``) binds in the first step and hands the
+wire to the second (:func:`hold_wire`); the wire keeps the halo rows fetched in the first step
+so a tensor read by both crosses once.
+"""
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from torch_geometric.nn.conv import MessagePassing
 
 from pyg_sar.core.exchange import Wire
 
+_HELD = "_sar_held_wire"
 
-def layer_wire(layer: MessagePassing) -> Wire:
+
+def layer_wire(layer: MessagePassing, exact: Iterable[int] = ()) -> Wire:
     """The wire of one propagate call of ``layer`` (binds its compressor: call it once per
-    call, on every rank in the same order)."""
+    call, on every rank in the same order). ``exact``: indices of the source tensors sent
+    raw (attention logits; see :mod:`pyg_sar.core.exchange`). A wire held by
+    :func:`hold_wire` earlier in the same layer call is returned instead (and released)."""
+    held = layer.__dict__.pop(_HELD, None)
+    if held is not None:
+        return held
     label = getattr(layer, "_sar_name", None)
     comp = getattr(layer, "_sar_compressor", None)
+    exact = frozenset(int(i) for i in exact)
     if comp is None or not comp.applies(layer.training):
-        return Wire(label)
-    return Wire(label, comp.bind(layer._sar_layer_index))
+        return Wire(label, exact=exact, halo={})
+    return Wire(label, comp.bind(layer._sar_layer_index), exact, halo={})
+
+
+def hold_wire(layer: MessagePassing, wire: Wire) -> None:
+    """Keep ``wire`` for the next :func:`layer_wire` of ``layer`` (the rest of this call)."""
+    layer.__dict__[_HELD] = wire
