@@ -22,7 +22,8 @@ import torch
 from torch import Tensor
 
 from pyg_sar.compression.keys import MessageKey, generator
-from pyg_sar.compression.packing import BITS, pack, packed_bytes, unpack
+from pyg_sar.compression.packing import BITS, packed_bytes
+from pyg_sar.ops.quantize import BACKENDS, quantize_decode, quantize_encode
 
 RowShape = tuple[int, ...]
 
@@ -177,14 +178,26 @@ class Quantize(Codec):
     """Stochastic-rounding integer quantisation with a per-row offset and scale (AdaQP-like).
 
     Row ``x`` (all its values) becomes codes ``q = floor((x - lo) / s + u)`` (computed as
-    ``(x - lo) * (1 / s)``) with
+    ``(x - lo) * (1 / s) + u``, each operation rounded on its own) with
     ``lo = min x``, ``s = (max x - lo) / (2**b - 1)`` and ``u ~ U[0, 1)`` from the message's
     key, packed ``8 / b`` to a byte; ``lo`` and ``s`` travel with the row (in the row's dtype,
     float32 for half types). Decoding gives ``lo + q * s``, an unbiased estimate of ``x``.
     ``b = quantization_bits(ratio)``; rows whose packed form is not smaller are sent raw.
+
+    The noise ``u`` is a keyed hash of (message key, row, value index), so the bytes do not
+    depend on the thread count or the backend. Encoding and decoding run in one pass over each
+    row in the native kernels (``torch.ops.pyg_sar.quantize_*``); ``backend`` picks them
+    (``"auto"``: native where built for the device, else the pure-torch reference, same bytes;
+    ``"native"`` / ``"reference"`` force one). The backend is not part of :meth:`describe`: it
+    changes no byte.
     """
 
     name = "quantize"
+
+    def __init__(self, backend: str = "auto") -> None:
+        if backend not in BACKENDS:
+            raise ValueError(f"Quantize: backend must be one of {BACKENDS} (got {backend!r})")
+        self.backend = backend
 
     def _layout(self, row_shape: RowShape, dtype: torch.dtype,
                 ratio: float) -> tuple[int, int, torch.dtype]:
@@ -209,25 +222,12 @@ class Quantize(Codec):
         bits, count, meta = self._layout(tuple(rows.shape[1:]), rows.dtype, ratio)
         x = rows.reshape(rows.shape[0], count)
         x = x if x.dtype == meta else x.to(meta)
-        lo, hi = torch.aminmax(x, dim=1, keepdim=True)
-        levels = (1 << bits) - 1
-        step = (hi - lo) / levels
-        step = torch.where(step > 0, step, torch.ones_like(step))  # constant row: all codes 0
-        # few passes over the rows: the noise buffer becomes the codes in place
-        codes = torch.rand(x.shape, generator=generator(key.noise_seed(), x.device),
-                           device=x.device, dtype=meta)
-        codes.addcmul_(x - lo, 1.0 / step).floor_().clamp_(0, levels)
-        header = torch.cat([lo, step], dim=1).view(torch.uint8)
-        return torch.cat([pack(codes, bits), header], dim=1)
+        return quantize_encode(x, bits, key.noise_seed(), backend=self.backend)
 
     def decode(self, payload: Tensor, row_shape: RowShape, dtype: torch.dtype, ratio: float,
                key: MessageKey) -> Tensor:
         bits, count, meta = self._layout(row_shape, dtype, ratio)
-        body = packed_bytes(count, bits)
-        # copies: a chunk of a larger buffer may start at an offset no dtype view allows
-        header = payload[:, body:].clone(memory_format=torch.contiguous_format).view(meta)
-        codes = unpack(payload[:, :body], bits, count)
-        x = torch.addcmul(header[:, :1], codes.to(meta), header[:, 1:2])
+        x = quantize_decode(payload, bits, count, meta, backend=self.backend)
         return x.to(dtype).view(payload.shape[0], *row_shape)
 
 

@@ -1,0 +1,79 @@
+r"""Stochastic-rounding quantisation of message rows: ``torch.ops.pyg_sar.quantize_encode`` /
+``quantize_decode`` with a pure-torch fallback.
+
+Each function runs the native kernel when the library has one for the tensor's device and
+otherwise :mod:`pyg_sar.ops.quantize_reference` (with a warning, or an error under
+``PYG_SAR_REQUIRE_NATIVE=1``); both produce the same bytes and values bit for bit.
+``backend="reference"`` forces the pure-torch path, ``backend="native"`` the kernel (an error if
+it is missing). Rows are float32 or float64 (callers convert half types first); bits are
+1, 2, 4, 8 or 16. See :mod:`pyg_sar.ops.quantize_reference` for the format and the noise.
+"""
+from __future__ import annotations
+
+import functools
+import warnings
+
+import torch
+from torch import Tensor
+
+from pyg_sar.ops import quantize_reference as ref
+from pyg_sar.ops._native import REQUIRE_NATIVE_ENV, _load, has_kernel, native_required
+
+BACKENDS = ("auto", "native", "reference")
+OPS = ("quantize_encode", "quantize_decode")
+
+
+@functools.cache
+def _warn_fallback(op: str, device_type: str) -> None:
+    reason = _load() or f"pyg_sar._C has no {device_type} kernel for it (rebuild the extension)"
+    message = (f"pyg_sar: torch.ops.pyg_sar.{op} is not available for {device_type} tensors "
+               f"({reason}); using the pure-torch reference (same bytes, slower).")
+    if native_required():
+        raise RuntimeError(message + f" ({REQUIRE_NATIVE_ENV} is set, so this is an error.)")
+    warnings.warn(message, RuntimeWarning, stacklevel=4)
+
+
+def _has(op: str, device: torch.device) -> bool:
+    """Whether ``torch.ops.pyg_sar.<op>`` exists (an older build lacks it) with a kernel for
+    ``device``."""
+    try:
+        return has_kernel(op, device) if hasattr(torch.ops.pyg_sar, op) else False
+    except RuntimeError:  # the dispatcher does not know the op
+        return False
+
+
+def quantize_backend(op: str, device: torch.device | str, backend: str = "auto") -> str:
+    """``"native"`` or ``"reference"``: which implementation of ``op`` runs on ``device``
+    under ``backend`` (warns, or raises under ``PYG_SAR_REQUIRE_NATIVE``, on a fallback)."""
+    if backend not in BACKENDS:
+        raise ValueError(f"pyg_sar.ops.quantize: backend must be one of {BACKENDS} "
+                         f"(got {backend!r})")
+    if op not in OPS:
+        raise ValueError(f"pyg_sar.ops.quantize: op must be one of {OPS} (got {op!r})")
+    device = torch.device(device)
+    if backend == "reference":
+        return "reference"
+    if _has(op, device):
+        return "native"
+    if backend == "native":
+        raise RuntimeError(f"pyg_sar: torch.ops.pyg_sar.{op} has no {device.type} kernel "
+                           f"({_load() or 'not built into pyg_sar._C'})")
+    _warn_fallback(op, device.type)
+    return "reference"
+
+
+def quantize_encode(rows: Tensor, bits: int, seed: int, *, backend: str = "auto") -> Tensor:
+    """``rows [R, D]`` (float32/float64) -> payload ``[R, row_bytes(D, bits, dtype)]`` uint8:
+    the packed codes of each row, then its ``lo`` and ``step`` in the rows' dtype."""
+    if quantize_backend("quantize_encode", rows.device, backend) == "native":
+        return torch.ops.pyg_sar.quantize_encode(rows, int(bits), int(seed))
+    return ref.quantize_encode_reference(rows, int(bits), int(seed))
+
+
+def quantize_decode(payload: Tensor, bits: int, count: int, dtype: torch.dtype, *,
+                    backend: str = "auto") -> Tensor:
+    """The ``[R, count]`` rows of ``dtype`` (float32/float64) that :func:`quantize_encode`
+    encoded into ``payload``."""
+    if quantize_backend("quantize_decode", payload.device, backend) == "native":
+        return torch.ops.pyg_sar.quantize_decode(payload, int(bits), int(count), dtype)
+    return ref.quantize_decode_reference(payload, int(bits), int(count), dtype)
