@@ -87,6 +87,8 @@ def unpack(data: Tensor, bits: int, count: int) -> Tensor:
     """The ``[R, count]`` codes :func:`pack` packed into ``data`` (``uint8`` up to 8 bits,
     ``int32`` for 16)."""
     rows = data.shape[0]
+    if rows == 0 or count == 0:  # nothing to view as int16
+        return data.new_zeros((rows, count), dtype=torch.int32 if bits == 16 else torch.uint8)
     if bits == 16:
         data = data.clone(memory_format=torch.contiguous_format)  # offset 0: int16 view
         return data.view(torch.int16).view(rows, count).to(torch.int32) + 32768
