@@ -4,8 +4,9 @@
 //
 // Row r of a message keyed by `seed` draws its rounding noise for value c from a counter-based
 // hash (SplitMix64, the samplers' sampling_math.h): row_key = mix64(seed ^ mix64(r + GOLDEN)),
-// u = mix64(row_key + (c + 1) * GOLDEN), kept as 24 random bits (float) or 53 (double), so u is
-// exactly representable and lies in [0, 1). A code is floor((x - lo) * inv + u) clamped to
+// h = mix64(row_key + (t + 1) * GOLDEN), u its top 53 bits for float64 (t = c) and, for float32,
+// 24 bits of its upper (even c) or lower (odd c) half (t = c / 2): exact in the dtype, in [0, 1).
+// A code is floor((x - lo) * inv + u) clamped to
 // [0, levels], every operation rounded on its own (no fused multiply-add: see mul_rn/add_rn),
 // which is what the reference's separate torch ops compute.
 #pragma once
@@ -26,9 +27,20 @@ PYG_SAR_HOST_DEVICE uint64_t row_key(int64_t seed, int64_t row) {
   return mix64(static_cast<uint64_t>(seed) ^ mix64(static_cast<uint64_t>(row) + kGolden));
 }
 
-PYG_SAR_HOST_DEVICE uint64_t noise_bits(uint64_t key, int64_t col) {
-  return sampling_math::mix64(key + (static_cast<uint64_t>(col) + 1u) *
-                                        sampling_math::kGolden);
+// The hash of noise counter t of a row: float32 values c = 2t and 2t + 1 share one (24 bits
+// each, from its upper and lower halves), float64 value c uses counter c (53 bits).
+PYG_SAR_HOST_DEVICE uint64_t noise_bits(uint64_t key, int64_t t) {
+  return sampling_math::mix64(key + (static_cast<uint64_t>(t) + 1u) * sampling_math::kGolden);
+}
+
+PYG_SAR_HOST_DEVICE float uniform_f32(uint64_t h, int64_t col) {
+  const uint32_t b = (col & 1) ? static_cast<uint32_t>((h >> 8) & 0xFFFFFFu)
+                               : static_cast<uint32_t>(h >> 40);
+  return static_cast<float>(b) * 0x1.0p-24f;
+}
+
+PYG_SAR_HOST_DEVICE double uniform_f64(uint64_t h) {
+  return static_cast<double>(h >> 11) * 0x1.0p-53;
 }
 
 template <typename T>
@@ -36,12 +48,12 @@ PYG_SAR_HOST_DEVICE T uniform(uint64_t key, int64_t col);
 
 template <>
 PYG_SAR_HOST_DEVICE float uniform<float>(uint64_t key, int64_t col) {
-  return static_cast<float>(static_cast<uint32_t>(noise_bits(key, col) >> 40)) * 0x1.0p-24f;
+  return uniform_f32(noise_bits(key, col >> 1), col);
 }
 
 template <>
 PYG_SAR_HOST_DEVICE double uniform<double>(uint64_t key, int64_t col) {
-  return static_cast<double>(noise_bits(key, col) >> 11) * 0x1.0p-53;
+  return uniform_f64(noise_bits(key, col));
 }
 
 // Products and sums rounded one at a time. nvcc fuses a * b + c into an FMA unless told not to
@@ -85,12 +97,15 @@ PYG_SAR_HOST_DEVICE T row_step(T lo, T hi, int64_t levels) {
 }
 
 // The code of x (a NaN maps to 0: its row's header carries the NaN, so it decodes to NaN).
+// Branch-free: the clamps are min/max selects (codes are random, so branches would mispredict),
+// and truncation of the clamped value equals floor for values >= 0.
 template <typename T>
 PYG_SAR_HOST_DEVICE uint32_t code(T x, T lo, T inv, T u, int64_t levels) {
   const T v = add_rn(mul_rn(x - lo, inv), u);
-  if (!(v >= T(1))) return 0u;  // also NaN
-  if (v >= static_cast<T>(levels)) return static_cast<uint32_t>(levels);
-  return static_cast<uint32_t>(v);  // truncation == floor for v >= 1
+  const T top = static_cast<T>(levels);
+  T f = v >= T(0) ? v : T(0);  // also NaN -> 0
+  f = f < top ? f : top;
+  return static_cast<uint32_t>(f);
 }
 
 // The value a code decodes to: code * step + lo.

@@ -7,10 +7,12 @@ Row ``r`` (``count`` values) of a message keyed by ``seed`` becomes codes
 bit packing (layout below), followed by ``lo`` and
 ``step`` in the rows' dtype. The noise ``u`` of value ``c`` is a keyed hash, identical for any
 thread count and on every backend: ``key = combine(seed, r)`` and
-``u = mix64(key + (c + 1) * GOLDEN)`` (SplitMix64, :mod:`pyg_sar.ops.sampling_rng`), keeping the
-top 24 bits for float32 and 53 for float64, so ``u`` is exact in the dtype and lies in
-``[0, 1)``. Every product and sum is a separate torch op (rounded on its own), as the kernels
-compute them. Non-finite rows get unspecified codes (their header carries the inf / NaN).
+``h(t) = mix64(key + (t + 1) * GOLDEN)`` (SplitMix64, :mod:`pyg_sar.ops.sampling_rng`); float64
+takes the top 53 bits of ``h(c)``, float32 24 bits of ``h(c // 2)`` (its upper half for even
+``c``, its lower half for odd ``c``: one hash serves two values), so ``u`` is exact in the
+dtype and lies in ``[0, 1)``. Every product and sum is a separate torch op (rounded on its
+own), as the kernels compute them. Non-finite rows get unspecified codes (their header
+carries the inf / NaN).
 
 Packed layout (``bits`` < 8): code ``j`` of a byte sits in bits ``j * bits .. (j + 1) * bits - 1``,
 the last byte padded with zero codes; 8 bits: one byte per code; 16 bits: the int16
@@ -51,11 +53,14 @@ def noise(rows: int, count: int, seed: int, dtype: torch.dtype,
           device: torch.device | str = "cpu") -> Tensor:
     """The ``[rows, count]`` rounding noise of a message keyed by ``seed`` (see the module)."""
     r = torch.arange(rows, dtype=torch.int64, device=device).unsqueeze(1)
-    c = torch.arange(count, dtype=torch.int64, device=device).unsqueeze(0)
     key = combine_tensor(torch.full_like(r, _signed(seed)), r)
+    if dtype == torch.float32:  # values 2t and 2t + 1 share hash t: upper and lower 24 bits
+        t = torch.arange((count + 1) // 2, dtype=torch.int64, device=device).unsqueeze(0)
+        h = mix64_tensor(key + (t + 1) * _signed(GOLDEN))
+        pair = torch.stack([(h >> 40) & 0xFFFFFF, (h >> 8) & 0xFFFFFF], dim=2)
+        return pair.view(rows, -1)[:, :count].to(torch.float32) * 2.0 ** -24
+    c = torch.arange(count, dtype=torch.int64, device=device).unsqueeze(0)
     h = mix64_tensor(key + (c + 1) * _signed(GOLDEN))
-    if dtype == torch.float32:
-        return ((h >> 40) & ((1 << 24) - 1)).to(torch.float32) * 2.0 ** -24
     return ((h >> 11) & ((1 << 53) - 1)).to(torch.float64) * 2.0 ** -53
 
 
