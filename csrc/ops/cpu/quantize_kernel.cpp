@@ -79,18 +79,36 @@ void min_max(const T* x, int64_t n, T& lo, T& hi) {
   if (nan) lo = hi = std::numeric_limits<T>::quiet_NaN();
 }
 
+// float32 codes, two values per hash. On x86-64 (GCC/clang with ifunc) also compiled for AVX2
+// and picked at load time where the CPU has it: the loop, 64-bit hash products included,
+// vectorises there (about 1.3x faster). "avx2" does not enable FMA, so nothing is contracted.
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)
+#define PYG_SAR_AVX2_CLONE __attribute__((target_clones("avx2", "default")))
+#else
+#define PYG_SAR_AVX2_CLONE
+#endif
+
+PYG_SAR_AVX2_CLONE
+void row_codes_f32(const float* x, int64_t n, float lo, float inv, uint64_t key, int64_t levels,
+                   uint16_t* q) {
+  const int64_t pairs = n / 2;
+  for (int64_t t = 0; t < pairs; ++t) {
+    const uint64_t h = qm::noise_bits(key, t);
+    q[2 * t] = static_cast<uint16_t>(qm::code(x[2 * t], lo, inv, qm::uniform_f32(h, 0), levels));
+    q[2 * t + 1] =
+        static_cast<uint16_t>(qm::code(x[2 * t + 1], lo, inv, qm::uniform_f32(h, 1), levels));
+  }
+  if (n & 1) {
+    const uint64_t h = qm::noise_bits(key, pairs);
+    q[n - 1] = static_cast<uint16_t>(qm::code(x[n - 1], lo, inv, qm::uniform_f32(h, 0), levels));
+  }
+}
+
 // Codes of a row into q[0, n): float32 values draw their noise in pairs from one hash.
 template <typename T>
 void row_codes(const T* x, int64_t n, T lo, T inv, uint64_t key, int64_t levels, uint16_t* q) {
   if constexpr (std::is_same_v<T, float>) {
-    for (int64_t c = 0; c < n; c += 2) {
-      const uint64_t h = qm::noise_bits(key, c >> 1);
-      q[c] = static_cast<uint16_t>(qm::code(x[c], lo, inv, qm::uniform_f32(h, c), levels));
-      if (c + 1 < n) {
-        q[c + 1] = static_cast<uint16_t>(
-            qm::code(x[c + 1], lo, inv, qm::uniform_f32(h, c + 1), levels));
-      }
-    }
+    row_codes_f32(x, n, lo, inv, key, levels, q);
   } else {
     for (int64_t c = 0; c < n; ++c) {
       q[c] = static_cast<uint16_t>(
