@@ -119,7 +119,8 @@ def peers_available() -> dict:
             "dgl": importlib.util.find_spec("dgl") is not None}
 
 
-def throughput_worker(workloads: list[str], batches: int, repeats: int) -> dict:
+def throughput_worker(workloads: list[str], batches: int, repeats: int,
+                      peer_batches: int | None = None) -> dict:
     """One process, one thread count (from OMP_NUM_THREADS): every loader on every workload."""
     threads = int(os.environ.get("OMP_NUM_THREADS", "1"))
     torch.set_num_threads(threads)
@@ -138,13 +139,15 @@ def throughput_worker(workloads: list[str], batches: int, repeats: int) -> dict:
                 runs.append(("DGL NeighborSampler",
                              lambda d=data, f=fanout, c=cache: dgl_iter(d, f, 0, c)))
             for label, make in runs:
-                sec, edges = _timed(make, batches, repeats)
+                # peers sample one minibatch per step, so fewer of them time the same rate
+                n = batches if label.startswith("ours") else (peer_batches or batches)
+                sec, edges = _timed(make, n, repeats)
                 rows.append(dict(workload=name, fanout=fname, loader=label, threads=threads,
-                                 P=1, batches_per_s=batches / sec,
-                                 edges_per_s=edges / sec, batches=batches))
+                                 P=1, batches_per_s=n / sec,
+                                 edges_per_s=edges / sec, batches=n, load_avg=_load_avg()))
                 print(f"  {name} {fname} {label} threads={threads}: "
-                      f"{batches / sec:.2f} batches/s, {edges / sec / 1e6:.2f} M edges/s",
-                      file=sys.stderr, flush=True)
+                      f"{n / sec:.2f} batches/s, {edges / sec / 1e6:.2f} M edges/s, "
+                      f"load {_load_avg()[0]:.2f}", file=sys.stderr, flush=True)
     return dict(rows=rows, peers=peers)
 
 
@@ -194,7 +197,7 @@ def run_distributed(workload: str, world: int, batches: int, repeats: int) -> li
             rows.append(dict(workload=workload, fanout=fname, loader=f"ours k={bulk}",
                              threads=1, P=world, batches_per_s=total / slowest,
                              edges_per_s=sum(r["edges"] for r in res) / slowest,
-                             batches=total))
+                             batches=total, load_avg=_load_avg()))
             print(f"  {workload} {fname} ours k={bulk} P={world}: "
                   f"{total / slowest:.2f} batches/s", file=sys.stderr, flush=True)
     return rows
@@ -236,7 +239,7 @@ def train_compare(epochs: int, threads: int) -> dict:
             pred = model(data.x, data.edge_index).argmax(1)
         acc = float((pred[data.test_mask] == data.y[data.test_mask]).float().mean())
         out[label] = dict(epoch_s=statistics.median(epoch_times[1:] or epoch_times),
-                          epoch_times=epoch_times, test_acc=acc)
+                          epoch_times=epoch_times, test_acc=acc, load_avg=_load_avg())
         print(f"  train {label}: {out[label]['epoch_s']:.1f} s/epoch, test {acc:.4f}",
               file=sys.stderr, flush=True)
     return dict(epochs=epochs, threads=threads, results=out)
@@ -252,8 +255,8 @@ def report(res: dict) -> str:
              f"{res['load_end']} (the 2 cores are shared with other jobs). Batch {BATCH}, "
              "feature collation included; medians of timed passes after a warm-up pass.", ""]
     lines.append("| workload | fanout | threads | P | loader | minibatches/s | M edges/s | "
-                 "vs NeighborLoader | vs DGL |")
-    lines.append("|---|---|---|---|---|---|---|---|---|")
+                 "vs NeighborLoader | vs DGL | load (1 min) |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|")
     rows = res["rows"]
     for r in rows:
         def ratio(peer, r=r):
@@ -263,9 +266,11 @@ def report(res: dict) -> str:
             if not base or r["P"] != 1 or r["loader"] == peer:
                 return "—"
             return f"{r['batches_per_s'] / base[0]['batches_per_s']:.2f}x"
+        load = f"{r['load_avg'][0]:.2f}" if "load_avg" in r else "—"
         lines.append(f"| {r['workload']} | {r['fanout']} | {r['threads']} | {r['P']} | "
                      f"{r['loader']} | {r['batches_per_s']:.2f} | {r['edges_per_s'] / 1e6:.2f} "
-                     f"| {ratio('PyG NeighborLoader')} | {ratio('DGL NeighborSampler')} |")
+                     f"| {ratio('PyG NeighborLoader')} | {ratio('DGL NeighborSampler')} | "
+                     f"{load} |")
     if res.get("train"):
         t = res["train"]
         lines += ["", f"3-layer GraphSAGE on WordNet (hidden 128, fanout 15-10-5, batch 1024, "
@@ -308,6 +313,8 @@ def main() -> None:
     p.add_argument("--worlds", default="2,4")
     p.add_argument("--batches", type=int, default=64)
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--peer-batches", type=int, default=None,
+                   help="minibatches per timed pass for the peers (default: --batches)")
     p.add_argument("--train-epochs", type=int, default=0)
     p.add_argument("--out", default=str(RESULTS / "sampling.json"))
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -315,7 +322,8 @@ def main() -> None:
     args = p.parse_args()
     workloads = [w for w in args.workloads.split(",") if w]
     if args.worker:
-        print(json.dumps(throughput_worker(workloads, args.batches, args.repeats)))
+        print(json.dumps(throughput_worker(workloads, args.batches, args.repeats,
+                                           args.peer_batches)))
         return
     if args.plot_only:
         res = json.loads(Path(args.plot_only).read_text())
@@ -329,8 +337,10 @@ def main() -> None:
         env = dict(os.environ, OMP_NUM_THREADS=str(t), PYTHONPATH=str(ROOT))
         proc = subprocess.run([sys.executable, __file__, "--worker", "--workloads",
                                args.workloads, "--batches", str(args.batches), "--repeats",
-                               str(args.repeats)], env=env, capture_output=True, text=True,
-                              timeout=7200)
+                               str(args.repeats)]
+                              + (["--peer-batches", str(args.peer_batches)]
+                                 if args.peer_batches else []),
+                              env=env, capture_output=True, text=True, timeout=7200)
         sys.stderr.write(proc.stderr[-4000:])
         if proc.returncode != 0:
             raise RuntimeError(f"throughput worker (threads={t}) failed:\n{proc.stderr[-3000:]}")
