@@ -57,3 +57,25 @@ def warn_fallback(op: str, device_type: str) -> None:
     if native_required():
         raise RuntimeError(message + f" ({REQUIRE_NATIVE_ENV} is set, so this is an error.)")
     warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
+def has_op_kernel(op: str, device: torch.device) -> bool:
+    """Whether ``torch.ops.pyg_sar.<op>`` exists (an older build lacks it) with a kernel for
+    ``device``."""
+    try:
+        return has_kernel(op, device) if hasattr(torch.ops.pyg_sar, op) else False
+    except RuntimeError:  # the dispatcher does not know the op
+        return False
+
+
+@functools.cache
+def warn_reference_fallback(op: str, device_type: str, same: str) -> None:
+    """Warns once per (op, device type) that an op's pure-torch reference runs instead of its
+    kernel (``same``: what the two agree on, e.g. "same bytes"); an error under
+    ``PYG_SAR_REQUIRE_NATIVE``."""
+    reason = _load() or f"pyg_sar._C has no {device_type} kernel for it (rebuild the extension)"
+    message = (f"pyg_sar: torch.ops.pyg_sar.{op} is not available for {device_type} tensors "
+               f"({reason}); using the pure-torch reference ({same}, slower).")
+    if native_required():
+        raise RuntimeError(message + f" ({REQUIRE_NATIVE_ENV} is set, so this is an error.)")
+    warnings.warn(message, RuntimeWarning, stacklevel=5)

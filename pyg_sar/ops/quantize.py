@@ -10,36 +10,15 @@ it is missing). Rows are float32 or float64 (callers convert half types first); 
 """
 from __future__ import annotations
 
-import functools
-import warnings
-
 import torch
 from torch import Tensor
 
 from pyg_sar.ops import quantize_reference as ref
-from pyg_sar.ops._native import REQUIRE_NATIVE_ENV, _load, has_kernel, native_required
+from pyg_sar.ops._native import _load, warn_reference_fallback
+from pyg_sar.ops._native import has_op_kernel as _has
 
 BACKENDS = ("auto", "native", "reference")
 OPS = ("quantize_encode", "quantize_decode")
-
-
-@functools.cache
-def _warn_fallback(op: str, device_type: str) -> None:
-    reason = _load() or f"pyg_sar._C has no {device_type} kernel for it (rebuild the extension)"
-    message = (f"pyg_sar: torch.ops.pyg_sar.{op} is not available for {device_type} tensors "
-               f"({reason}); using the pure-torch reference (same bytes, slower).")
-    if native_required():
-        raise RuntimeError(message + f" ({REQUIRE_NATIVE_ENV} is set, so this is an error.)")
-    warnings.warn(message, RuntimeWarning, stacklevel=4)
-
-
-def _has(op: str, device: torch.device) -> bool:
-    """Whether ``torch.ops.pyg_sar.<op>`` exists (an older build lacks it) with a kernel for
-    ``device``."""
-    try:
-        return has_kernel(op, device) if hasattr(torch.ops.pyg_sar, op) else False
-    except RuntimeError:  # the dispatcher does not know the op
-        return False
 
 
 def quantize_backend(op: str, device: torch.device | str, backend: str = "auto") -> str:
@@ -58,7 +37,7 @@ def quantize_backend(op: str, device: torch.device | str, backend: str = "auto")
     if backend == "native":
         raise RuntimeError(f"pyg_sar: torch.ops.pyg_sar.{op} has no {device.type} kernel "
                            f"({_load() or 'not built into pyg_sar._C'})")
-    _warn_fallback(op, device.type)
+    warn_reference_fallback(op, device.type, "same bytes")
     return "reference"
 
 

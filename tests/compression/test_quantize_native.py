@@ -10,7 +10,7 @@ import torch
 from pyg_sar.compression import BoundCodec, Quantize
 from pyg_sar.ops import quantize as q
 from pyg_sar.ops import quantize_reference as ref
-from pyg_sar.ops._native import native_available
+from pyg_sar.ops._native import native_available, warn_reference_fallback
 
 pytestmark = pytest.mark.skipif(not native_available(),
                                 reason="needs the native library pyg_sar._C (bash .ci/setup)")
@@ -134,16 +134,16 @@ def test_dispatch_is_explicit(monkeypatch):
     # a device without a kernel: "native" is an error, "auto" falls back with a warning
     monkeypatch.setattr(q, "_has", lambda op, device: False)
     monkeypatch.delenv("PYG_SAR_REQUIRE_NATIVE", raising=False)
-    q._warn_fallback.cache_clear()
+    warn_reference_fallback.cache_clear()
     with pytest.raises(RuntimeError, match="has no cpu kernel"):
         q.quantize_backend("quantize_encode", "cpu", "native")
     with pytest.warns(RuntimeWarning, match="pure-torch reference"):
         assert q.quantize_backend("quantize_encode", "cpu") == "reference"
     monkeypatch.setenv("PYG_SAR_REQUIRE_NATIVE", "1")
-    q._warn_fallback.cache_clear()
+    warn_reference_fallback.cache_clear()
     with pytest.raises(RuntimeError, match="PYG_SAR_REQUIRE_NATIVE"):
         q.quantize_backend("quantize_decode", "cpu")
-    q._warn_fallback.cache_clear()
+    warn_reference_fallback.cache_clear()
 
 
 def _codec_send(codec, x, ratio):

@@ -11,9 +11,6 @@ from pathlib import Path
 
 import pytest
 
-import pyg_sar
-from pyg_sar.testing import run_on_ranks
-
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import rank_cases as rc  # noqa: E402
@@ -25,22 +22,11 @@ LAUNCHES = {3: ("random", list(wc.GROUPS)), 2: ("metis", ["halo"])}
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    root = tmp_path_factory.mktemp("wire")
-    graph = rc.make_graph()
-    out = {}
-    for world, (method, groups) in LAUNCHES.items():
-        pyg_sar.partition_graph(graph, world, root / f"p{world}", method=method, seed=world)
-        # the timeout only detects hangs: a launch takes about a minute
-        out[world] = run_on_ranks(f"{HERE / 'wire_cases.py'}:suite", world, timeout=1800,
-                                  kwargs=dict(parts=str(root / f"p{world}"), groups=groups))
-    return out
+    return rc.launch(tmp_path_factory.mktemp("wire"), LAUNCHES, HERE / "wire_cases.py")
 
 
 def _ranks(results, group):
-    for world, (_, groups) in LAUNCHES.items():
-        if group in groups:
-            for rank, res in enumerate(results[world]):
-                yield f"P={world} rank {rank}", res[group]
+    return rc.ranks_with(results, LAUNCHES, group)
 
 
 # Lower bounds of (bytes of full rows) / (bytes kept) for GCN (float64 rows of 32 and 16
