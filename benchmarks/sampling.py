@@ -203,7 +203,7 @@ def run_distributed(workload: str, world: int, batches: int, repeats: int) -> li
     return rows
 
 
-def train_compare(epochs: int, threads: int) -> dict:
+def train_compare(epochs: int, threads: int, seed: int = 0) -> dict:
     """3-layer GraphSAGE on WordNet: our loader vs NeighborLoader, same model and seed."""
     import torch.nn.functional as F
     from torch_geometric.nn import GraphSAGE
@@ -213,13 +213,13 @@ def train_compare(epochs: int, threads: int) -> dict:
     data = load("wordnet")
     out = {}
     loaders = {"ours k=16": lambda: BulkNeighborLoader(
-        data, [15, 10, 5], batch_size=BATCH, bulk=16, seed=0, input_nodes=data.train_mask)}
+        data, [15, 10, 5], batch_size=BATCH, bulk=16, seed=seed, input_nodes=data.train_mask)}
     if peers_available()["pyg"]:
         from torch_geometric.loader import NeighborLoader
         loaders["PyG NeighborLoader"] = lambda: NeighborLoader(
             data, [15, 10, 5], batch_size=BATCH, input_nodes=data.train_mask, shuffle=True)
     for label, make in loaders.items():
-        torch.manual_seed(0)
+        torch.manual_seed(seed)  # model init and NeighborLoader's shuffle
         model = GraphSAGE(data.num_features, 128, num_layers=3,
                           out_channels=int(data.y.max()) + 1, dropout=0.5)
         opt = torch.optim.Adam(model.parameters(), lr=0.01)
@@ -242,7 +242,7 @@ def train_compare(epochs: int, threads: int) -> dict:
                           epoch_times=epoch_times, test_acc=acc, load_avg=_load_avg())
         print(f"  train {label}: {out[label]['epoch_s']:.1f} s/epoch, test {acc:.4f}",
               file=sys.stderr, flush=True)
-    return dict(epochs=epochs, threads=threads, results=out)
+    return dict(epochs=epochs, threads=threads, seed=seed, results=out)
 
 
 def _load_avg() -> list[float]:
@@ -274,7 +274,8 @@ def report(res: dict) -> str:
     if res.get("train"):
         t = res["train"]
         lines += ["", f"3-layer GraphSAGE on WordNet (hidden 128, fanout 15-10-5, batch 1024, "
-                      f"{t['epochs']} epochs, {t['threads']} thread(s)):", "",
+                      f"{t['epochs']} epochs, {t['threads']} thread(s), seed {t.get('seed', 0)}):",
+                  "",
                   "| loader | epoch time (median) | test accuracy |", "|---|---|---|"]
         for label, v in t["results"].items():
             lines.append(f"| {label} | {v['epoch_s']:.1f} s | {100 * v['test_acc']:.2f}% |")
@@ -316,6 +317,8 @@ def main() -> None:
     p.add_argument("--peer-batches", type=int, default=None,
                    help="minibatches per timed pass for the peers (default: --batches)")
     p.add_argument("--train-epochs", type=int, default=0)
+    p.add_argument("--train-seed", type=int, default=0,
+                   help="seed of the training comparison (model, loaders)")
     p.add_argument("--out", default=str(RESULTS / "sampling.json"))
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--plot-only", default=None)
@@ -351,7 +354,7 @@ def main() -> None:
         for wl in workloads:
             res["rows"] += run_distributed(wl, world, args.batches, args.repeats)
     if args.train_epochs:
-        res["train"] = train_compare(args.train_epochs, 1)
+        res["train"] = train_compare(args.train_epochs, 1, args.train_seed)
     res["load_end"] = _load_avg()
     out = Path(args.out)
     atomic_write(out, json.dumps(res, indent=1))
