@@ -2,6 +2,7 @@
 
     python benchmarks/compression.py --full     # the issue's setup (hours on a large machine)
     python benchmarks/compression.py --quick    # reduced check: few epochs, one seed
+    python benchmarks/compression.py --small    # every method, 300 epochs, 3 seeds, on CiteSeer
     python benchmarks/compression.py --plot-only benchmarks/results/compression_quick.json
 
 Setup (``--full``): WordNet 3.0 (117,659 synsets, 45 classes; 4 ranks, METIS and random
@@ -63,7 +64,12 @@ METHODS = ["full", *[f"trunc-{r}" for r in FIXED_TRUNC], *[f"quant-{b}" for b in
 
 def workloads(suite: str) -> dict:
     """name -> (description, dataset factory, partition method)."""
-    from pyg_sar.datasets import sbm, sbm_dense, wordnet
+    from pyg_sar.datasets import citeseer, sbm, sbm_dense, wordnet
+    if suite == "small":  # the full schedule and seeds on a graph these 2 cores can train
+        return {
+            "citeseer-metis": ("CiteSeer (3,327 nodes), METIS", citeseer, "metis"),
+            "citeseer-random": ("CiteSeer, random partition", citeseer, "random"),
+        }
     if suite == "full":
         return {
             "wordnet-metis": ("WordNet 3.0, METIS", wordnet, "metis"),
@@ -225,7 +231,7 @@ def rank_run(ctx, parts: str, model: str, methods: list, seed: int, epochs: int,
 # ---------------------------------------------------------------------------- driver side
 def run(args: argparse.Namespace) -> dict:
     from pyg_sar.testing import run_on_ranks
-    suite = "full" if args.full else "quick"
+    suite = "full" if args.full else "small" if args.small else "quick"
     loads = workloads(suite)
     if args.workloads:
         loads = {k: v for k, v in loads.items() if k in args.workloads.split(",")}
@@ -430,6 +436,8 @@ def main(argv=None) -> None:
     size = p.add_mutually_exclusive_group()
     size.add_argument("--full", action="store_true", help="the issue's setup")
     size.add_argument("--quick", action="store_true", help="reduced check (default)")
+    size.add_argument("--small", action="store_true",
+                      help="the full methods, epochs and seeds on CiteSeer")
     p.add_argument("--epochs", type=int, default=None, help="(full: 300, quick: 30)")
     p.add_argument("--seeds", type=int, default=None, help="(full: 3, quick: 1)")
     p.add_argument("--eval-every", type=int, default=10)
@@ -460,8 +468,8 @@ def main(argv=None) -> None:
         result["summary"] = summarize(result["runs"])
         report(result, path)
         return
-    args.epochs = args.epochs or (300 if args.full else 30)
-    args.seeds = args.seeds or (3 if args.full else 1)
+    args.epochs = args.epochs or (300 if args.full or args.small else 30)
+    args.seeds = args.seeds or (3 if args.full or args.small else 1)
     run(args)
 
 
