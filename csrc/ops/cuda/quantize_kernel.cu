@@ -5,6 +5,7 @@
 #include "quantize_kernel.cuh"
 
 #include "../quantize_math.h"
+#include "launch.cuh"
 
 namespace pyg_sar {
 namespace ops {
@@ -13,13 +14,6 @@ namespace cuda {
 namespace {
 
 namespace qm = quantize_math;
-
-constexpr int kThreads = 256;
-
-int blocks_for(int64_t n) {
-  const int64_t b = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(b < 1 ? 1 : (b > 65535 ? 65535 : b));
-}
 
 __device__ __forceinline__ int64_t packed_bytes(int64_t n, int bits) {
   return (n * bits + 7) / 8;

@@ -4,6 +4,7 @@
 #include "sampling_kernel.cuh"
 
 #include "../sampling_math.h"
+#include "launch.cuh"
 
 namespace pyg_sar {
 namespace ops {
@@ -12,13 +13,6 @@ namespace cuda {
 namespace {
 
 namespace sm = sampling_math;
-
-constexpr int kThreads = 256;
-
-int blocks_for(int64_t n) {
-  const int64_t b = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(b < 1 ? 1 : (b > 65535 ? 65535 : b));
-}
 
 __global__ void select_rows_kernel(const int64_t* __restrict__ rowptr,
                                    const int64_t* __restrict__ rows,
