@@ -15,6 +15,7 @@ from typing import Any
 from torch import Tensor
 
 from pyg_sar.graph import DistGraph
+from pyg_sar.nn.wire import release_held_wire
 
 
 class SARLayer:
@@ -31,6 +32,14 @@ class SARLayer:
 
 class SARAttentionLayer(SARLayer):
     """Converted GAT-family layer: its ``edge_updater`` defers the scores to ``propagate``."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # In halo mode edge_updater hands its wire to propagate (pyg_sar.nn.wire.hold_wire);
+        # whatever happens in between, the wire ends with this call.
+        try:
+            return super().__call__(*args, **kwargs)
+        finally:
+            release_held_wire(self)
 
     def edge_updater(self, edge_index: Any, size=None, **kwargs: Any):
         if not isinstance(edge_index, DistGraph):

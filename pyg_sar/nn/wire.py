@@ -39,3 +39,10 @@ def layer_wire(layer: MessagePassing, exact: Iterable[int] = ()) -> Wire:
 def hold_wire(layer: MessagePassing, wire: Wire) -> None:
     """Keep ``wire`` for the next :func:`layer_wire` of ``layer`` (the rest of this call)."""
     layer.__dict__[_HELD] = wire
+
+
+def release_held_wire(layer: MessagePassing) -> None:
+    """Drop a wire held by a call of ``layer`` that ended before its ``propagate`` took it
+    (an exception in between): the next call must bind afresh, not reuse its ratio, keys and
+    halo rows."""
+    layer.__dict__.pop(_HELD, None)

@@ -121,3 +121,25 @@ def test_traffic_ledger():
         ledger.add("convs.0", "up", 1, 1)
     ledger.reset()
     assert ledger.as_dict() == {} and ledger.totals() == {"sent": 0, "recv": 0}
+
+
+def test_a_failed_attention_call_leaves_no_held_wire():
+    """A halo-mode GAT call holds its wire from edge_updater to propagate; if the call fails
+    in between, the next call must bind afresh (new keys), not reuse the stale wire."""
+    import torch
+    from torch_geometric.nn import GATConv
+
+    from pyg_sar.nn.wire import hold_wire
+    conv = GATConv(8, 4, heads=2)
+    pyg_sar.convert(conv, pyg_sar.SARConfig(mode="halo",
+                                            compression=Compressor(Truncate(), 4.0)))
+    edge_index = torch.tensor([[0, 1, 2], [1, 2, 0]])
+    stale = layer_wire(conv)
+    hold_wire(conv, stale)
+    with pytest.raises(RuntimeError):
+        conv(torch.randn(3, 5), edge_index)  # wrong feature width: fails inside the call
+    fresh = layer_wire(conv)
+    assert fresh is not stale and fresh.codec.call == stale.codec.call + 1
+    hold_wire(conv, fresh)
+    conv(torch.randn(3, 8), edge_index)  # a plain edge_index never takes the wire
+    assert layer_wire(conv) is not fresh
