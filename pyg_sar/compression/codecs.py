@@ -51,6 +51,16 @@ class Codec(ABC):
                key: MessageKey) -> Tensor:
         """Rows ``[R, *row_shape]`` of ``dtype`` rebuilt from ``payload``."""
 
+    def encode_rows(self, source: Tensor, index: Tensor, ratio: float,
+                    key: MessageKey) -> Tensor:
+        """``encode(source[index])``, bit for bit; a codec that can gathers only what it
+        sends instead of a full-size copy of the rows."""
+        return self.encode(source.index_select(0, index), ratio, key)
+
+    def decode_into(self, out: Tensor, payload: Tensor, ratio: float, key: MessageKey) -> None:
+        """Write ``decode(payload, ...)`` into ``out`` (``[R, *row_shape]``), bit for bit."""
+        out.copy_(self.decode(payload, tuple(out.shape[1:]), out.dtype, ratio, key))
+
     def describe(self) -> dict:
         """The codec's name and settings (checked when a checkpoint is resumed)."""
         return {"name": self.name}
@@ -113,17 +123,32 @@ class _ChannelCodec(Codec):
             return rows[..., which].contiguous()
         return rows.index_select(rows.dim() - 1, which)
 
+    def encode_rows(self, source: Tensor, index: Tensor, ratio: float,
+                    key: MessageKey) -> Tensor:
+        which = self.channels(source.shape[-1], ratio, key, source.device)
+        if isinstance(which, slice):  # kept channels of the wanted rows: one gather
+            return source[..., which].index_select(0, index)
+        if source.dim() == 2:
+            return source[index.unsqueeze(1), which.unsqueeze(0)]
+        return super().encode_rows(source, index, ratio, key)
+
     def decode(self, payload: Tensor, row_shape: RowShape, dtype: torch.dtype, ratio: float,
                key: MessageKey) -> Tensor:
-        total = row_shape[-1]
-        out = payload.new_zeros((payload.shape[0], *row_shape), dtype=dtype)
+        out = payload.new_empty((payload.shape[0], *row_shape), dtype=dtype)
+        self.decode_into(out, payload, ratio, key)
+        return out
+
+    def decode_into(self, out: Tensor, payload: Tensor, ratio: float, key: MessageKey) -> None:
+        total = out.shape[-1]
         which = self.channels(total, ratio, key, payload.device)
+        out.zero_()
         if isinstance(which, slice):
             out[..., which] = payload
         else:
-            out.index_copy_(out.dim() - 1, which, payload.to(dtype))
+            out.index_copy_(out.dim() - 1, which, payload.to(out.dtype))
         factor = self.scale(total, ratio)
-        return out.mul_(factor) if factor != 1.0 else out
+        if factor != 1.0:
+            out.mul_(factor)
 
 
 class Truncate(_ChannelCodec):

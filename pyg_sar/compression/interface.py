@@ -140,11 +140,24 @@ class BoundCodec:
             return rows
         return self.codec.encode(rows, self.ratio, key)
 
+    def encode_rows(self, source: Tensor, index: Tensor, key: MessageKey) -> Tensor:
+        """``encode(source[index], key)`` without a full-size copy where the codec can."""
+        if self.is_raw(source):
+            return source.index_select(0, index)
+        return self.codec.encode_rows(source, index, self.ratio, key)
+
     def decode(self, payload: Tensor, row_shape: RowShape, dtype: torch.dtype,
                key: MessageKey) -> Tensor:
         if self.codec.is_raw(tuple(row_shape), dtype, self.ratio):
             return payload
         return self.codec.decode(payload, tuple(row_shape), dtype, self.ratio, key)
+
+    def decode_into(self, out: Tensor, payload: Tensor, key: MessageKey) -> None:
+        """``out.copy_(decode(payload, ...))`` without the intermediate where the codec can."""
+        if self.codec.is_raw(tuple(out.shape[1:]), out.dtype, self.ratio):
+            out.copy_(payload)
+        else:
+            self.codec.decode_into(out, payload, self.ratio, key)
 
 
 # ------------------------------------------------------------------------- per layer

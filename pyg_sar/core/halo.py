@@ -46,13 +46,26 @@ def _encode(codec: Optional[BoundCodec], rows: Tensor, counts: list[int], tensor
                       for q, c in enumerate(chunks)]).contiguous()
 
 
+def _encode_rows(codec: Optional[BoundCodec], x: Tensor, graph: DistGraph, tensor: int,
+                 keys) -> Tensor:
+    """The rows of ``x`` each peer reads, encoded peer by peer without first gathering them
+    at full size (``keys`` as in :func:`_encode`)."""
+    if codec is None or codec.is_raw(x):
+        return x.index_select(0, _send_index(graph))
+    return torch.cat([codec.encode_rows(x, idx, codec.key(tensor, *keys(q)))
+                      for q, idx in enumerate(graph.send_idx)]).contiguous()
+
+
 def _decode(codec: Optional[BoundCodec], payload: Tensor, counts: list[int], like: Tensor,
             tensor: int, keys) -> Tensor:
+    """Rows shaped like ``like``'s from the peers' chunks of ``payload``, each decoded
+    straight into its place in the output."""
     if codec is None or codec.is_raw(like):
         return payload
-    chunks = payload.split(counts)
-    return torch.cat([codec.decode(c, like.shape[1:], like.dtype, codec.key(tensor, *keys(q)))
-                      for q, c in enumerate(chunks)])
+    out = like.new_empty((sum(counts), *like.shape[1:]))
+    for q, (dst, chunk) in enumerate(zip(out.split(counts), payload.split(counts))):
+        codec.decode_into(dst, chunk, codec.key(tensor, *keys(q)))
+    return out
 
 
 def _buffer(codec: Optional[BoundCodec], like: Tensor, rows: int) -> Tensor:
@@ -63,10 +76,8 @@ def _buffer(codec: Optional[BoundCodec], like: Tensor, rows: int) -> Tensor:
 class _HaloFetch(torch.autograd.Function):
     @staticmethod
     def forward(ctx, graph: DistGraph, wire: Wire, tensor: int, x: Tensor) -> Tensor:
-        idx = _send_index(graph)
         me, codec = graph.rank, wire.codec_of(tensor)
-        send = _encode(codec, x.index_select(0, idx), graph.send_counts, tensor,
-                       lambda q: (me, q, "rows"))
+        send = _encode_rows(codec, x, graph, tensor, lambda q: (me, q, "rows"))
         out = _buffer(codec, x, sum(graph.recv_counts))
         t = time.perf_counter()
         graph.context.comm.all_to_all_single(out, send, graph.recv_counts, graph.send_counts)

@@ -105,7 +105,10 @@ class SARPropagate(torch.autograd.Function):
         view, program, rule = prop.view, prop.program, prop.rule
         g = view.graph
         linear = program.linear
-        walk = BlockWalk(view, src, prop.mode, prop.pipeline_depth, prop.wire)
+        # The linear path's backward reads the rows only for an edge-weight gradient.
+        keep = (linear is None or linear.weight is not None
+                and ctx.needs_input_grad[4 + n_src + n_dst + linear.weight])
+        walk = BlockWalk(view, src, prop.mode, prop.pipeline_depth, prop.wire, keep=keep)
         acc, rng = None, [None] * g.world_size
         for step in walk.forward():
             block, rows = step.block, step.rows

@@ -60,13 +60,16 @@ class BlockWalk:
         wire: label and compression of the traffic (the same object in forward and backward).
         ids: index of each source tensor within the propagate call (its compression key;
             default ``0..n-1``), for a backward walk over a subset of the forward's tensors.
+        keep: mode ``"sa"``: whether the backward walk will need the rows (``False`` for a
+            linear aggregation without an edge-weight gradient: nothing is kept).
     """
 
     def __init__(self, view: GraphView, src: Sequence[Tensor], mode: str,
                  depth: Optional[int], wire: Wire = NO_WIRE,
-                 ids: Optional[Sequence[int]] = None) -> None:
+                 ids: Optional[Sequence[int]] = None, keep: bool = True) -> None:
         self.view, self.src, self.mode, self.depth = view, list(src), mode, depth
         self.wire, self.ids = wire, ids
+        self.keeps = mode == "sa" and keep
         self.graph = view.graph
         # mode "sa": the payloads received in forward, step by step (n per remote step)
         self.kept: list[Tensor] = []
@@ -88,7 +91,7 @@ class BlockWalk:
                 rows = self.src
             elif fetcher is None:
                 rows = []
-            elif self.mode == "sa":
+            elif self.keeps:
                 payloads = fetcher.get_payloads(k)
                 self.kept.extend(payloads)
                 rows = fetcher.decode(k, payloads) if block.num_edges else []  # else skipped

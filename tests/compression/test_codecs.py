@@ -199,3 +199,24 @@ def test_quantization_backward_is_the_quantised_gradient():
 def test_message_key_checks_direction():
     with pytest.raises(ValueError, match="direction"):
         MessageKey(0, 0, 0, 0, 0, 0, 1, "sideways")
+
+
+@pytest.mark.parametrize("codec", CODECS, ids=IDS)
+@pytest.mark.parametrize("shape", [(40, 12), (40, 3, 8)])
+@pytest.mark.parametrize("ratio", [1.0, 3.0, 16.0])
+def test_gathering_encode_and_in_place_decode_equal_the_plain_ones(codec, shape, ratio):
+    """``encode_rows`` (gathers only what is sent) and ``decode_into`` (writes into a slice of
+    a larger output) give the bytes and rows of ``encode(source[index])`` and ``decode``."""
+    gen = torch.Generator().manual_seed(3)
+    source = torch.randn(*shape, generator=gen, dtype=torch.float64)
+    index = torch.tensor([5, 0, 39, 5, 17, 2, 30])
+    bound = _bound(codec, ratio, step=2)
+    key = bound.key(1, 0, 2)
+    payload = bound.encode(source.index_select(0, index), key)
+    gathered = bound.encode_rows(source, index, key)
+    assert gathered.dtype == payload.dtype and torch.equal(gathered, payload)
+    rows = bound.decode(payload, tuple(shape[1:]), source.dtype, key)
+    out = torch.full((index.numel() + 3, *shape[1:]), float("nan"), dtype=source.dtype)
+    bound.decode_into(out[2:2 + index.numel()], payload, key)
+    assert torch.equal(out[2:2 + index.numel()], rows)
+    assert out[:2].isnan().all() and out[2 + index.numel():].isnan().all()

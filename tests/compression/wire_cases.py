@@ -3,7 +3,8 @@
 * ``sa_memory``: mode ``sa`` keeps what it received (the compressed payload), not decoded
   full-size rows: the bytes it saves for backward beyond what mode ``sar`` saves (measured on
   the tensors given to autograd, with ``saved_tensors_hooks``) equal the bytes its forward
-  received, and SA's results stay exactly SAR's.
+  received, and SA's results stay exactly SAR's. A linear aggregation (GCN) whose backward
+  needs no rows keeps nothing; with a learned edge weight (GraphConv) it keeps the payload.
 * ``logits``: attention logits (GAT's ``alpha_src``) cross the network raw while features are
   compressed: a spying codec sees only feature rows, and every path (fused, generic, halo)
   equals plain PyG where only the remote feature rows went through the codec.
@@ -15,14 +16,31 @@ from __future__ import annotations
 
 import torch
 from rank_cases import CODECS, IN, SEED, Stack, Views, _mlp, _rel, _weights, make_graph
-from torch_geometric.nn import EdgeConv, GATConv, GATv2Conv, GCNConv
+from torch_geometric.nn import EdgeConv, GATConv, GATv2Conv, GCNConv, GraphConv
 
 import pyg_sar
 from pyg_sar.compression import BoundCodec, Compressor, Truncate
 from pyg_sar.compression.keys import MessageKey
 
+
+class LearnedWeightStack(torch.nn.Module):
+    """Two GraphConvs on edge weights scaled by a learned factor: the linear aggregation's
+    backward needs the rows for the edge-weight gradient."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(IN, 32)  # rows of 32 values cross in both layers
+        self.conv1, self.conv2 = GraphConv(32, 32), GraphConv(32, 16)
+        self.scale = torch.nn.Parameter(torch.tensor(1.5))
+
+    def forward(self, x, edge_index, edge_weight):
+        w = edge_weight * self.scale
+        return self.conv2(self.conv1(self.lin(x), edge_index, w).relu(), edge_index, w)
+
+
 MODELS = {
     "gcn": lambda: Stack(GCNConv(IN, 32), GCNConv(32, 16)),
+    "graphconv_w": LearnedWeightStack,
     "edgeconv": lambda: Stack(EdgeConv(_mlp(2 * IN, 32)), EdgeConv(_mlp(64, 16), aggr="mean")),
     "gat": lambda: Stack(GATConv(IN, 4, heads=2), GATConv(8, 5, heads=3, concat=False)),
     "gatv2": lambda: Stack(GATv2Conv(IN, 4, heads=2), GATv2Conv(8, 5, heads=2, concat=False)),
@@ -59,7 +77,10 @@ def run(ctx, part, data, name: str, mode: str, comp=None, kernels: bool = True) 
     nid = part.node_ids
     x = data.x[nid].clone().requires_grad_()
     ctx.comm.traffic.reset()
-    out, saved = _saved_bytes(lambda: model(x, part.graph))
+    args = (x, part.graph)
+    if isinstance(model, LearnedWeightStack):  # a fixed weight per input edge
+        args += (0.5 + (part.edge_ids % 7).to(torch.float64) / 7,)
+    out, saved = _saved_bytes(lambda: model(*args))
     forward_ledger = ctx.comm.traffic.as_dict()
     (out * _weights(data.num_nodes, out.shape[1])[nid]).sum().backward()
     ledger = ctx.comm.traffic.as_dict()
@@ -90,7 +111,8 @@ SA_CODECS = [("truncate", 4.0), ("subset", 4.0), ("quantize", 4.0), ("quantize",
 
 def sa_memory(ctx, part, data) -> dict:
     out = {}
-    plans = [("gcn", True), ("edgeconv", True), ("gat", True), ("gat", False), ("gatv2", True)]
+    plans = [("gcn", True), ("graphconv_w", True), ("edgeconv", True), ("gat", True),
+             ("gat", False), ("gatv2", True)]
     for name, kernels in plans:
         sar_plain = run(ctx, part, data, name, "sar", kernels=kernels)
         sa_plain = run(ctx, part, data, name, "sa", kernels=kernels)
@@ -117,6 +139,11 @@ class SpyTruncate(Truncate):
     def encode(self, rows: torch.Tensor, ratio: float, key: MessageKey) -> torch.Tensor:
         SpyTruncate.seen.append((key.tensor, tuple(rows.shape[1:])))
         return super().encode(rows, ratio, key)
+
+    def encode_rows(self, source: torch.Tensor, index: torch.Tensor, ratio: float,
+                    key: MessageKey) -> torch.Tensor:
+        SpyTruncate.seen.append((key.tensor, tuple(source.shape[1:])))
+        return super().encode_rows(source, index, ratio, key)
 
 
 def _seen_hook(views: Views, r: int, bound: BoundCodec):
