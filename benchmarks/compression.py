@@ -438,8 +438,8 @@ def main(argv=None) -> None:
     size.add_argument("--quick", action="store_true", help="reduced check (default)")
     size.add_argument("--small", action="store_true",
                       help="the full methods, epochs and seeds on CiteSeer")
-    p.add_argument("--epochs", type=int, default=None, help="(full: 300, quick: 30)")
-    p.add_argument("--seeds", type=int, default=None, help="(full: 3, quick: 1)")
+    p.add_argument("--epochs", type=int, default=None, help="(full, small: 300; quick: 30)")
+    p.add_argument("--seeds", type=int, default=None, help="(full, small: 3; quick: 1)")
     p.add_argument("--eval-every", type=int, default=10)
     p.add_argument("--models", default="sage,gat")
     p.add_argument("--methods", default=None, help="comma-separated subset of the methods")

@@ -192,15 +192,12 @@ class RowFetcher:
         g = self.graph
         send_to, recv_from = ring_peers(g.rank, g.world_size, step)
         idx = g.send_idx[send_to]
-        like = self.tensors
-        if self.wire.codec is None:
-            send = [t.index_select(0, idx) for t in self.tensors]
-        else:  # encode_rows gathers only what is sent (no full-size copy of the rows)
-            codecs = [self.wire.codec_of(i) for i in self.ids]
-            send = [t.index_select(0, idx) if c is None else
-                    c.encode_rows(t, idx, c.key(i, g.rank, send_to))
-                    for t, c, i in zip(self.tensors, codecs, self.ids)]
-            like = [t if c is None else c.wire_like(t) for t, c in zip(self.tensors, codecs)]
+        codecs = [self.wire.codec_of(i) for i in self.ids]  # None: sent raw
+        # encode_rows gathers only what is sent (no full-size copy of the rows)
+        send = [t.index_select(0, idx) if c is None else
+                c.encode_rows(t, idx, c.key(i, g.rank, send_to))
+                for t, c, i in zip(self.tensors, codecs, self.ids)]
+        like = [t if c is None else c.wire_like(t) for t, c in zip(self.tensors, codecs)]
         rows = g.blocks[recv_from].num_src
         self.in_flight.append((step, recv_from, exchange_rows(g, step, send, like, rows,
                                                               traffic=self.traffic)))
