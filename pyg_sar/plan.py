@@ -4,8 +4,8 @@
         --model sage --hidden 256 --layers 3 --mode sar --world-sizes 1 2 4 8
     python -m pyg_sar.plan --preset papers100m     # next to the SAR paper's figures
 
-The model follows what the engine allocates (``pyg_sar/core/walk.py``, ``core/sar.py``,
-DESIGN 7): per rank, the partition's tensors (features, labels, masks, the CSR blocks, send
+The model follows what the engine allocates (``pyg_sar/core/walk.py``, ``core/sar.py``):
+per rank, the partition's tensors (features, labels, masks, the CSR blocks, send
 lists and degrees), the model's parameters with their gradient and two Adam moments, and the
 working memory of a training step: per-node activations saved for backward, plus what each
 mode keeps of the remote rows (``sar``: one block of rows in flight; ``sa``: every fetched row

@@ -2,7 +2,7 @@
 // kernels so that the CPU tests check the same arithmetic the GPU runs. Torch-free: nvcc compiles
 // it without ATen.
 //
-// Online softmax over a destination's in-edges, per head h (DESIGN 8):
+// Online softmax over a destination's in-edges, per head h:
 //   m <- max(m, s_e);  l <- l * exp(m_old - m) + exp(s_e - m);
 //   acc <- acc * exp(m_old - m) + drop_e * exp(s_e - m) * v_e;   out = acc / l (0 where l == 0)
 // Backward with a_e = exp(s_e - m) / l and D = <dout_i, out_i>:

@@ -1,8 +1,8 @@
-// Bulk sampling as sparse-matrix steps (DESIGN section 10): the rows of Q @ A for the frontier
-// of k minibatches, GraphSAGE's uniform and LADIES' weighted picks without replacement by dart
-// throwing, LADIES' Q @ (A * A), per-minibatch column extraction and relabelling. C++ API and
-// the argument checks every backend runs once. The adjacency is CSR (rowptr, col), each row's
-// columns ascending; all indices are int64.
+// Bulk sampling as sparse-matrix steps (Tripathy, Yelick and Buluc, MLSys 2024): the rows of
+// Q @ A for the frontier of k minibatches, GraphSAGE's uniform and LADIES' weighted picks without
+// replacement by dart throwing, LADIES' Q @ (A * A), per-minibatch column extraction and
+// relabelling. C++ API and the argument checks every backend runs once. The adjacency is CSR
+// (rowptr, col), each row's columns ascending; all indices are int64.
 #pragma once
 
 #include <ATen/ATen.h>

@@ -1,5 +1,5 @@
-"""Compression of the rows that cross the network (DESIGN section 9; seed: VARCO,
-arXiv 2406.17611).
+"""Compression of the rows that cross the network (seed: VARCO,
+arXiv 2406.17611; docs/compression.md).
 
 * :class:`Compressor` (:mod:`.interface`): a codec and a ratio schedule, set through
   ``SARConfig(compression=...)`` for all layers, per layer (a dict of layer name ->

@@ -1,6 +1,6 @@
 """Block-wise row traffic of the engine: fetch a peer's boundary rows, return gradients to owners.
 
-Step ``k`` of the ring schedule (DESIGN 6): rank ``r`` sends rows to ``(r - k) % P`` and receives
+Step ``k`` of the ring schedule: rank ``r`` sends rows to ``(r - k) % P`` and receives
 the rows of ``(r + k) % P``; gradients travel the opposite way. Both sides know every message
 size from the partition (``send_idx`` on one side, ``Block.num_src`` on the other), so empty
 messages are skipped symmetrically.

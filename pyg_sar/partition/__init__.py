@@ -1,4 +1,4 @@
-"""Offline graph partitioning and the on-disk partition format (DESIGN section 5).
+"""Offline graph partitioning and the on-disk partition format (docs/how_sar_works.md).
 
 * :func:`partition_graph` splits a PyG ``Data`` into ``P`` parts written to a folder;
 * :func:`load_partition` reads one rank's part as a :class:`LocalPartition`;

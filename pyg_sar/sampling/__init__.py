@@ -1,4 +1,4 @@
-"""Matrix-based bulk sampling (Tripathy, Yelick, Buluç, MLSys 2024; DESIGN section 10).
+"""Matrix-based bulk sampling (Tripathy, Yelick, Buluç, MLSys 2024).
 
 GraphSAGE (node-wise) and LADIES (layer-wise) minibatches written as sparse-matrix steps over
 ``k`` minibatches at once, on one process or over the ranks of a partition, yielded as PyG
