@@ -1,9 +1,12 @@
 """pyg_sar: exact distributed full-batch training of PyG models (Sequential Aggregation and
 Rematerialization).
 
-Public API (see DESIGN): :func:`init`, :func:`partition_graph`, :func:`load_partition`,
-:func:`convert`, :class:`SARConfig`, :func:`broadcast_parameters`, :func:`all_reduce_gradients`.
-Heavy submodules are imported on first use so ``import pyg_sar`` stays cheap.
+Public API (reference: ``docs/api.rst``): :func:`init`, :func:`distribute`,
+:func:`load_partition`, :func:`partition_graph`, :class:`PartitionData`, :func:`convert`,
+:func:`unconvert`, :class:`SARConfig`, :class:`DistGraph`, :func:`print`, :func:`log`,
+:func:`barrier`, :func:`global_sum`, :func:`save_checkpoint`, :func:`load_checkpoint`; global
+losses and metrics in :mod:`pyg_sar.nn.functional`. Heavy submodules are imported on first use
+so ``import pyg_sar`` stays cheap.
 """
 from __future__ import annotations
 
