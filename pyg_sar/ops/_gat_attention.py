@@ -203,18 +203,3 @@ def gatv2_attention(rowptr: Tensor, col: Tensor, x_src: Tensor, x_dst: Tensor,
     return GATv2Attention.apply(rowptr, col, x_src, x_dst, x_edge, att, negative_slope, dropout,
                                 seed, src_ids, dst_ids)
 
-
-def attention_reference(rowptr: Tensor, col: Tensor, scores: Tensor, values: Tensor,
-                        drop: Optional[Tensor] = None) -> Tensor:
-    """Plain-torch oracle: ``out_i = sum_e drop_e softmax_i(scores)_e values[col_e]``.
-
-    ``scores``/``drop`` are ``[E, H]`` in edge order, ``values`` ``[S, H, C]``. Builds the
-    per-edge tensors the kernels avoid; for tests.
-    """
-    from pyg_sar.core.combine import SoftmaxRule
-    num_dst = rowptr.numel() - 1
-    row = torch.repeat_interleave(torch.arange(num_dst, device=rowptr.device), rowptr.diff())
-    rule = SoftmaxRule()
-    msgs = (scores, values.index_select(0, col), drop)
-    acc = rule.init(num_dst, msgs)
-    return rule.finalize(rule.fold(acc, msgs, row))

@@ -6,9 +6,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from pyg_sar.core.combine import SoftmaxRule
 from pyg_sar.ops import native_available
 from pyg_sar.ops._gat_attention import (
-    attention_reference,
     attention_state,
     gat_attention,
     gat_block_backward,
@@ -24,6 +24,18 @@ from pyg_sar.ops._gat_attention import (
 pytestmark = pytest.mark.skipif(not native_available(),
                                 reason="needs the native library pyg_sar._C (pip install -e .)")
 SLOPE = 0.2
+
+
+def attention_reference(rowptr, col, scores, values, drop=None):
+    """Plain-torch oracle: ``out_i = sum_e drop_e softmax_i(scores)_e values[col_e]``, through the
+    engine's online-softmax rule (``scores``/``drop`` ``[E, H]`` in edge order, ``values``
+    ``[S, H, C]``). It builds the per-edge tensors the kernels avoid."""
+    num_dst = rowptr.numel() - 1
+    row = torch.repeat_interleave(torch.arange(num_dst, device=rowptr.device), rowptr.diff())
+    rule = SoftmaxRule()
+    msgs = (scores, values.index_select(0, col), drop)
+    acc = rule.init(num_dst, msgs)
+    return rule.finalize(rule.fold(acc, msgs, row))
 
 
 def csr(num_dst: int, num_src: int, degrees: list[int], seed: int = 0):
