@@ -254,10 +254,10 @@ def load_checkpoint(path: str | Path, model: torch.nn.Module,
         partition: the rank's partition; refused unless it is the one the checkpoint was
             written for (same fingerprint).
         restore_rng: also restore torch / NumPy / Python RNG states (for bit-identical resume).
+        ctx: the :class:`~pyg_sar.distributed.DistContext` (default: the current one).
 
     The step state of the model's compressors (:func:`pyg_sar.compression.compressors_of`)
     is restored too; a checkpoint written with other compressors is refused.
-        ctx: the :class:`~pyg_sar.distributed.DistContext` (default: the current one).
 
     Raises:
         FileNotFoundError: no checkpoint at ``path``.
