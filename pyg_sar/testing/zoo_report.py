@@ -1,9 +1,10 @@
-r"""Tables from the zoo's results: the README's "What is supported" table and a status page.
+r"""Tables from the zoo's results: the docs' supported-layers table and a status page.
 
-``python -m pyg_sar.testing.zoo_report --write-readme`` runs the zoo (or reads ``--results``)
-and replaces the text between ``<!-- zoo:begin -->`` and ``<!-- zoo:end -->`` in README.md with
-the table generated from the results, so the README claims exactly what was tested. The zoo
-test fails when README.md's table differs from the one generated from its own run.
+``python -m pyg_sar.testing.zoo_report --write-docs`` runs the zoo (or reads ``--results``)
+and replaces the text between ``<!-- zoo:begin -->`` and ``<!-- zoo:end -->`` in
+``docs/supported_layers.md`` with the table generated from the results, so the documentation
+claims exactly what was tested. The zoo test fails when that page's table differs from the one
+generated from its own run.
 
 ``--status FILE`` writes a page with every cell (P, mode) of every recipe: exact with its
 error, REFUSED, WRONG with the relative error, or CRASH with the error line.
@@ -22,6 +23,8 @@ from typing import Optional
 from pyg_sar.testing.zoo import EXACT, FAIL, REFUSED, describe_cell, run_zoo, write_results
 
 BEGIN, END = "<!-- zoo:begin -->", "<!-- zoo:end -->"
+# The docs page whose table must equal the zoo run (checked by tests/zoo).
+SUPPORTED_PAGE = Path(__file__).resolve().parents[2] / "docs" / "supported_layers.md"
 _REASON_CHARS = 240
 _TABLES = (("conv", "Layers of `torch_geometric.nn.conv`"),
            ("model", "Models of `torch_geometric.nn.models` (node-level, one whole graph)"))
@@ -49,8 +52,8 @@ def _options(rec: dict) -> str:
     return _cell_text(text)
 
 
-def readme_table(results: dict) -> str:
-    """The "What is supported" tables (markdown) of ``results``."""
+def supported_table(results: dict) -> str:
+    """The supported-layers tables (markdown) of ``results``."""
     recipes = results["recipes"]
     counts = {k: sum(r["outcome"] == k for r in recipes) for k in (EXACT, REFUSED, FAIL)}
     versions = results["versions"]
@@ -76,7 +79,7 @@ def readme_table(results: dict) -> str:
     return "\n".join(lines)
 
 
-def readme_section(text: str) -> Optional[str]:
+def marked_section(text: str) -> Optional[str]:
     """The text between the zoo markers (stripped), or ``None`` without both markers."""
     begin, end = text.find(BEGIN), text.find(END)
     if begin < 0 or end < begin:
@@ -88,13 +91,13 @@ def replace_section(text: str, table: str) -> str:
     """``text`` with the part between the markers replaced by ``table``."""
     begin, end = text.find(BEGIN), text.find(END)
     if begin < 0 or end < begin:
-        raise ValueError(f"README has no '{BEGIN}' ... '{END}' markers (in that order) to put "
+        raise ValueError(f"the page has no '{BEGIN}' ... '{END}' markers (in that order) to put "
                          f"the zoo table between")
     return f"{text[:begin + len(BEGIN)]}\n{table}\n{text[end:]}"
 
 
 def status_markdown(results: dict, command: str = "") -> str:
-    """Every cell of every recipe, for prioritising work (not for the README)."""
+    """Every cell of every recipe, for prioritising work (not for the docs)."""
     recipes = results["recipes"]
     keys = [f"P{p}/{m}" for p in results["world_sizes"] for m in results["modes"]]
     counts = {k: sum(r["outcome"] == k for r in recipes) for k in (EXACT, REFUSED, FAIL)}
@@ -156,12 +159,12 @@ def main(argv: Optional[list[str]] = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--results", type=Path, help="read these results instead of running")
     parser.add_argument("--out", type=Path, help="write the results of the run here")
-    parser.add_argument("--write-readme", action="store_true",
-                        help="replace the table between the markers in README.md")
-    parser.add_argument("--readme", type=Path,
-                        default=Path(__file__).resolve().parents[2] / "README.md")
+    parser.add_argument("--write-docs", action="store_true",
+                        help="replace the table between the markers in --page")
+    parser.add_argument("--page", type=Path, default=SUPPORTED_PAGE,
+                        help="the docs page holding the table (default: %(default)s)")
     parser.add_argument("--status", type=Path, help="write the per-cell status page here")
-    parser.add_argument("--print", action="store_true", help="print the README table")
+    parser.add_argument("--print", action="store_true", help="print the supported-layers table")
     parser.add_argument("--names", help="run only these recipes (comma-separated names)")
     parser.add_argument("--merge", action="store_true",
                         help="with --names and --out: replace those recipes in the results "
@@ -180,13 +183,13 @@ def main(argv: Optional[list[str]] = None) -> int:
             results = merge_results(json.loads(args.out.read_text(encoding="utf-8")), results)
     if args.out is not None:
         write_results(results, args.out)
-    table = readme_table(results)
-    if args.write_readme:
-        text = args.readme.read_text(encoding="utf-8")
-        _write_text(args.readme, replace_section(text, table))
+    table = supported_table(results)
+    if args.write_docs:
+        text = args.page.read_text(encoding="utf-8")
+        _write_text(args.page, replace_section(text, table))
     if args.status is not None:
         _write_text(args.status, status_markdown(results))
-    if args.print or not (args.write_readme or args.status or args.out):
+    if args.print or not (args.write_docs or args.status or args.out):
         print(table)
     failing = sum(r["outcome"] == FAIL for r in results["recipes"])
     print(f"zoo: {len(results['recipes'])} recipes, {failing} neither exact nor refused",

@@ -3,8 +3,8 @@
 
 One launch per P runs every recipe (a crash inside a converted layer on several ranks costs one
 more launch). The results are written as JSON to ``$PYG_SAR_ZOO_RESULTS`` (default: the pytest
-temporary directory; the path is printed in the README test's message) and README.md's
-"What is supported" table must be the one generated from them.
+temporary directory; the path is printed in the docs test's message) and the table of
+docs/supported_layers.md must be the one generated from them.
 """
 from __future__ import annotations
 
@@ -16,7 +16,13 @@ import pytest
 from pyg_sar.testing.zoo import EXACT, REFUSED, run_zoo, write_results
 from pyg_sar.testing.zoo_models import MODEL_RECIPES, unclassified_models
 from pyg_sar.testing.zoo_recipes import CONV_RECIPES, unclassified_classes
-from pyg_sar.testing.zoo_report import BEGIN, END, readme_section, readme_table
+from pyg_sar.testing.zoo_report import (
+    BEGIN,
+    END,
+    SUPPORTED_PAGE,
+    marked_section,
+    supported_table,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPES = CONV_RECIPES + MODEL_RECIPES
@@ -52,13 +58,14 @@ def test_exact_or_refused(zoo, name):
         f"{rec['detail']}")
 
 
-def test_readme_table_is_generated_from_these_results(zoo):
-    section = readme_section((ROOT / "README.md").read_text(encoding="utf-8"))
+def test_docs_table_is_generated_from_these_results(zoo):
+    page = SUPPORTED_PAGE.relative_to(ROOT)
+    section = marked_section(SUPPORTED_PAGE.read_text(encoding="utf-8"))
     regenerate = (f"python -m pyg_sar.testing.zoo_report --results {zoo['path']} "
-                  f"--write-readme")
+                  f"--write-docs")
     assert section is not None, (
-        f"README.md has no '{BEGIN}' ... '{END}' markers around its 'What is supported' "
-        f"table; add them, then run: {regenerate}")
-    assert section == readme_table(zoo["results"]), (
-        f"README.md's zoo table differs from the table generated from this run's results; "
+        f"{page} has no '{BEGIN}' ... '{END}' markers around its supported-layers table; "
+        f"add them, then run: {regenerate}")
+    assert section == supported_table(zoo["results"]), (
+        f"{page}'s zoo table differs from the table generated from this run's results; "
         f"run: {regenerate}")

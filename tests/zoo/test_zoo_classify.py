@@ -1,10 +1,18 @@
-"""The zoo's classification and README table, on hand-made cell records (no launches)."""
+"""The zoo's classification and the supported-layers table, on hand-made cell records (no
+launches)."""
 from __future__ import annotations
 
 import pytest
 
 from pyg_sar.testing.zoo import EXACT, FAIL, REFUSED, classify, merge_ranks
-from pyg_sar.testing.zoo_report import BEGIN, END, readme_section, readme_table, replace_section
+from pyg_sar.testing.zoo_report import (
+    BEGIN,
+    END,
+    SUPPORTED_PAGE,
+    marked_section,
+    replace_section,
+    supported_table,
+)
 
 
 def ran(out=1e-16, grad=2e-16, notes=()):
@@ -70,19 +78,27 @@ def _results(outcome, detail):
                          "detail": detail, "cells": {}}]}
 
 
-def test_readme_table_rows():
-    table = readme_table(_results(REFUSED, "pyg_sar.convert: layer '' (XConv): no"))
+def test_supported_table_rows():
+    table = supported_table(_results(REFUSED, "pyg_sar.convert: layer '' (XConv): no"))
     assert "| `XConv` | a\\|b | refused: layer '' (XConv): no |" in table
-    table = readme_table(_results(EXACT, "max relative error 1e-16"))
+    table = supported_table(_results(EXACT, "max relative error 1e-16"))
     assert "exact (sar, sa, halo; P = 1, 3)" in table
-    assert "not exact, not refused" in readme_table(_results(FAIL, "P1/sar: CRASH"))
+    assert "not exact, not refused" in supported_table(_results(FAIL, "P1/sar: CRASH"))
 
 
 def test_replace_between_markers():
     text = f"a\n{BEGIN}\nold\n{END}\nb\n"
     new = replace_section(text, "new table")
     assert new == f"a\n{BEGIN}\nnew table\n{END}\nb\n"
-    assert readme_section(new) == "new table"
-    assert readme_section("no markers") is None
+    assert marked_section(new) == "new table"
+    assert marked_section("no markers") is None
     with pytest.raises(ValueError, match="markers"):
         replace_section("no markers", "t")
+
+
+def test_supported_page_has_the_markers():
+    """The docs page the zoo test checks holds exactly one marked table."""
+    text = SUPPORTED_PAGE.read_text(encoding="utf-8")
+    assert text.count(BEGIN) == 1 and text.count(END) == 1, SUPPORTED_PAGE
+    section = marked_section(text)
+    assert section is not None and "**Layers of `torch_geometric.nn.conv`**" in section
