@@ -9,7 +9,13 @@ columns are local node ids.
 
 The rank's stored edge order is the blocks concatenated by source rank, each block sorted by
 (destination, source): block ``s`` occupies ``[block.edge_start, block.edge_start +
-block.num_edges)``. Edge attributes (``LocalPartition.edge_attr``) follow that order.
+block.num_edges)``. Edge attributes (``PartitionData.edge_attr``) follow that order.
+
+A DistGraph may carry one value per stored edge (:meth:`DistGraph.with_values`): the
+partitioned form of a sparse adjacency with values (PyG's ``adj_t`` after ``T.ToSparseTensor()``,
+e.g. holding GCN-normalised weights). Layers that weight their messages by an edge weight use
+the values as PyG does with ``adj_t``; any other layer refuses such a graph
+(:mod:`pyg_sar.nn.values`).
 """
 from __future__ import annotations
 
@@ -91,12 +97,15 @@ class DistGraph:
         node_ids: ``int64 [num_nodes]`` original (pre-partition) id of every local node, when
             known; it keys randomness that must not depend on the partitioning (attention
             dropout). ``None``: the new ids ``node_offsets[rank] + local id`` are used.
+        edge_values: ``[num_edges]`` value of every stored edge (stored edge order), or
+            ``None``; see :meth:`with_values`.
     """
 
     def __init__(self, rank: int, world_size: int, node_offsets: list[int], blocks: list[Block],
                  send_idx: list[Tensor], in_degree: Tensor,
                  context: Optional[DistContext] = None,
-                 node_ids: Optional[Tensor] = None) -> None:
+                 node_ids: Optional[Tensor] = None,
+                 edge_values: Optional[Tensor] = None) -> None:
         if len(blocks) != world_size or len(send_idx) != world_size:
             raise ValueError(f"DistGraph: expected {world_size} blocks and send lists "
                              f"(got {len(blocks)} and {len(send_idx)})")
@@ -113,8 +122,37 @@ class DistGraph:
             raise ValueError(f"DistGraph: node_ids must have shape [{self.num_nodes_of(rank)}] "
                              f"(got {list(node_ids.shape)})")
         self.node_ids = node_ids
+        self.edge_values = self._checked_values(edge_values)
         self._context = context
         self._cache: dict = {}
+        from pyg_sar.nn.guard import install
+        install()  # unconverted layers given a DistGraph fail naming pyg_sar.convert
+
+    def _checked_values(self, values: Optional[Tensor]) -> Optional[Tensor]:
+        if values is None:
+            return None
+        if not isinstance(values, Tensor):
+            raise TypeError(f"DistGraph: edge values must be a tensor (got "
+                            f"{type(values).__name__})")
+        if tuple(values.shape) != (self.num_edges,):
+            raise ValueError(f"DistGraph: edge values must have shape [{self.num_edges}] (one "
+                             f"per stored edge, in stored edge order), got {list(values.shape)}")
+        return values
+
+    def with_values(self, values: Optional[Tensor]) -> DistGraph:
+        """This graph carrying ``values`` (one per stored edge, stored edge order; ``None``:
+        none), sharing everything else with it (blocks, exchange lists, context, cached
+        layouts).
+
+        Passed where PyG expects a sparse ``adj_t`` with values, the graph makes layers that
+        weight their messages by an edge weight use ``values`` as PyG uses ``adj_t``'s values
+        (``adj_t[i, j]`` is the weight of the edge ``j -> i``); layers that would ignore them
+        raise an error (:mod:`pyg_sar.nn.values`).
+        """
+        graph = DistGraph(self.rank, self.world_size, self.node_offsets, self.blocks,
+                          self.send_idx, self.in_degree, self._context, self.node_ids, values)
+        graph._cache = self._cache  # same structure: halo layouts, views, norms are shared
+        return graph
 
     # ------------------------------------------------------------------ sizes
     def num_nodes_of(self, rank: int) -> int:
@@ -185,6 +223,10 @@ class DistGraph:
         Built once per graph with one exchange of the cut edges and cached; collective, so every
         rank must call it. Edge tensors of this graph do not describe the reversed edges.
         """
+        if self.edge_values is not None:
+            raise TypeError("DistGraph.flip: this graph carries edge values (data.adj_t), "
+                            "which describe its edges, not the reversed ones; flip "
+                            "data.edge_index (the graph without values) instead")
         axes = [dims] if isinstance(dims, int) else list(dims)
         if axes not in ([0], [-2]):
             raise ValueError(f"DistGraph.flip({dims!r}): only flip([0]) (reversing every edge) "
@@ -193,13 +235,37 @@ class DistGraph:
         from pyg_sar.partition.reverse import reversed_graph
         return reversed_graph(self)
 
-    def to(self, device) -> DistGraph:
+    def to(self, device, non_blocking: bool = False, **kwargs) -> DistGraph:
+        """This graph on ``device``: ``self`` when already there, else a moved copy (same
+        context; edge values moved too). Other arguments of ``Tensor.to`` (a dtype) do not
+        apply to a graph's index structure and are ignored, as PyG's ``Data.to`` passes them
+        on."""
+        if isinstance(device, (torch.dtype, type(None))):
+            return self
         device = torch.device(device)
+        if _same_device(self.device, device):
+            return self
+        values = None if self.edge_values is None else self.edge_values.to(device)
         return DistGraph(self.rank, self.world_size, self.node_offsets,
                          [b.to(device) for b in self.blocks],
                          [i.to(device) for i in self.send_idx], self.in_degree.to(device),
                          self._context,
-                         None if self.node_ids is None else self.node_ids.to(device))
+                         None if self.node_ids is None else self.node_ids.to(device), values)
+
+    def cpu(self) -> DistGraph:
+        return self.to("cpu")
+
+    def __deepcopy__(self, memo: dict) -> DistGraph:
+        """A copy of the tensors sharing the communication context (which cannot be copied);
+        what ``copy.deepcopy`` of a PyG ``Data`` holding the graph (``data.clone()``) does."""
+        import copy
+        clone = copy.copy(self)
+        memo[id(self)] = clone
+        for key, value in self.__dict__.items():
+            if key not in ("_context", "_cache"):
+                setattr(clone, key, copy.deepcopy(value, memo))
+        clone._cache = {}
+        return clone
 
     # ------------------------------------------------- edge_index operations (exact subset)
     # PyG layers index ``edge_index`` in forward (``edge_index[:, edge_type == r]``,
@@ -265,13 +331,24 @@ class DistGraph:
         in_degree = torch.zeros_like(self.in_degree)
         for b in blocks:
             in_degree += torch.bincount(b.row, minlength=self.num_nodes)
+        values = None if self.edge_values is None else self.edge_values[mask]
         return DistGraph(self.rank, self.world_size, self.node_offsets, blocks, self.send_idx,
-                         in_degree, self._context, self.node_ids)
+                         in_degree, self._context, self.node_ids, values)
 
     def __repr__(self) -> str:
+        values = "" if self.edge_values is None else ", values=True"
         return (f"DistGraph(rank={self.rank}, world_size={self.world_size}, "
                 f"num_nodes={self.num_nodes}, num_edges={self.num_edges}, "
-                f"recv={self.recv_counts})")
+                f"recv={self.recv_counts}{values})")
+
+
+def _same_device(have: torch.device, want: torch.device) -> bool:
+    """``want`` names ``have`` (``cuda`` without an index names the current CUDA device)."""
+    if have.type != want.type:
+        return False
+    if want.index is None and want.type == "cuda":
+        return have.index == torch.cuda.current_device()
+    return want.index is None or have.index == want.index
 
 
 def _describe_key(key) -> str:

@@ -153,6 +153,9 @@ def dist_propagate(layer: MessagePassing, graph: DistGraph, size, kwargs: dict) 
     if size is not None and tuple(size) != (graph.num_nodes, graph.num_nodes):
         raise ValueError(f"pyg_sar: bipartite propagate (size={tuple(size)}) is not supported "
                          f"over a DistGraph with {graph.num_nodes} local nodes")
+    if graph.edge_values is not None:  # data.adj_t: its values are the edge weights
+        from pyg_sar.nn.values import with_edge_values
+        kwargs = with_edge_values(layer, graph, kwargs)
     if not (spec.attention and layer.inspector.implements("edge_update")):
         # (GAT's edge data went through its edge_updater, checked there; its ``alpha`` here
         # is the engine's own.)

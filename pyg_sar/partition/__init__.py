@@ -1,11 +1,20 @@
 """Offline graph partitioning and the on-disk partition format (docs/how_sar_works.md).
 
 * :func:`partition_graph` splits a PyG ``Data`` into ``P`` parts written to a folder;
-* :func:`load_partition` reads one rank's part as a :class:`LocalPartition`;
+* :func:`load_partition` reads one rank's part as a :class:`PartitionData` (a PyG ``Data``;
+  ``LocalPartition`` is another name for it);
+* :func:`pyg_sar.distribute` partitions an in-memory ``Data`` inside a running job and hands
+  every rank its part over the communicator (:mod:`pyg_sar.partition.distribute`);
 * ``python -m pyg_sar.partition --dataset NAME --num-parts P --out DIR`` does it from the shell.
 """
 from pyg_sar.partition.format import FORMAT_VERSION, MetaError
-from pyg_sar.partition.loader import LocalPartition, load_node_map, load_partition, read_meta
+from pyg_sar.partition.loader import (
+    LocalPartition,
+    PartitionData,
+    load_node_map,
+    load_partition,
+    read_meta,
+)
 from pyg_sar.partition.storage import ChecksumError
 from pyg_sar.partition.writer import PartitionReport, partition_graph, write_partition
 
@@ -14,6 +23,7 @@ __all__ = [
     "ChecksumError",
     "LocalPartition",
     "MetaError",
+    "PartitionData",
     "PartitionReport",
     "load_node_map",
     "load_partition",

@@ -8,6 +8,12 @@ Example::
 
 ``--dataset`` is a name known to :func:`pyg_sar.datasets.load_dataset`, or ``module:function``
 naming an importable function that returns a ``torch_geometric.data.Data``.
+
+The parts hold the tensors as loaded: preprocessing the training script would do (PyG's
+examples use ``T.NormalizeFeatures()``) must happen here, before partitioning.
+``--normalize-features`` applies ``T.NormalizeFeatures()`` (rows of ``x`` summing to one) so
+that a CLI partition matches such a script; other preprocessing goes into a
+``module:function`` dataset, or use :func:`pyg_sar.distribute` from the script itself.
 """
 from __future__ import annotations
 
@@ -68,6 +74,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--overwrite", action="store_true",
                         help="replace a non-empty output folder")
+    parser.add_argument("--normalize-features", action="store_true",
+                        help="apply torch_geometric.transforms.NormalizeFeatures() (each row "
+                             "of x scaled to sum to one) before partitioning, as PyG's "
+                             "examples preprocess Planetoid; without it the parts hold the "
+                             "raw features")
     args = parser.parse_args(argv)
     # Everything the arguments alone decide is refused before the (possibly long) load.
     if ":" not in args.dataset and not is_known_dataset(args.dataset):
@@ -87,6 +98,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, OSError, ImportError) as err:
         parser.exit(2, f"{parser.prog}: error: could not load --dataset {args.dataset!r}: "
                        f"{err}\n")
+    if args.normalize_features:
+        if getattr(data, "x", None) is None:
+            parser.exit(2, f"{parser.prog}: error: --normalize-features: dataset "
+                           f"{args.dataset!r} has no node features x\n")
+        import torch_geometric.transforms as T
+        data = T.NormalizeFeatures()(data)
     load_time = time.perf_counter() - t
     try:
         report = write_partition(data, args.num_parts, args.out, method=args.method,
@@ -94,7 +111,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as err:  # e.g. the folder filled up meanwhile, or bad data
         print(f"{parser.prog}: error: {_for_cli(err)}", file=sys.stderr)
         return 2
-    print(f"loaded dataset {args.dataset!r} in {load_time:.2f} s")
+    print(f"loaded dataset {args.dataset!r} in {load_time:.2f} s"
+          + (" (features normalised)" if args.normalize_features else ""))
     print(report.summary())
     return 0
 

@@ -14,6 +14,10 @@ Layout of a partition folder (all tensors ``.npy``, listed with their SHA-256 in
     part{r}/send_idx.npy         int64 [sum send]: local ids sent to every rank, by target rank
     part{r}/node/{key}.npy       node tensors (x, y, masks, ...), rows in local order
     part{r}/edge/{key}.npy       edge tensors (edge_attr, edge_weight, ...), stored edge order
+
+``meta.json`` may hold ``"adj_t": {"values": KEY or null}``: the input graph was a sparse
+``adj_t`` (its values, if any, are the 1-D edge tensor ``KEY``); the loader then gives the part
+an ``adj_t``, the graph carrying those values.
 """
 from __future__ import annotations
 
@@ -154,6 +158,13 @@ def validate_meta(meta: Any, path: Any) -> dict:
             isinstance(k, str) and isinstance(v, str) and _SHA256.fullmatch(v)
             for k, v in files.items()):
         raise _fail(path, "'files' must map file names to SHA-256 hex digests")
+    adj_t = meta.get("adj_t")
+    if adj_t is not None:
+        values = adj_t.get("values") if isinstance(adj_t, dict) else None
+        if not isinstance(adj_t, dict) or values is not None and (
+                values not in meta["edge_keys"] or len(meta["edge_keys"][values]["shape"]) != 1):
+            raise _fail(path, f"'adj_t' must be an object whose 'values' names a 1-D edge "
+                              f"tensor or is null (got {adj_t!r:.200})")
     if not isinstance(meta.get("method"), str):
         raise _fail(path, f"'method' must be a string (got {meta.get('method')!r})")
     return meta

@@ -1,4 +1,4 @@
-"""``load_partition``: one rank's part of a partition folder as a :class:`LocalPartition`.
+"""``load_partition``: one rank's part of a partition folder as a :class:`PartitionData`.
 
 Reads ``meta.json`` and the files of ``part{rank}/`` only, each checked against its SHA-256;
 nothing is unpickled and no other rank's data is touched.
@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor
+from torch_geometric.data import Data
 
 from pyg_sar.graph import Block, DistGraph
 from pyg_sar.partition import format as fmt
@@ -23,56 +24,183 @@ STANDARD_NODE_KEYS = ("x", "y", "train_mask", "val_mask", "test_mask")
 STANDARD_EDGE_KEYS = ("edge_attr", "edge_weight")
 
 
-@dataclass
-class LocalPartition:
-    """The part of a partitioned graph that one rank loads.
+class PartitionData(Data):
+    r"""The part of a partitioned graph that one rank holds: a PyG ``Data`` whose
+    ``edge_index`` is the rank's :class:`~pyg_sar.graph.DistGraph`.
 
-    Attributes:
-        graph: the rank's :class:`~pyg_sar.graph.DistGraph` (pass it where ``edge_index`` goes).
+    Returned by :func:`load_partition` and :func:`pyg_sar.distribute`; use it as PyG's ``data``
+    in an unchanged training script: ``model(data.x, data.edge_index)``,
+    ``data('train_mask', 'val_mask', 'test_mask')``, ``data.to(device)``.
+
+    Attributes (PyG ``Data`` attributes, in the store, moved by ``to``):
         x, y, train_mask, val_mask, test_mask: node tensors of the local nodes (``None`` when
             the input had none).
+        edge_index: the rank's :class:`~pyg_sar.graph.DistGraph` (pass it where
+            ``edge_index`` goes); :attr:`graph` is the same object.
+        adj_t: present when the input graph was a sparse ``adj_t``: the graph carrying its
+            values (:meth:`~pyg_sar.graph.DistGraph.with_values`), for layers that PyG calls
+            with ``adj_t``.
+        edge_attr, edge_weight: attributes of the stored edges, in stored edge order (for an
+            input ``adj_t`` with values, ``edge_weight`` holds them).
         node_ids: ``int64 [num_nodes]`` original ids of the local nodes, in local order.
-        edge_attr, edge_weight: attributes of the stored edges, in stored edge order.
         edge_ids: ``int64 [num_edges]`` input position of every stored edge.
-        node_data, edge_data: any other node / edge tensors, by name.
         recv_node_ids: original ids of the rows received from other ranks, by source rank.
-        meta: the parsed ``meta.json``; fingerprint: its SHA-256 (identifies the partition).
+        any other node or edge tensor of the input, by its name (listed in :attr:`node_data`,
+            :attr:`edge_data`).
+
+    Other attributes (not in the store): ``rank``, ``num_parts``, ``meta`` (the parsed
+    ``meta.json``), ``fingerprint`` (its SHA-256, identifying the partition), ``path``.
+    ``num_nodes`` and ``num_edges`` count the rank's local nodes and stored edges.
+    ``LocalPartition`` is another name for this class.
     """
 
-    rank: int
-    num_parts: int
-    graph: DistGraph
-    node_ids: Tensor
-    edge_ids: Tensor
-    recv_node_ids: Tensor
-    meta: dict
-    fingerprint: str
-    path: Path
-    x: Tensor | None = None
-    y: Tensor | None = None
-    train_mask: Tensor | None = None
-    val_mask: Tensor | None = None
-    test_mask: Tensor | None = None
-    edge_attr: Tensor | None = None
-    edge_weight: Tensor | None = None
-    node_data: dict[str, Tensor] = field(default_factory=dict)
-    edge_data: dict[str, Tensor] = field(default_factory=dict)
+    def __init__(self, rank: int = 0, num_parts: int = 1, graph: DistGraph | None = None,
+                 node_ids: Tensor | None = None, edge_ids: Tensor | None = None,
+                 recv_node_ids: Tensor | None = None, meta: dict | None = None,
+                 fingerprint: str = "", path: Path | str | None = None,
+                 x: Tensor | None = None, y: Tensor | None = None,
+                 train_mask: Tensor | None = None, val_mask: Tensor | None = None,
+                 test_mask: Tensor | None = None, edge_attr: Tensor | None = None,
+                 edge_weight: Tensor | None = None,
+                 node_data: dict[str, Tensor] | None = None,
+                 edge_data: dict[str, Tensor] | None = None, **kwargs: Any) -> None:
+        if graph is None:
+            graph = kwargs.pop("edge_index", None)
+        super().__init__(x=x, edge_index=graph, edge_attr=edge_attr, y=y, **kwargs)
+        self.__dict__.update(_rank=int(rank), _num_parts=int(num_parts),
+                             _meta=meta if meta is not None else {},
+                             _fingerprint=fingerprint,
+                             _path=None if path is None else Path(path),
+                             _node_keys=[], _edge_keys=[])
+        for key, value in (("edge_weight", edge_weight), ("train_mask", train_mask),
+                           ("val_mask", val_mask), ("test_mask", test_mask),
+                           ("node_ids", node_ids), ("edge_ids", edge_ids),
+                           ("recv_node_ids", recv_node_ids)):
+            if value is not None:
+                self[key] = value
+        self.node_data = node_data or {}
+        self.edge_data = edge_data or {}
+
+    # ------------------------------------------------------------ plain attributes
+    rank = property(lambda self: self.__dict__["_rank"],
+                    lambda self, v: self.__dict__.__setitem__("_rank", int(v)),
+                    doc="This part's rank.")
+    num_parts = property(lambda self: self.__dict__["_num_parts"],
+                         lambda self, v: self.__dict__.__setitem__("_num_parts", int(v)),
+                         doc="Number of parts of the partition (= the world size).")
+    meta = property(lambda self: self.__dict__["_meta"],
+                    lambda self, v: self.__dict__.__setitem__("_meta", v),
+                    doc="The parsed ``meta.json`` of the partition.")
+    fingerprint = property(lambda self: self.__dict__["_fingerprint"],
+                           lambda self, v: self.__dict__.__setitem__("_fingerprint", v),
+                           doc="SHA-256 of ``meta.json``: identifies the partition.")
+    path = property(lambda self: self.__dict__["_path"],
+                    lambda self, v: self.__dict__.__setitem__("_path", v),
+                    doc="The folder the part was loaded from.")
 
     @property
-    def num_nodes(self) -> int:
-        return self.graph.num_nodes
+    def graph(self) -> DistGraph | None:
+        """The rank's :class:`~pyg_sar.graph.DistGraph` (the same object as ``edge_index``)."""
+        return self.edge_index
+
+    @graph.setter
+    def graph(self, value: DistGraph) -> None:
+        self.edge_index = value
+
+    def _optional(key: str, doc: str) -> property:  # noqa: N805 - a helper of the class body
+        def get(self):
+            return self._store[key] if key in self._store else None
+
+        def put(self, value):
+            setattr(self._store, key, value)  # None removes it, as in PyG
+        return property(get, put, doc=doc)
+
+    train_mask = _optional("train_mask", "Training mask of the local nodes, or ``None``.")
+    val_mask = _optional("val_mask", "Validation mask of the local nodes, or ``None``.")
+    test_mask = _optional("test_mask", "Test mask of the local nodes, or ``None``.")
+    del _optional
+
+    def _extra(self, attr: str) -> dict[str, Tensor]:
+        return {k: self._store[k] for k in self.__dict__[attr] if k in self._store}
+
+    def _set_extra(self, attr: str, values: dict[str, Tensor]) -> None:
+        for key in self.__dict__[attr]:
+            if key in self._store:
+                del self._store[key]
+        self.__dict__[attr] = list(values)
+        for key, value in values.items():
+            self[key] = value
+
+    @property
+    def node_data(self) -> dict[str, Tensor]:
+        """Node tensors of the input other than x, y and the masks, by name (also attributes
+        of the data, ``data.<name>``)."""
+        return self._extra("_node_keys")
+
+    @node_data.setter
+    def node_data(self, values: dict[str, Tensor]) -> None:
+        self._set_extra("_node_keys", values)
+
+    @property
+    def edge_data(self) -> dict[str, Tensor]:
+        """Edge tensors of the input other than edge_attr and edge_weight, by name, in stored
+        edge order (also attributes of the data)."""
+        return self._extra("_edge_keys")
+
+    @edge_data.setter
+    def edge_data(self, values: dict[str, Tensor]) -> None:
+        self._set_extra("_edge_keys", values)
+
+    # ------------------------------------------------------------------ sizes
+    @property
+    def num_nodes(self) -> int | None:
+        """Number of local nodes (those this rank owns)."""
+        graph = self.edge_index
+        return graph.num_nodes if isinstance(graph, DistGraph) else super().num_nodes
+
+    @num_nodes.setter
+    def num_nodes(self, value: int | None) -> None:
+        graph = self.edge_index
+        if isinstance(graph, DistGraph) and value != graph.num_nodes:
+            raise ValueError(f"PartitionData.num_nodes is the rank's number of local nodes "
+                             f"({graph.num_nodes}) and cannot be set to {value!r}")
+        if not isinstance(graph, DistGraph):
+            Data.num_nodes.fset(self, value)
 
     @property
     def num_edges(self) -> int:
-        return self.graph.num_edges
+        """Number of edges stored on this rank (all in-edges of its local nodes)."""
+        graph = self.edge_index
+        return graph.num_edges if isinstance(graph, DistGraph) else super().num_edges
 
     @property
     def num_features(self) -> int:
-        return int(self.meta.get("num_features") or 0)
+        """Number of node features (as recorded at partition time)."""
+        if "num_features" in self.meta:
+            return int(self.meta.get("num_features") or 0)
+        return super().num_features
 
     @property
     def num_classes(self) -> int | None:
+        """Number of classes (as recorded at partition time), or ``None``."""
         return self.meta.get("num_classes")
+
+    # ---------------------------------------------------------- device moves
+    def apply(self, func: Callable, *args: str) -> PartitionData:
+        """PyG's ``Data.apply`` (``to``, ``cpu``, ``cuda``, ``pin_memory`` go through it); the
+        graphs move as a whole, to the device ``func`` moves a tensor to, and ``adj_t`` keeps
+        sharing the structure of ``edge_index``."""
+        graphs = {k: v for k, v in self._store.items() if isinstance(v, DistGraph)}
+        for key in graphs:
+            del self._store[key]
+        try:
+            super().apply(func, *args)
+        finally:
+            moved: dict[int, DistGraph] = {}
+            for key, graph in graphs.items():
+                self._store[key] = graph if args and key not in args else \
+                    _apply_to_graph(graph, func, moved)
+        return self
 
     def global_edge_index(self) -> Tensor:
         """The rank's stored edges as ``int64 [2, num_edges]`` in ORIGINAL node ids.
@@ -80,19 +208,41 @@ class LocalPartition:
         Same order as :attr:`edge_attr`; row 0 is the source, row 1 the destination.
         """
         graph = self.graph
+        node_ids, recv_node_ids = self.node_ids, self.recv_node_ids
         recv_start = 0
         parts = []
         for block in graph.blocks:
-            dst = self.node_ids[block.row]
+            dst = node_ids[block.row]
             if block.src_rank == self.rank:
-                src = self.node_ids[block.col]
+                src = node_ids[block.col]
             else:
-                src = self.recv_node_ids[recv_start + block.col]
+                src = recv_node_ids[recv_start + block.col]
                 recv_start += block.num_src
             parts.append(torch.stack([src, dst]))
         if not parts:
             return torch.zeros(2, 0, dtype=torch.long)
         return torch.cat(parts, dim=1)
+
+
+def _apply_to_graph(graph: DistGraph, func: Callable, moved: dict[int, DistGraph]
+                    ) -> DistGraph:
+    """``graph`` on the device ``func`` moves its tensors to (``graph`` itself if none)."""
+    try:
+        probe = func(graph.in_degree)
+    except Exception:  # noqa: BLE001 - PyG's apply also leaves what func cannot take
+        return graph
+    if not isinstance(probe, Tensor) or probe.device == graph.device:
+        return graph
+    key = id(graph.blocks)  # graphs sharing their structure (adj_t and edge_index) stay so
+    base = moved.get(key)
+    if base is None:
+        base = moved[key] = graph.with_values(None).to(probe.device)
+    if graph.edge_values is None:
+        return base
+    return base.with_values(graph.edge_values.to(probe.device))
+
+
+LocalPartition = PartitionData
 
 
 def read_meta(path: str | Path) -> tuple[dict, bytes]:
@@ -159,7 +309,7 @@ def _expected_world_size(world_size: int | None) -> int | None:
 
 
 def load_partition(path: str | Path, rank: int, world_size: int | None = None,
-                   context: Any = None) -> LocalPartition:
+                   context: Any = None) -> PartitionData:
     """Load rank ``rank``'s part of the partition folder ``path``.
 
     Verifies ``meta.json`` (format version, structure) and the SHA-256 of every file read;
@@ -250,10 +400,15 @@ def load_partition(path: str | Path, rank: int, world_size: int | None = None,
 
     node = tensors(meta["node_keys"], fmt.node_file, n)
     edge = tensors(meta["edge_keys"], fmt.edge_file, num_edges)
-    return LocalPartition(
+    adj_t = meta.get("adj_t")
+    extra = {}
+    if adj_t is not None:  # the input was a sparse adj_t: its values ride on the graph
+        values = adj_t["values"]
+        extra["adj_t"] = graph if values is None else graph.with_values(edge[values])
+    return PartitionData(
         rank=rank, num_parts=num_parts, graph=graph, node_ids=node_ids, edge_ids=edge_ids,
         recv_node_ids=recv_node_ids, meta=meta, fingerprint=hashlib.sha256(raw).hexdigest(),
         path=root,
         **{k: node.pop(k) for k in STANDARD_NODE_KEYS if k in node},
         **{k: edge.pop(k) for k in STANDARD_EDGE_KEYS if k in edge},
-        node_data=node, edge_data=edge)
+        node_data=node, edge_data=edge, **extra)

@@ -1,6 +1,7 @@
 """``partition_graph``: split a PyG ``Data`` into ``P`` per-rank parts on disk."""
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 import time
@@ -88,6 +89,81 @@ def _edge_index_numpy(data: Any, num_nodes: int) -> np.ndarray:
     return array
 
 
+def _adj_t_edges(adj_t: Any) -> tuple[Tensor, Tensor | None, int]:
+    """``(edge_index [2, E] as (source, destination), values [E] or None, size)`` of a sparse
+    ``adj_t`` (``adj_t[i, j]`` is the edge ``j -> i``): a torch_sparse ``SparseTensor`` or a
+    torch sparse COO / CSR / CSC tensor."""
+    if hasattr(adj_t, "storage") and hasattr(adj_t, "coo"):  # torch_sparse.SparseTensor
+        dst, src, values = adj_t.coo()
+        rows, cols = adj_t.sparse_sizes()
+    elif isinstance(adj_t, Tensor) and adj_t.layout == torch.sparse_coo:
+        adj_t = adj_t.coalesce()  # duplicate entries sum, as the matrix means
+        (dst, src), values = adj_t.indices(), adj_t.values()
+        rows, cols = adj_t.shape[:2]
+    elif isinstance(adj_t, Tensor) and adj_t.layout in (torch.sparse_csr, torch.sparse_csc):
+        csr = adj_t.layout == torch.sparse_csr
+        ptr = adj_t.crow_indices() if csr else adj_t.ccol_indices()
+        idx = adj_t.col_indices() if csr else adj_t.row_indices()
+        own = torch.repeat_interleave(torch.arange(ptr.numel() - 1, device=ptr.device),
+                                      ptr[1:] - ptr[:-1])
+        dst, src = (own, idx) if csr else (idx, own)
+        values = adj_t.values()
+        rows, cols = adj_t.shape[:2]
+    else:
+        layout = f" of layout {adj_t.layout}" if isinstance(adj_t, Tensor) else ""
+        raise ValueError(f"adj_t must be a torch_sparse SparseTensor or a torch sparse "
+                         f"COO/CSR/CSC tensor (got {type(adj_t).__name__}{layout})")
+    if rows != cols:
+        raise ValueError(f"adj_t must be square (num_nodes x num_nodes), got {rows} x {cols}")
+    if values is not None and values.dim() != 1:
+        raise ValueError(f"adj_t has values of shape {list(values.shape)}; only one value per "
+                         f"edge is supported (pass edge_index with edge_attr for edge "
+                         f"features)")
+    edge_index = torch.stack([src.to(torch.long), dst.to(torch.long)])
+    return edge_index, values, int(rows)
+
+
+def _from_adj_t(data: Any) -> tuple[Any, dict | None]:
+    """``data`` with its sparse ``adj_t`` turned into ``edge_index`` (and its values into
+    ``edge_weight``), and the ``adj_t`` entry of ``meta.json``; ``(data, None)`` without one.
+
+    Values that are all 1 (torch's sparse tensors always hold values; ``T.ToSparseTensor()``
+    of an unweighted graph gives ones) describe the graph without values."""
+    adj_t = getattr(data, "adj_t", None) if hasattr(data, "keys") and "adj_t" in data.keys() \
+        else None
+    if adj_t is None:
+        return data, None
+    edge_index, values, size = _adj_t_edges(adj_t)
+    if values is not None and not values.is_floating_point() and \
+            not values.is_complex():
+        values = values.to(torch.get_default_dtype())
+    if values is not None and bool((values == 1).all()):
+        values = None
+    out = copy.copy(data)
+    del out.adj_t
+    given = getattr(data, "edge_index", None)
+    if given is not None and not (isinstance(given, Tensor) and given.shape == edge_index.shape
+                                  and bool((given.to(edge_index.device) == edge_index).all())):
+        raise ValueError("data has both 'adj_t' and an 'edge_index' that is not adj_t's edges "
+                         "in adj_t's order (row-major, adj_t[i, j] being the edge j -> i); "
+                         "remove one of them (T.ToSparseTensor() removes edge_index by "
+                         "default)")
+    out.edge_index = edge_index
+    if "num_nodes" in data.keys() and data.num_nodes != size:
+        raise ValueError(f"data.num_nodes={data.num_nodes} but adj_t is {size} x {size}")
+    out.num_nodes = size
+    if values is not None:
+        weight = getattr(data, "edge_weight", None)
+        if weight is not None and not (isinstance(weight, Tensor)
+                                       and weight.shape == values.shape
+                                       and torch.equal(weight.to(values), values)):
+            raise ValueError("data has both 'adj_t' with values and an 'edge_weight' that "
+                             "differs from them; the values are stored as edge_weight, so "
+                             "remove one of them")
+        out.edge_weight = values
+    return out, {"values": "edge_weight" if values is not None else None}
+
+
 def _check_node_rows(data: Any, num_nodes: int) -> None:
     """The standard node tensors all have ``num_nodes`` rows."""
     rows = {}
@@ -166,6 +242,7 @@ def write_partition(data: Any, num_parts: int, out_dir: str | Path, method: str 
     if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
         raise ValueError(f"seed must be an integer (got {seed!r})")
     num_parts, seed = int(num_parts), int(seed)
+    data, adj_t_meta = _from_adj_t(data)
     num_nodes = data.num_nodes
     if num_nodes is None or num_nodes < 1:
         raise ValueError(f"data must have at least one node (got num_nodes={num_nodes})")
@@ -191,7 +268,7 @@ def write_partition(data: Any, num_parts: int, out_dir: str | Path, method: str 
     tmp = make_temp_dir(out_dir)
     try:
         meta = _write_parts(tmp, layout, node_data, edge_data, method, seed,
-                            _num_classes(data, node_data.get("y")))
+                            _num_classes(data, node_data.get("y")), adj_t_meta)
         commit_dir(tmp, out_dir, overwrite)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -207,7 +284,7 @@ def write_partition(data: Any, num_parts: int, out_dir: str | Path, method: str 
 
 def _write_parts(tmp: Path, layout: Layout, node_data: dict[str, Tensor],
                  edge_data: dict[str, Tensor], method: str, seed: int,
-                 num_classes: int | None) -> dict:
+                 num_classes: int | None, adj_t: dict | None = None) -> dict:
     files: dict[str, str] = {}
 
     def save(rel: str, array: np.ndarray) -> None:
@@ -255,6 +332,8 @@ def _write_parts(tmp: Path, layout: Layout, node_data: dict[str, Tensor],
         "parts": parts_info,
         "files": dict(sorted(files.items())),
     }
+    if adj_t is not None:
+        meta["adj_t"] = adj_t
     fmt.validate_meta(meta, tmp / fmt.META_FILE)  # never write what the loader would refuse
     text = json.dumps(meta, indent=1, sort_keys=True) + "\n"
     write_file_atomic(tmp / fmt.META_FILE, text.encode())
@@ -273,8 +352,20 @@ def partition_graph(data: Any, num_parts: int, out_dir: str | Path, method: str 
     with ``num_edges`` rows) are stored with them. The folder is written under a temporary name
     and renamed into place, so an interrupted write never leaves a loadable partition.
 
+    A graph given as a sparse ``adj_t`` (``T.ToSparseTensor()``: a torch_sparse
+    ``SparseTensor`` or a torch sparse COO/CSR/CSC tensor, ``adj_t[i, j]`` being the edge
+    ``j -> i``) is stored as its edges; its values (one per edge, e.g. from ``T.GCNNorm()``)
+    become the edge tensor ``edge_weight``, and the loaded part has an ``adj_t``: the graph
+    carrying them (:meth:`pyg_sar.graph.DistGraph.with_values`). Values that are all 1 mean
+    the graph without values.
+
+    Preprocessing (feature transforms such as ``T.NormalizeFeatures()``, ``T.GCNNorm()``,
+    splits) must happen before partitioning, exactly as the single-process script does it:
+    the parts hold the tensors as given.
+
     Args:
-        data: a ``torch_geometric.data.Data`` with ``edge_index`` (``[2, E]``, integer).
+        data: a ``torch_geometric.data.Data`` with ``edge_index`` (``[2, E]``, integer) or a
+            sparse ``adj_t``.
         num_parts: number of parts ``P`` (``1 <= P <= num_nodes``).
         out_dir: target folder; may exist if empty.
         method: ``"metis"``, ``"random"`` or ``"contiguous"``.

@@ -101,3 +101,28 @@ def test_cli_errors_name_the_flag_before_loading(tmp_path):
 
     text = "".join(_cli(["--help"], tmp_path).stdout.split())  # argparse wraps at hyphens
     assert all(name in text for name in KNOWN_NAMES), text
+
+
+def test_normalize_features_matches_pyg_examples(tmp_path, monkeypatch, capsys):
+    """--normalize-features partitions T.NormalizeFeatures()(data), as PyG's examples train on;
+    without it the parts hold the raw features."""
+    import torch_geometric.transforms as T
+    (tmp_path / "cli_norm_graphs.py").write_text(GRAPH_MODULE.replace(
+        "x=torch.randn(num_nodes, 3, generator=gen)",
+        "x=torch.rand(num_nodes, 3, generator=gen)"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import cli_norm_graphs
+    whole = cli_norm_graphs.build()
+    want = T.NormalizeFeatures()(cli_norm_graphs.build()).x
+    for flag, expected in ((["--normalize-features"], want), ([], whole.x)):
+        out = tmp_path / f"parts{len(flag)}"
+        assert main(["--dataset", "cli_norm_graphs:build", "--num-parts", "2", "--out",
+                     str(out), *flag]) == 0
+        assert ("(features normalised)" in capsys.readouterr().out) == bool(flag)
+        for r in range(2):
+            part = load_partition(out, r, world_size=2)
+            assert torch.equal(part.x, expected[part.node_ids])
+    assert not torch.allclose(want, whole.x)
+    assert "--normalize-features" in subprocess.run(
+        [sys.executable, "-m", "pyg_sar.partition", "--help"], capture_output=True, text=True,
+        timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)}).stdout

@@ -1,0 +1,154 @@
+"""Rank-side cases of the graph-with-values tests: layers called with ``data.adj_t`` (a DistGraph
+carrying GCN-normalised edge values) against single-process PyG called with the sparse
+``adj_t`` of the whole graph (torch's CSR, or torch_sparse's SparseTensor where installed).
+
+Every rank builds the same graph and models; the oracle is PyG on the whole graph, the
+distributed run is the converted copy on the rank's part. Errors of outputs (the rank's rows),
+input gradients and every parameter gradient (after the gradient all-reduce) are returned.
+"""
+from __future__ import annotations
+
+import copy
+
+import torch
+import torch_geometric.transforms as T
+from torch_geometric.data import Data
+from torch_geometric.nn import (
+    APPNP,
+    GatedGraphConv,
+    GCN2Conv,
+    GCNConv,
+    GraphConv,
+    LGConv,
+    SGConv,
+    SimpleConv,
+    TAGConv,
+)
+
+import pyg_sar
+import pyg_sar.nn.functional as SF
+
+IN = 6
+HID = 8
+
+
+def make_data(num_nodes: int = 64, num_edges: int = 360, seed: int = 0) -> Data:
+    """A directed random graph (a few self-loops, isolated nodes) with random edge weights,
+    GCN-normalised and turned into a sparse ``adj_t`` as in PyG's ``gcn2_cora.py``."""
+    g = torch.Generator().manual_seed(seed)
+    active = num_nodes - 4
+    src = torch.randint(0, active, (num_edges,), generator=g)
+    dst = torch.randint(0, active, (num_edges,), generator=g)
+    loops = torch.arange(0, active, 7)
+    ei = torch.unique(torch.cat([torch.stack([src, dst]), torch.stack([loops, loops])], 1), dim=1)
+    data = Data(x=torch.randn(num_nodes, IN, generator=g, dtype=torch.float64), edge_index=ei,
+                edge_weight=torch.rand(ei.shape[1], generator=g, dtype=torch.float64) + 0.5,
+                y=torch.randint(0, 3, (num_nodes,), generator=g))
+    return T.Compose([T.GCNNorm(), T.ToSparseTensor()])(data)
+
+
+class Stack(torch.nn.Module):
+    """Two layers called as PyG's examples call them with ``adj_t``."""
+
+    def __init__(self, conv1, conv2) -> None:
+        super().__init__()
+        self.conv1, self.conv2 = conv1, conv2
+
+    def forward(self, x, adj_t):
+        return self.conv2(self.conv1(x, adj_t).relu(), adj_t)
+
+
+class GCN2Net(torch.nn.Module):
+    """The model of PyG's ``examples/gcn2_cora.py`` (no dropout), as written there."""
+
+    def __init__(self, hidden: int = HID, num_layers: int = 3, shared: bool = True) -> None:
+        super().__init__()
+        self.lins = torch.nn.ModuleList([torch.nn.Linear(IN, hidden), torch.nn.Linear(hidden, 3)])
+        self.convs = torch.nn.ModuleList(
+            GCN2Conv(hidden, 0.1, 0.5, layer + 1, shared, normalize=False)
+            for layer in range(num_layers))
+
+    def forward(self, x, adj_t):
+        x = x_0 = self.lins[0](x).relu()
+        for conv in self.convs:
+            x = conv(x, x_0, adj_t).relu()
+        return self.lins[1](x).log_softmax(dim=-1)
+
+
+class APPNPNet(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(IN, 4)
+        self.prop = APPNP(K=4, alpha=0.1, normalize=False)
+
+    def forward(self, x, adj_t):
+        return self.prop(self.lin(x), adj_t)
+
+
+MODELS = {
+    "gcn2_cora": GCN2Net,
+    "gcn2_separate_weights": lambda: GCN2Net(num_layers=2, shared=False),
+    "gcn_normalize_false": lambda: Stack(GCNConv(IN, HID, normalize=False),
+                                         GCNConv(HID, 4, normalize=False)),
+    "appnp_normalize_false": APPNPNet,
+    "tag_weighted_norm": lambda: Stack(TAGConv(IN, HID, K=2), TAGConv(HID, 4, K=1)),
+    "sg_no_loops": lambda: Stack(SGConv(IN, HID, K=2, add_self_loops=False),
+                                 SGConv(HID, 4, K=1, add_self_loops=False)),
+    "lg": lambda: Stack(LGConv(), LGConv(normalize=False)),
+    "graphconv": lambda: Stack(GraphConv(IN, HID), GraphConv(HID, 4, aggr="mean")),
+    "gated": lambda: Stack(GatedGraphConv(IN, num_layers=2), GatedGraphConv(IN, num_layers=1)),
+    "simple_sum_root": lambda: Stack(SimpleConv(combine_root="sum"), SimpleConv()),
+}
+MODES = ("sar", "sa", "halo")
+
+
+def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
+    scale = max(float(b.abs().max()) if b.numel() else 0.0, 1e-30)
+    return float((a - b).abs().max()) / scale if a.numel() else 0.0
+
+
+def one_case(part, data: Data, name: str, mode: str) -> dict:
+    torch.manual_seed(3)
+    ref = MODELS[name]().double()
+    dist = pyg_sar.convert(copy.deepcopy(ref), pyg_sar.SARConfig(mode=mode))
+    nid = part.node_ids
+    x_ref = data.x.clone().requires_grad_()
+    x_loc = part.x.clone().requires_grad_()
+    out_ref = ref(x_ref, data.adj_t)
+    out = dist(x_loc, part.adj_t)
+    weight = torch.randn(out_ref.shape, generator=torch.Generator().manual_seed(5),
+                         dtype=torch.float64)
+    (out_ref * weight).sum().backward()
+    # this rank's share of the global loss; gradients are summed over ranks
+    SF.global_loss((out * weight[nid]).sum()).backward()
+    pyg_sar.all_reduce_gradients(dist)  # a no-op where they were summed already
+    errs = {"out": _rel(out.detach(), out_ref.detach()[nid]),
+            "x_grad": _rel(x_loc.grad, x_ref.grad[nid])}
+    pairs = list(zip(ref.named_parameters(), dist.parameters()))
+    grads = [p.grad.abs().max() for (_, p), _ in pairs if p.grad is not None]
+    scale = max((float(g) for g in grads), default=1.0) or 1.0
+    for (pname, p_ref), p in pairs:
+        if p_ref.grad is None:
+            errs[f"grad:{pname}"] = 0.0 if p.grad is None or not p.grad.any() else 1.0
+        else:
+            errs[f"grad:{pname}"] = float((p.grad - p_ref.grad).abs().max()) / scale
+    # The values change the result: the same model over the graph without values differs.
+    with torch.no_grad():
+        plain = None
+        try:
+            plain = dist(part.x, part.edge_index)
+        except ValueError:
+            pass
+        differs = plain is None or _rel(plain, out.detach()) > 1e-6
+    return {"errors": errs, "values_matter": bool(differs)}
+
+
+def suite(ctx, parts: str) -> dict:
+    data = make_data()
+    part = pyg_sar.load_partition(parts, ctx.rank)
+    out = {"has_values": part.adj_t.edge_values is not None,
+           "shares_structure": part.adj_t.blocks is part.edge_index.blocks}
+    for name in MODELS:
+        for mode in MODES:
+            out[f"{name}/{mode}"] = one_case(part, data, name, mode)
+    return out
