@@ -30,28 +30,29 @@ class PartitionData(Data):
 
     Returned by :func:`load_partition` and :func:`pyg_sar.distribute`; use it as PyG's ``data``
     in an unchanged training script: ``model(data.x, data.edge_index)``,
-    ``data('train_mask', 'val_mask', 'test_mask')``, ``data.to(device)``.
+    ``data('train_mask', 'val_mask', 'test_mask')``, ``data.to(device)``. The tensors and
+    graphs below live in PyG's store (``data.keys()``, moved by ``to``); ``rank``,
+    ``num_parts``, ``meta``, ``fingerprint`` and ``path`` do not. ``num_nodes`` and
+    ``num_edges`` count the rank's local nodes and stored edges. ``LocalPartition`` is another
+    name for this class.
 
-    Attributes (PyG ``Data`` attributes, in the store, moved by ``to``):
-        x, y, train_mask, val_mask, test_mask: node tensors of the local nodes (``None`` when
-            the input had none).
-        edge_index: the rank's :class:`~pyg_sar.graph.DistGraph` (pass it where
-            ``edge_index`` goes); :attr:`graph` is the same object.
+    Attributes:
+        x: node features of the local nodes (``y``, ``train_mask``, ``val_mask`` and
+            ``test_mask`` likewise; ``None`` when the input had none).
+        edge_index: the rank's :class:`~pyg_sar.graph.DistGraph` (pass it where PyG expects
+            ``edge_index``); :attr:`graph` is the same object.
         adj_t: present when the input graph was a sparse ``adj_t``: the graph carrying its
             values (:meth:`~pyg_sar.graph.DistGraph.with_values`), for layers that PyG calls
             with ``adj_t``.
-        edge_attr, edge_weight: attributes of the stored edges, in stored edge order (for an
-            input ``adj_t`` with values, ``edge_weight`` holds them).
+        edge_attr: attributes of the stored edges, in stored edge order (``edge_weight``
+            likewise; for an input ``adj_t`` with values, ``edge_weight`` holds them).
         node_ids: ``int64 [num_nodes]`` original ids of the local nodes, in local order.
         edge_ids: ``int64 [num_edges]`` input position of every stored edge.
         recv_node_ids: original ids of the rows received from other ranks, by source rank.
-        any other node or edge tensor of the input, by its name (listed in :attr:`node_data`,
-            :attr:`edge_data`).
-
-    Other attributes (not in the store): ``rank``, ``num_parts``, ``meta`` (the parsed
-    ``meta.json``), ``fingerprint`` (its SHA-256, identifying the partition), ``path``.
-    ``num_nodes`` and ``num_edges`` count the rank's local nodes and stored edges.
-    ``LocalPartition`` is another name for this class.
+        node_data: any other node tensor of the input, by name (also ``data.<name>``);
+            ``edge_data`` likewise for edge tensors.
+        meta: the parsed ``meta.json``; ``fingerprint`` is its SHA-256 (it identifies the
+            partition), ``path`` the folder the part was loaded from.
     """
 
     def __init__(self, rank: int = 0, num_parts: int = 1, graph: DistGraph | None = None,
