@@ -1,6 +1,9 @@
 // Schemas, argument checks and dispatcher calls of the fused attention op family (GAT, GATv2).
-// Backend kernels register themselves in cpu/ and cuda/ (TORCH_LIBRARY_IMPL) and call
-// check_attention_args once. gat_finalize and gat_dropout_mask are composite (any backend).
+// Backend kernels register themselves in cpu/ and cuda/ (TORCH_LIBRARY_IMPL) through
+// register_attention_kernels, which calls check_attention_args once per call. gat_finalize is
+// composite (ATen ops on any backend); gat_transpose and gat_dropout_mask have one
+// CompositeExplicitAutograd kernel for every backend (their shape functions for tracing live in
+// pyg_sar/ops/_fake.py).
 #include "gat_attention.h"
 
 #include <ATen/Dispatch.h>
@@ -9,6 +12,8 @@
 #include <torch/library.h>
 
 #include <string>
+
+#include "checks.h"
 
 namespace pyg_sar {
 namespace ops {
@@ -43,37 +48,6 @@ void check_tensor(const char* op, const at::Tensor& t, const char* name,
                     ref.device(), ")");
 }
 
-void check_csr(const char* op, const at::Tensor& rowptr, const at::Tensor& col, int64_t num_src) {
-  at::CheckedFrom c{op};
-  at::TensorArg rowptr_arg{rowptr, "rowptr", 1}, col_arg{col, "col", 2};
-  at::checkDim(c, rowptr_arg, 1);
-  at::checkDim(c, col_arg, 1);
-  at::checkScalarType(c, rowptr_arg, at::kLong);
-  at::checkScalarType(c, col_arg, at::kLong);
-  TORCH_CHECK_VALUE(rowptr.numel() >= 1, op, ": rowptr must have N + 1 >= 1 entries (got 0)");
-  TORCH_CHECK_VALUE(col.device() == rowptr.device(), op,
-                    ": rowptr and col must be on the same device (got ", rowptr.device(), " and ",
-                    col.device(), ")");
-  const int64_t num_edges = col.numel(), num_dst = rowptr.numel() - 1;
-  // first, last and the count of decreasing steps in one transfer
-  const at::Tensor stats =
-      at::stack({rowptr[0], rowptr[num_dst],
-                 (rowptr.narrow(0, 1, num_dst) < rowptr.narrow(0, 0, num_dst)).sum()})
-          .cpu();
-  const int64_t* s = stats.const_data_ptr<int64_t>();
-  TORCH_CHECK_VALUE(s[0] == 0, op, ": rowptr[0] must be 0 (got ", s[0], ")");
-  TORCH_CHECK_VALUE(s[1] == num_edges, op, ": rowptr[-1] must equal the number of edges ",
-                    "col.numel() = ", num_edges, " (got ", s[1], ")");
-  TORCH_CHECK_VALUE(s[2] == 0, op, ": rowptr must be non-decreasing (", s[2],
-                    " decreasing step(s))");
-  if (num_edges > 0) {
-    auto [lo, hi] = at::aminmax(col);
-    const int64_t min = lo.item<int64_t>(), max = hi.item<int64_t>();
-    TORCH_CHECK_VALUE(min >= 0 && max < num_src, op, ": col values must lie in [0, ", num_src,
-                      ") (the rows of x_src; got min ", min, ", max ", max, ")");
-  }
-}
-
 void check_ids(const char* op, const at::Tensor& ids, const char* name, int64_t n,
                const at::Tensor& ref) {
   TORCH_CHECK_VALUE(ids.defined(), op, ": ", name, " is required when dropout > 0");
@@ -97,7 +71,7 @@ void check_attention_args(const char* op, const AttentionArgs& a, bool backward)
   TORCH_CHECK_VALUE(a.rowptr.device() == a.x_src.device(), op,
                     ": rowptr and x_src must be on the same device (got ", a.rowptr.device(),
                     " and ", a.x_src.device(), ")");
-  check_csr(op, a.rowptr, a.col, a.num_src());
+  check_csr(op, a.rowptr, a.col, a.num_src(), "x_src.size(0)");
   const int64_t N = a.num_dst(), S = a.num_src(), E = a.num_edges(), H = a.heads(),
                 C = a.channels();
   TORCH_CHECK_VALUE(a.dropout >= 0.0 && a.dropout <= 1.0, op, ": dropout must lie in [0, 1] (got ",
@@ -169,7 +143,7 @@ AttentionArgs gatv2_args(const at::Tensor& rowptr, const at::Tensor& col,
 
 at::Tensor gat_transpose(const at::Tensor& rowptr, const at::Tensor& col, int64_t num_src) {
   TORCH_CHECK_VALUE(num_src >= 0, "gat_transpose: num_src must be >= 0 (got ", num_src, ")");
-  check_csr("gat_transpose", rowptr, col, num_src);
+  check_csr("gat_transpose", rowptr, col, num_src, "num_src");
   const int64_t N = rowptr.numel() - 1, E = col.numel();
   const auto opts = col.options();
   // A stable sort keeps edges of one source in ascending position (the order pass 2 sums in).
@@ -300,12 +274,17 @@ TORCH_LIBRARY_FRAGMENT(pyg_sar, m) {
       "float negative_slope, float dropout, int seed, Tensor? src_ids, Tensor? dst_ids, "
       "Tensor? transposed=None) -> "
       "(Tensor grad_x_src, Tensor grad_x_dst, Tensor grad_x_edge, Tensor grad_att)"));
-  m.def("pyg_sar::gat_transpose(Tensor rowptr, Tensor col, int num_src) -> Tensor",
-        TORCH_FN(gat_transpose));
-  m.def("pyg_sar::gat_finalize(Tensor acc, Tensor l) -> Tensor", TORCH_FN(gat_finalize));
-  m.def("pyg_sar::gat_dropout_mask(Tensor src_ids, Tensor dst_ids, int heads, float dropout, "
-        "int seed, ScalarType dtype) -> Tensor",
-        TORCH_FN(gat_dropout_mask));
+  m.def(TORCH_SELECTIVE_SCHEMA(
+      "pyg_sar::gat_transpose(Tensor rowptr, Tensor col, int num_src) -> Tensor"));
+  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::gat_transpose"),
+         c10::DispatchKey::CompositeExplicitAutograd, TORCH_FN(gat_transpose));
+  m.def(TORCH_SELECTIVE_SCHEMA("pyg_sar::gat_finalize(Tensor acc, Tensor l) -> Tensor"),
+        TORCH_FN(gat_finalize));
+  m.def(TORCH_SELECTIVE_SCHEMA(
+      "pyg_sar::gat_dropout_mask(Tensor src_ids, Tensor dst_ids, int heads, float dropout, "
+      "int seed, ScalarType dtype) -> Tensor"));
+  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::gat_dropout_mask"),
+         c10::DispatchKey::CompositeExplicitAutograd, TORCH_FN(gat_dropout_mask));
 }
 
 }  // namespace ops

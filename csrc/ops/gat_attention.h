@@ -2,7 +2,8 @@
 // running max m, denominator l and accumulator acc of every (destination, head) in place, a
 // finalisation out = acc / l, and explicit backward ops that recompute the attention from the
 // saved (m, l). No E x H x C tensor is ever built; nothing per edge is kept between the passes.
-// C++ API and the argument checks that every backend kernel runs once before touching data.
+// C++ API, the argument checks, and the registration every backend shares (the checks run once
+// per call, before any kernel touches data).
 //
 // Shapes (S source rows, N destinations, E edges, H heads, C channels per head):
 //   rowptr int64 [N + 1], col int64 [E] in [0, S); x_src [S, H, C]; m, l [N, H]; acc [N, H, C].
@@ -15,6 +16,7 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <torch/library.h>
 
 #include <optional>
 #include <tuple>
@@ -97,7 +99,7 @@ at::Tensor gat_transpose(const at::Tensor& rowptr, const at::Tensor& col, int64_
 at::Tensor gat_dropout_mask(const at::Tensor& src_ids, const at::Tensor& dst_ids, int64_t heads,
                             double dropout, int64_t seed, at::ScalarType dtype);
 
-// Builds AttentionArgs from op arguments (helpers for the backend files).
+// Builds AttentionArgs from op arguments.
 AttentionArgs gat_args(const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& x_src,
                        const at::Tensor& a_src, const at::Tensor& a_dst,
                        const std::optional<at::Tensor>& a_edge, const at::Tensor& m,
@@ -111,6 +113,90 @@ AttentionArgs gatv2_args(const at::Tensor& rowptr, const at::Tensor& col,
                          double negative_slope, double dropout, int64_t seed,
                          const std::optional<at::Tensor>& src_ids,
                          const std::optional<at::Tensor>& dst_ids);
+
+// Backend registration, shared by the CPU and CUDA kernels: the registered functions gather the
+// op's arguments into AttentionArgs, check them once and call `Kernels`, which provides
+//   static void forward(const char* op, const AttentionArgs& a);   // updates a.m, a.l, a.acc
+//   static std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> backward(
+//       const char* op, const AttentionArgs& a);                  // a.acc is `out`
+template <typename Kernels>
+struct AttentionOps {
+  static void gat_block_forward_(const at::Tensor& rowptr, const at::Tensor& col,
+                                 const at::Tensor& x_src, const at::Tensor& a_src,
+                                 const at::Tensor& a_dst, const std::optional<at::Tensor>& a_edge,
+                                 at::Tensor& m, at::Tensor& l, at::Tensor& acc,
+                                 double negative_slope, double dropout, int64_t seed,
+                                 const std::optional<at::Tensor>& src_ids,
+                                 const std::optional<at::Tensor>& dst_ids) {
+    forward("gat_block_forward_", gat_args(rowptr, col, x_src, a_src, a_dst, a_edge, m, l, acc,
+                                           negative_slope, dropout, seed, src_ids, dst_ids));
+  }
+
+  static void gatv2_block_forward_(const at::Tensor& rowptr, const at::Tensor& col,
+                                   const at::Tensor& x_src, const at::Tensor& x_dst,
+                                   const std::optional<at::Tensor>& x_edge, const at::Tensor& att,
+                                   at::Tensor& m, at::Tensor& l, at::Tensor& acc,
+                                   double negative_slope, double dropout, int64_t seed,
+                                   const std::optional<at::Tensor>& src_ids,
+                                   const std::optional<at::Tensor>& dst_ids) {
+    forward("gatv2_block_forward_", gatv2_args(rowptr, col, x_src, x_dst, x_edge, att, m, l, acc,
+                                               negative_slope, dropout, seed, src_ids, dst_ids));
+  }
+
+  static std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> gat_block_backward(
+      const at::Tensor& grad_out, const at::Tensor& out, const at::Tensor& m, const at::Tensor& l,
+      const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& x_src,
+      const at::Tensor& a_src, const at::Tensor& a_dst, const std::optional<at::Tensor>& a_edge,
+      double negative_slope, double dropout, int64_t seed,
+      const std::optional<at::Tensor>& src_ids, const std::optional<at::Tensor>& dst_ids,
+      const std::optional<at::Tensor>& transposed) {
+    return backward("gat_block_backward", gat_args(rowptr, col, x_src, a_src, a_dst, a_edge, m, l,
+                                                   out, negative_slope, dropout, seed, src_ids,
+                                                   dst_ids),
+                    grad_out, transposed);
+  }
+
+  static std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> gatv2_block_backward(
+      const at::Tensor& grad_out, const at::Tensor& out, const at::Tensor& m, const at::Tensor& l,
+      const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& x_src,
+      const at::Tensor& x_dst, const std::optional<at::Tensor>& x_edge, const at::Tensor& att,
+      double negative_slope, double dropout, int64_t seed,
+      const std::optional<at::Tensor>& src_ids, const std::optional<at::Tensor>& dst_ids,
+      const std::optional<at::Tensor>& transposed) {
+    return backward("gatv2_block_backward", gatv2_args(rowptr, col, x_src, x_dst, x_edge, att, m,
+                                                       l, out, negative_slope, dropout, seed,
+                                                       src_ids, dst_ids),
+                    grad_out, transposed);
+  }
+
+ private:
+  static void forward(const char* op, const AttentionArgs& a) {
+    check_attention_args(op, a, /*backward=*/false);
+    Kernels::forward(op, a);
+  }
+
+  static std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> backward(
+      const char* op, AttentionArgs a, const at::Tensor& grad_out,
+      const std::optional<at::Tensor>& transposed) {
+    a.grad_out = grad_out;
+    if (transposed.has_value()) a.transposed = *transposed;
+    check_attention_args(op, a, /*backward=*/true);
+    return Kernels::backward(op, a);
+  }
+};
+
+// Registers `Kernels` (see AttentionOps) for the dispatch key of the enclosing TORCH_LIBRARY_IMPL
+// block.
+template <typename Kernels>
+void register_attention_kernels(torch::Library& m) {
+  using Ops = AttentionOps<Kernels>;
+  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::gat_block_forward_"), TORCH_FN(Ops::gat_block_forward_));
+  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::gat_block_backward"), TORCH_FN(Ops::gat_block_backward));
+  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::gatv2_block_forward_"),
+         TORCH_FN(Ops::gatv2_block_forward_));
+  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::gatv2_block_backward"),
+         TORCH_FN(Ops::gatv2_block_backward));
+}
 
 }  // namespace ops
 }  // namespace pyg_sar

@@ -1,6 +1,11 @@
 // Schemas, argument checks and dispatcher calls of the gather_aggregate op family. Backend kernels
-// register themselves in cpu/ and cuda/ (TORCH_LIBRARY_IMPL); they call the checks below once.
+// register themselves in cpu/ and cuda/ (TORCH_LIBRARY_IMPL) through
+// register_gather_aggregate_kernels, which runs the checks below once per call.
 #include "gather_aggregate.h"
+
+#include <string>
+
+#include "checks.h"
 
 #include <ATen/TensorUtils.h>
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -10,57 +15,6 @@ namespace pyg_sar {
 namespace ops {
 
 namespace {
-
-void check_same_device(const char* op, const at::Tensor& ref, const char* ref_name,
-                       const at::Tensor& t, const char* name) {
-  TORCH_CHECK(t.device() == ref.device(), op, ": ", name, " and ", ref_name,
-              " must be on the same device (got ", t.device(), " and ", ref.device(), ")");
-}
-
-void check_float_dtype(const char* op, const at::Tensor& t, const char* name) {
-  TORCH_CHECK_VALUE(t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble, op, ": ", name,
-                    " must be float32 or float64 (got ", t.scalar_type(), ")");
-}
-
-// rowptr: int64 [N + 1], rowptr[0] == 0, non-decreasing, rowptr[N] == E; col: int64 [E] with
-// values in [0, num_src). Reads the data once through ATen reductions (one sync on CUDA).
-void check_csr(const char* op, const at::Tensor& rowptr, const at::Tensor& col, int64_t num_src,
-               const char* num_src_name) {
-  at::CheckedFrom c{op};
-  at::TensorArg rowptr_arg{rowptr, "rowptr", 1}, col_arg{col, "col", 2};
-  at::checkDim(c, rowptr_arg, 1);
-  at::checkDim(c, col_arg, 1);
-  at::checkScalarType(c, rowptr_arg, at::kLong);
-  at::checkScalarType(c, col_arg, at::kLong);
-  check_same_device(op, rowptr, "rowptr", col, "col");
-  TORCH_CHECK_VALUE(rowptr.numel() >= 1, op, ": rowptr must have N + 1 >= 1 entries (got 0)");
-
-  const int64_t num_edges = col.numel();
-  const int64_t num_dst = rowptr.numel() - 1;
-  // first, last and the count of decreasing steps in one transfer
-  at::Tensor stats = at::stack({rowptr[0], rowptr[num_dst],
-                                (rowptr.narrow(0, 1, num_dst) < rowptr.narrow(0, 0, num_dst))
-                                    .sum()})
-                         .cpu();
-  const int64_t* s = stats.const_data_ptr<int64_t>();
-  TORCH_CHECK_VALUE(s[0] == 0, op, ": rowptr[0] must be 0 (got ", s[0], ")");
-  TORCH_CHECK_VALUE(s[1] == num_edges, op, ": rowptr[-1] must equal the number of edges ",
-                    "col.numel() = ", num_edges, " (got ", s[1], "; rowptr has ", rowptr.numel(),
-                    " entries, so N = ", num_dst, ")");
-  if (s[2] != 0) {
-    const at::Tensor decreasing = rowptr.narrow(0, 1, num_dst) < rowptr.narrow(0, 0, num_dst);
-    const int64_t i = decreasing.nonzero()[0][0].item<int64_t>();
-    TORCH_CHECK_VALUE(false, op, ": rowptr must be non-decreasing (got rowptr[", i, "] = ",
-                      rowptr[i].item<int64_t>(), " > rowptr[", i + 1,
-                      "] = ", rowptr[i + 1].item<int64_t>(), ")");
-  }
-  if (num_edges > 0) {
-    auto [lo, hi] = at::aminmax(col);
-    const int64_t min = lo.item<int64_t>(), max = hi.item<int64_t>();
-    TORCH_CHECK_VALUE(min >= 0 && max < num_src, op, ": col values must lie in [0, ",
-                      num_src_name, ") = [0, ", num_src, ") (got min ", min, ", max ", max, ")");
-  }
-}
 
 void check_weight(const char* op, const std::optional<at::Tensor>& weight, const at::Tensor& ref,
                   const char* ref_name, int64_t num_edges) {
@@ -144,13 +98,9 @@ Reduce check_gather_aggregate_backward_args(const at::Tensor& grad_out, const at
                       num_feat, "] (got ", (arg.defined() ? arg.sizes() : at::IntArrayRef{}),
                       " of dtype ", (arg.defined() ? arg.scalar_type() : at::kLong), ")");
     check_same_device(op, grad_out, "grad_out", arg, "arg");
-    if (arg.numel() > 0) {  // kernels index col with arg: keep it in range
-      auto [lo, hi] = at::aminmax(arg);
-      const int64_t min = lo.item<int64_t>(), max = hi.item<int64_t>();
-      TORCH_CHECK_VALUE(min >= -1 && max < col.numel(), op,
-                        ": arg values must lie in [-1, E) = [-1, ", col.numel(), ") (got min ",
-                        min, ", max ", max, ")");
-    }
+    // kernels index col with arg: keep it in range
+    check_in_range(op, arg, "arg values", -1, col.numel(),
+                   "[-1, E) = [-1, " + std::to_string(col.numel()) + ")");
   }
   return r;
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <torch/library.h>
 
 #include <optional>
 #include <string_view>
@@ -48,6 +49,55 @@ Reduce check_gather_aggregate_backward_args(const at::Tensor& grad_out, const at
                                             const std::optional<at::Tensor>& weight,
                                             const at::Tensor& arg, std::string_view reduce,
                                             int64_t num_src, bool weight_requires_grad);
+
+// Backend registration, shared by the CPU and CUDA kernels. The registered functions check the
+// arguments once, make them contiguous and call `Kernels`, which provides
+//   static std::tuple<at::Tensor, at::Tensor> forward(rowptr, col, x_src, weight, Reduce);
+//   static std::tuple<at::Tensor, at::Tensor> backward(grad_out, rowptr, col, x_src, weight, arg,
+//                                                      Reduce, num_src, weight_requires_grad);
+// with every tensor contiguous, and an absent one (weight, or x_src / arg when unused) undefined.
+template <typename Kernels>
+struct GatherAggregateOps {
+  static std::tuple<at::Tensor, at::Tensor> forward(const at::Tensor& rowptr,
+                                                    const at::Tensor& col,
+                                                    const at::Tensor& x_src,
+                                                    const std::optional<at::Tensor>& weight,
+                                                    std::string_view reduce) {
+    const Reduce r = check_gather_aggregate_args(rowptr, col, x_src, weight, reduce);
+    return Kernels::forward(rowptr.contiguous(), col.contiguous(), x_src.contiguous(),
+                            contiguous_or_undefined(weight), r);
+  }
+
+  static std::tuple<at::Tensor, at::Tensor> backward(
+      const at::Tensor& grad_out, const at::Tensor& rowptr, const at::Tensor& col,
+      const std::optional<at::Tensor>& x_src, const std::optional<at::Tensor>& weight,
+      const at::Tensor& arg, std::string_view reduce, int64_t num_src,
+      bool weight_requires_grad) {
+    const Reduce r = check_gather_aggregate_backward_args(grad_out, rowptr, col, x_src, weight,
+                                                          arg, reduce, num_src,
+                                                          weight_requires_grad);
+    const bool has_arg = r == Reduce::kMax || r == Reduce::kMin;
+    return Kernels::backward(grad_out.contiguous(), rowptr.contiguous(), col.contiguous(),
+                             weight_requires_grad ? x_src->contiguous() : at::Tensor(),
+                             contiguous_or_undefined(weight),
+                             has_arg ? arg.contiguous() : at::Tensor(), r, num_src,
+                             weight_requires_grad);
+  }
+
+ private:
+  static at::Tensor contiguous_or_undefined(const std::optional<at::Tensor>& t) {
+    return t.has_value() && t->defined() ? t->contiguous() : at::Tensor();
+  }
+};
+
+// Registers `Kernels` (see GatherAggregateOps) for the dispatch key of the enclosing
+// TORCH_LIBRARY_IMPL block.
+template <typename Kernels>
+void register_gather_aggregate_kernels(torch::Library& m) {
+  using Ops = GatherAggregateOps<Kernels>;
+  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::gather_aggregate"), TORCH_FN(Ops::forward));
+  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::gather_aggregate_backward"), TORCH_FN(Ops::backward));
+}
 
 }  // namespace ops
 }  // namespace pyg_sar

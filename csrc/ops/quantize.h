@@ -2,11 +2,12 @@
 // pass over each row: per-row min and step, keyed rounding noise (quantize_math.h), bit packing.
 // The payload of a row is its packed codes (packed_bytes(count, bits) bytes, layout of
 // pyg_sar/compression/packing.py) followed by lo and step in the rows' dtype (float32 or
-// float64), exactly what the pure-torch codec sends. C++ API and the argument checks every
-// backend runs once.
+// float64), exactly what the pure-torch codec sends. C++ API, argument checks and the
+// registration every backend shares (the checks run once per call).
 #pragma once
 
 #include <ATen/ATen.h>
+#include <torch/library.h>
 
 #include <cstdint>
 
@@ -28,6 +29,34 @@ int64_t quantize_row_bytes(int64_t count, int64_t bits, at::ScalarType dtype);
 void check_quantize_encode(const at::Tensor& rows, int64_t bits);
 void check_quantize_decode(const at::Tensor& payload, int64_t bits, int64_t count,
                            at::ScalarType dtype);
+
+// Backend registration, shared by the CPU and CUDA kernels: the registered functions check the
+// arguments once and call `Kernels`, which provides
+//   static at::Tensor encode(const at::Tensor& rows, int64_t bits, int64_t seed);  // contiguous
+//   static at::Tensor decode(const at::Tensor& payload, int64_t bits, int64_t count,
+//                            at::ScalarType dtype);  // payload rows contiguous (any row stride)
+template <typename Kernels>
+struct QuantizeOps {
+  static at::Tensor encode(const at::Tensor& rows, int64_t bits, int64_t seed) {
+    check_quantize_encode(rows, bits);
+    return Kernels::encode(rows.contiguous(), bits, seed);
+  }
+
+  static at::Tensor decode(const at::Tensor& payload, int64_t bits, int64_t count,
+                           at::ScalarType dtype) {
+    check_quantize_decode(payload, bits, count, dtype);
+    // a chunk of a larger receive buffer keeps its row stride; only a row's bytes must be adjacent
+    return Kernels::decode(payload.stride(1) == 1 ? payload : payload.contiguous(), bits, count,
+                           dtype);
+  }
+};
+
+// Registers `Kernels` (see QuantizeOps) for the dispatch key of the enclosing TORCH_LIBRARY_IMPL.
+template <typename Kernels>
+void register_quantize_kernels(torch::Library& m) {
+  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::quantize_encode"), TORCH_FN(QuantizeOps<Kernels>::encode));
+  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::quantize_decode"), TORCH_FN(QuantizeOps<Kernels>::decode));
+}
 
 }  // namespace ops
 }  // namespace pyg_sar

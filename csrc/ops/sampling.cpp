@@ -1,6 +1,11 @@
 // Schemas, argument checks and dispatcher calls of the bulk-sampling ops. Backend kernels
-// register themselves in cpu/ and cuda/ (TORCH_LIBRARY_IMPL) and call the checks once.
+// register themselves in cpu/ and cuda/ (TORCH_LIBRARY_IMPL) through register_sampling_kernels,
+// which runs the checks below once per call.
 #include "sampling.h"
+
+#include <string>
+
+#include "checks.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
@@ -8,39 +13,13 @@
 namespace pyg_sar {
 namespace ops {
 
-namespace {
-
-void check_index(const char* op, const at::Tensor& t, const char* name) {
-  TORCH_CHECK_VALUE(t.defined(), op, ": ", name, " is undefined");
-  TORCH_CHECK_VALUE(t.dim() == 1, op, ": ", name, " must be 1-D (got shape ", t.sizes(), ")");
-  TORCH_CHECK_VALUE(t.scalar_type() == at::kLong, op, ": ", name, " must be int64 (got ",
-                    t.scalar_type(), ")");
-}
-
-void check_same_device(const char* op, const at::Tensor& a, const char* an, const at::Tensor& b,
-                       const char* bn) {
-  TORCH_CHECK_VALUE(a.device() == b.device(), op, ": ", an, " and ", bn,
-                    " must be on the same device (got ", a.device(), " and ", b.device(), ")");
-}
-
-std::pair<int64_t, int64_t> min_max(const at::Tensor& t) {
-  auto [lo, hi] = at::aminmax(t);
-  return {lo.item<int64_t>(), hi.item<int64_t>()};
-}
-
-}  // namespace
-
 void check_bulk_rows(const char* op, const at::Tensor& rowptr, const at::Tensor& rows) {
   check_index(op, rowptr, "rowptr");
   check_index(op, rows, "rows");
   check_same_device(op, rowptr, "rowptr", rows, "rows");
   TORCH_CHECK_VALUE(rowptr.numel() >= 1, op, ": rowptr must have N + 1 >= 1 entries (got 0)");
   const int64_t n = rowptr.numel() - 1;
-  if (rows.numel() > 0) {
-    auto [lo, hi] = min_max(rows);
-    TORCH_CHECK_VALUE(lo >= 0 && hi < n, op, ": rows must lie in [0, N) = [0, ", n,
-                      ") (got min ", lo, ", max ", hi, ")");
-  }
+  check_in_range(op, rows, "rows", 0, n, "[0, N) = [0, " + std::to_string(n) + ")");
 }
 
 void check_bulk_keys(const char* op, const at::Tensor& rows, const at::Tensor& row_keys) {
@@ -53,26 +32,14 @@ void check_bulk_keys(const char* op, const at::Tensor& rows, const at::Tensor& r
 }
 
 void check_bulk_ptr(const char* op, const at::Tensor& ptr, int64_t total, const char* what) {
-  check_index(op, ptr, "ptr");
-  TORCH_CHECK_VALUE(ptr.numel() >= 1, op, ": ptr must have k + 1 >= 1 entries (got 0)");
-  const int64_t k = ptr.numel() - 1;
-  const at::Tensor first_last = at::stack({ptr[0], ptr[k]}).cpu();
-  const int64_t first = first_last[0].item<int64_t>(), last = first_last[1].item<int64_t>();
-  TORCH_CHECK_VALUE(first == 0 && last == total, op, ": ptr must run from 0 to the number of ",
-                    what, " ", total, " (got ", first, " .. ", last, ")");
-  if (k > 0) {
-    TORCH_CHECK_VALUE((ptr.narrow(0, 1, k) >= ptr.narrow(0, 0, k)).all().item<bool>(), op,
-                      ": ptr must be non-decreasing");
-  }
+  check_ptr(op, ptr, "ptr", total, what);
 }
 
 void check_bulk_col(const char* op, const at::Tensor& rowptr, const at::Tensor& col,
                     int64_t num_cols) {
   check_index(op, col, "col");
   check_same_device(op, rowptr, "rowptr", col, "col");
-  const int64_t last = rowptr[rowptr.numel() - 1].item<int64_t>();
-  TORCH_CHECK_VALUE(last == col.numel(), op, ": rowptr[-1] = ", last,
-                    " must equal the number of edges col.numel() = ", col.numel());
+  check_last_is_edge_count(op, rowptr, col);
   TORCH_CHECK_VALUE(num_cols >= 0, op, ": num_cols must be >= 0 (got ", num_cols, ")");
   // The column values are checked by the kernels as they read them (an O(E) scan here would
   // cost more than sampling a frontier).
@@ -83,10 +50,7 @@ void check_bulk_weight(const char* op, const at::Tensor& weight) {
                         weight.scalar_type() == at::kDouble,
                     op, ": weight must be a 1-D float64 tensor (got ",
                     (weight.defined() ? weight.scalar_type() : at::kDouble), ")");
-  if (weight.numel() > 0) {
-    TORCH_CHECK_VALUE((weight.isfinite() & (weight >= 0)).all().item<bool>(), op,
-                      ": weights must be finite and >= 0");
-  }
+  check_finite_nonnegative(op, weight, "weights");
 }
 
 void check_bulk_relabel(int64_t num_nodes, const std::vector<at::Tensor>& prev_nodes,
@@ -99,21 +63,67 @@ void check_bulk_relabel(int64_t num_nodes, const std::vector<at::Tensor>& prev_n
   check_index(op, cand, "cand");
   check_bulk_ptr(op, cand_ptr, cand.numel(), "candidates");
   const int64_t k = cand_ptr.numel() - 1;
-  auto in_range = [&](const at::Tensor& t, const char* name) {
-    if (t.numel() == 0) return;
-    auto [lo, hi] = min_max(t);
-    TORCH_CHECK_VALUE(lo >= 0 && hi < num_nodes, op, ": ", name, " must lie in [0, num_nodes) "
-                      "= [0, ", num_nodes, ") (got min ", lo, ", max ", hi, ")");
-  };
-  in_range(cand, "cand");
+  const std::string range = "[0, num_nodes) = [0, " + std::to_string(num_nodes) + ")";
+  check_in_range(op, cand, "cand", 0, num_nodes, range);
   for (size_t h = 0; h < prev_nodes.size(); ++h) {
     check_index(op, prev_nodes[h], "prev_nodes[h]");
     check_same_device(op, cand, "cand", prev_nodes[h], "prev_nodes[h]");
     TORCH_CHECK_VALUE(prev_ptr[h].numel() == k + 1, op, ": prev_ptr[", h, "] must have k + 1 = ",
                       k + 1, " entries (got ", prev_ptr[h].numel(), ")");
     check_bulk_ptr(op, prev_ptr[h], prev_nodes[h].numel(), "held nodes");
-    in_range(prev_nodes[h], "prev_nodes");
+    check_in_range(op, prev_nodes[h], "prev_nodes", 0, num_nodes, range);
   }
+}
+
+void check_bulk_select_rows_args(const at::Tensor& rowptr, const at::Tensor& rows) {
+  check_bulk_rows("bulk_select_rows", rowptr, rows);
+}
+
+void check_bulk_sample_uniform_args(const at::Tensor& rowptr, const at::Tensor& rows,
+                                    const at::Tensor& row_keys) {
+  check_bulk_rows("bulk_sample_uniform", rowptr, rows);
+  check_bulk_keys("bulk_sample_uniform", rows, row_keys);
+}
+
+void check_bulk_ladies_weights_args(const at::Tensor& rowptr, const at::Tensor& col,
+                                    const at::Tensor& values, const at::Tensor& rows,
+                                    const at::Tensor& batch_ptr, int64_t num_cols) {
+  const char* op = "bulk_ladies_weights";
+  check_bulk_rows(op, rowptr, rows);
+  check_bulk_col(op, rowptr, col, num_cols);
+  check_bulk_ptr(op, batch_ptr, rows.numel(), "rows");
+  TORCH_CHECK_VALUE(values.dim() == 1 && values.numel() == col.numel() &&
+                        values.scalar_type() == at::kDouble,
+                    op, ": values must be float64 [E] = [", col.numel(), "] (got ",
+                    values.scalar_type(), " ", values.sizes(), ")");
+}
+
+void check_bulk_sample_weighted_args(const at::Tensor& ptr, const at::Tensor& weight,
+                                     const at::Tensor& row_keys) {
+  const char* op = "bulk_sample_weighted";
+  check_bulk_weight(op, weight);
+  check_bulk_ptr(op, ptr, weight.numel(), "weights");
+  const int64_t R = ptr.numel() - 1;
+  TORCH_CHECK_VALUE(row_keys.scalar_type() == at::kLong && row_keys.dim() == 1 &&
+                        row_keys.numel() == R,
+                    op, ": row_keys must be int64 [", R, "] (got ", row_keys.scalar_type(), " ",
+                    row_keys.sizes(), ")");
+}
+
+void check_bulk_extract_columns_args(const at::Tensor& rowptr, const at::Tensor& col,
+                                     const at::Tensor& rows, const at::Tensor& row_batch,
+                                     const at::Tensor& keep_ptr, const at::Tensor& keep_cols,
+                                     int64_t num_cols) {
+  const char* op = "bulk_extract_columns";
+  check_bulk_rows(op, rowptr, rows);
+  check_bulk_col(op, rowptr, col, num_cols);
+  TORCH_CHECK_VALUE(row_batch.scalar_type() == at::kLong && row_batch.dim() == 1 &&
+                        row_batch.numel() == rows.numel(),
+                    op, ": row_batch must be int64 of the shape of rows [", rows.numel(),
+                    "] (got ", row_batch.scalar_type(), " ", row_batch.sizes(), ")");
+  check_bulk_ptr(op, keep_ptr, keep_cols.numel(), "kept columns");
+  const int64_t k = keep_ptr.numel() - 1;
+  check_in_range(op, row_batch, "row_batch", 0, k, "[0, k) = [0, " + std::to_string(k) + ")");
 }
 
 std::tuple<at::Tensor, at::Tensor> bulk_select_rows(const at::Tensor& rowptr,

@@ -25,6 +25,8 @@ def _load() -> str | None:
         return f"{type(exc).__name__}: {exc}"
     if not hasattr(torch.ops.pyg_sar, "gather_aggregate"):
         return "pyg_sar._C imported but registered no pyg_sar::gather_aggregate operator"
+    from pyg_sar.ops import _fake
+    _fake.register()
     return None
 
 
@@ -42,9 +44,9 @@ def has_kernel(op: str, device: torch.device) -> bool:
     """Whether ``torch.ops.pyg_sar.<op>`` has a kernel for ``device``'s backend."""
     if not native_available():
         return False
-    key = {"cpu": "CPU", "cuda": "CUDA"}.get(device.type)
-    return key is not None and torch._C._dispatch_has_kernel_for_dispatch_key(
-        f"pyg_sar::{op}", key)
+    key = {"cpu": torch.DispatchKey.CPU, "cuda": torch.DispatchKey.CUDA}.get(device.type)
+    return key is not None and getattr(torch.ops.pyg_sar, op).default.has_kernel_for_dispatch_key(
+        key)
 
 
 @functools.cache
@@ -64,7 +66,7 @@ def has_op_kernel(op: str, device: torch.device) -> bool:
     ``device``."""
     try:
         return has_kernel(op, device) if hasattr(torch.ops.pyg_sar, op) else False
-    except RuntimeError:  # the dispatcher does not know the op
+    except (AttributeError, RuntimeError):  # the dispatcher does not know the op
         return False
 
 

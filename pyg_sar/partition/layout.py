@@ -110,9 +110,6 @@ class Layout:
         return slice(int(self.block_offsets[r * self.num_parts]),
                      int(self.block_offsets[(r + 1) * self.num_parts]))
 
-    def node_slice(self, r: int) -> slice:
-        return slice(int(self.node_offsets[r]), int(self.node_offsets[r + 1]))
-
     @property
     def edge_cut(self) -> int:
         """Number of edges whose source and destination lie on different ranks."""

@@ -97,14 +97,6 @@ def save_npy(path: Path, array: np.ndarray) -> str:
     return writer.sha256.hexdigest()
 
 
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fp:
-        while chunk := fp.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def load_npy(path: Path, expected_sha256: str) -> np.ndarray:
     """Read an ``.npy`` file after checking its SHA-256; never unpickles.
 

@@ -22,6 +22,10 @@ class BufferRing:
 
     @staticmethod
     def _free(buf: Tensor) -> bool:
+        # The one private torch call of the package: no public API tells how many tensors share
+        # a storage, and a weak reference to the yielded view would miss views of it that the
+        # user kept (overwriting those would corrupt their batch). Should the call disappear,
+        # every slot counts as in use and batches get fresh tensors: slower, never wrong.
         try:  # 2 = `buf` itself + the temporary storage object of this call
             return torch._C._storage_Use_Count(buf.untyped_storage()._cdata) <= 2
         except (AttributeError, RuntimeError):  # private API: fall back to fresh tensors

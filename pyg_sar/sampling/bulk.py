@@ -60,10 +60,6 @@ class BulkSample:
     edge_ptr: Tensor
     num_sampled_edges: Tensor
 
-    @property
-    def num_minibatches(self) -> int:
-        return self.node_ptr.numel() - 1
-
     def minibatch(self, b: int) -> dict:
         """Minibatch ``b`` as NeighborLoader's fields (``n_id``, ``edge_index``, ``e_id``,
         ``batch_size``, ``num_sampled_nodes``, ``num_sampled_edges``)."""

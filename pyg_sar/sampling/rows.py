@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Protocol
 
-import torch
 from torch import Tensor
 
 from pyg_sar.ops import sampling as ops
@@ -70,9 +69,3 @@ class LocalRows:
         ptr, pos = ops.extract_columns(g.rowptr, g.col, self._rows(rows), row_batch, keep_ptr,
                                        keep_cols, g.num_nodes, backend=self.backend)
         return ptr, g.col[pos], g.e_id[pos]
-
-
-def empty_answer(num_rows: int) -> tuple[Tensor, Tensor, Tensor]:
-    """``(ptr, cols, e_ids)`` of ``num_rows`` rows without edges."""
-    z = torch.zeros(0, dtype=torch.int64)
-    return torch.zeros(num_rows + 1, dtype=torch.int64), z, z.clone()

@@ -287,7 +287,8 @@ def test_bad_arguments_name_the_value():
     m, l, acc = attention_state(4, 2, 2, x)
     with pytest.raises(ValueError, match=r"a_dst must have shape \[4, 2\]"):
         gat_block_forward_(rowptr, col, x, a_s, rand(5, 2), None, m, l, acc)
-    with pytest.raises(ValueError, match=r"col values must lie in \[0, 3\)"):
+    with pytest.raises(ValueError, match=r"col values must lie in \[0, x_src.size\(0\)\) = "
+                                         r"\[0, 3\) \(got min 0, max 3\)"):
         gat_block_forward_(rowptr, torch.tensor([0, 1, 3, 0]), x, a_s, a_d, None, m, l, acc)
     with pytest.raises(ValueError, match="src_ids is required when dropout > 0"):
         gat_block_forward_(rowptr, col, x, a_s, a_d, None, m, l, acc, SLOPE, 0.5, 1)

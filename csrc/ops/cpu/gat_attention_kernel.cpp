@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../gat_attention.h"
+#include "parallel.h"
 
 namespace pyg_sar {
 namespace ops {
@@ -21,12 +22,6 @@ namespace ops {
 namespace {
 
 namespace gm = gat_math;
-
-int64_t grain_for(int64_t num_rows, int64_t num_items, int64_t work_per_item) {
-  const int64_t per_row =
-      (num_items / std::max<int64_t>(num_rows, 1) + 1) * std::max<int64_t>(work_per_item, 1);
-  return std::max<int64_t>(1, at::internal::GRAIN_SIZE / per_row);
-}
 
 // `omp simd` lets the compiler split the sum into vector lanes (a fixed order: the result does
 // not depend on threads), which plain -O3 may not do for floating point.
@@ -114,7 +109,6 @@ void forward_rows(const Ptrs<T>& P, T* m, T* l, T* acc, int64_t begin, int64_t e
 }
 
 void run_forward(const char* op, const AttentionArgs& a) {
-  check_attention_args(op, a, /*backward=*/false);
   const Contig c = contiguous(a);
   const int64_t N = a.num_dst(), E = a.num_edges(), H = a.heads(), C = a.channels();
   AT_DISPATCH_FLOATING_TYPES(a.x_src.scalar_type(), "gat_attention_cpu", [&] {
@@ -303,7 +297,6 @@ bool backward_src_rows(const Ptrs<T>& P, const TransposedView& t, int64_t num_ds
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> run_backward(const char* op,
                                                                         const AttentionArgs& a) {
-  check_attention_args(op, a, /*backward=*/true);
   const Contig c = contiguous(a);
   const int64_t N = a.num_dst(), S = a.num_src(), E = a.num_edges(), H = a.heads(),
                 C = a.channels();
@@ -357,64 +350,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> run_backward(const ch
   return {g_x, g_asrc, g_dst, g_edge};
 }
 
-void gat_block_forward_cpu(const at::Tensor& rowptr, const at::Tensor& col,
-                           const at::Tensor& x_src, const at::Tensor& a_src,
-                           const at::Tensor& a_dst, const std::optional<at::Tensor>& a_edge,
-                           at::Tensor& m, at::Tensor& l, at::Tensor& acc, double negative_slope,
-                           double dropout, int64_t seed, const std::optional<at::Tensor>& src_ids,
-                           const std::optional<at::Tensor>& dst_ids) {
-  run_forward("gat_block_forward_", gat_args(rowptr, col, x_src, a_src, a_dst, a_edge, m, l, acc,
-                                             negative_slope, dropout, seed, src_ids, dst_ids));
-}
-
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> gat_block_backward_cpu(
-    const at::Tensor& grad_out, const at::Tensor& out, const at::Tensor& m, const at::Tensor& l,
-    const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& x_src,
-    const at::Tensor& a_src, const at::Tensor& a_dst, const std::optional<at::Tensor>& a_edge,
-    double negative_slope, double dropout, int64_t seed, const std::optional<at::Tensor>& src_ids,
-    const std::optional<at::Tensor>& dst_ids, const std::optional<at::Tensor>& transposed) {
-  AttentionArgs a = gat_args(rowptr, col, x_src, a_src, a_dst, a_edge, m, l, out, negative_slope,
-                             dropout, seed, src_ids, dst_ids);
-  a.grad_out = grad_out;
-  if (transposed.has_value()) a.transposed = *transposed;
-  return run_backward("gat_block_backward", a);
-}
-
-void gatv2_block_forward_cpu(const at::Tensor& rowptr, const at::Tensor& col,
-                             const at::Tensor& x_src, const at::Tensor& x_dst,
-                             const std::optional<at::Tensor>& x_edge, const at::Tensor& att,
-                             at::Tensor& m, at::Tensor& l, at::Tensor& acc, double negative_slope,
-                             double dropout, int64_t seed,
-                             const std::optional<at::Tensor>& src_ids,
-                             const std::optional<at::Tensor>& dst_ids) {
-  run_forward("gatv2_block_forward_", gatv2_args(rowptr, col, x_src, x_dst, x_edge, att, m, l,
-                                                 acc, negative_slope, dropout, seed, src_ids,
-                                                 dst_ids));
-}
-
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> gatv2_block_backward_cpu(
-    const at::Tensor& grad_out, const at::Tensor& out, const at::Tensor& m, const at::Tensor& l,
-    const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& x_src,
-    const at::Tensor& x_dst, const std::optional<at::Tensor>& x_edge, const at::Tensor& att,
-    double negative_slope, double dropout, int64_t seed, const std::optional<at::Tensor>& src_ids,
-    const std::optional<at::Tensor>& dst_ids, const std::optional<at::Tensor>& transposed) {
-  AttentionArgs a = gatv2_args(rowptr, col, x_src, x_dst, x_edge, att, m, l, out, negative_slope,
-                               dropout, seed, src_ids, dst_ids);
-  a.grad_out = grad_out;
-  if (transposed.has_value()) a.transposed = *transposed;
-  return run_backward("gatv2_block_backward", a);
-}
+struct CpuKernels {
+  static constexpr auto forward = &run_forward;
+  static constexpr auto backward = &run_backward;
+};
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(pyg_sar, CPU, m) {
-  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::gat_block_forward_"), TORCH_FN(gat_block_forward_cpu));
-  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::gat_block_backward"), TORCH_FN(gat_block_backward_cpu));
-  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::gatv2_block_forward_"),
-         TORCH_FN(gatv2_block_forward_cpu));
-  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::gatv2_block_backward"),
-         TORCH_FN(gatv2_block_backward_cpu));
-}
+TORCH_LIBRARY_IMPL(pyg_sar, CPU, m) { register_attention_kernels<CpuKernels>(m); }
 
 }  // namespace ops
 }  // namespace pyg_sar

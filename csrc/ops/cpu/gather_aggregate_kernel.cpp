@@ -23,6 +23,7 @@
 #endif
 
 #include "../gather_aggregate.h"
+#include "parallel.h"
 
 namespace pyg_sar {
 namespace ops {
@@ -97,13 +98,6 @@ void advise_huge_pages(void* p, int64_t bytes) {
 #endif
 }
 
-// Rows per parallel task, so that a task does about at::internal::GRAIN_SIZE element updates.
-int64_t grain_for(int64_t num_rows, int64_t num_items, int64_t num_feat) {
-  const int64_t per_row =
-      (num_items / std::max<int64_t>(num_rows, 1) + 1) * std::max<int64_t>(num_feat, 1);
-  return std::max<int64_t>(1, at::internal::GRAIN_SIZE / per_row);
-}
-
 // o[f] += w_e * x[col[e], f] over the edges [e0, e1), ascending. Without weights the message
 // is x itself (w = 1 multiplies exactly), so the multiply is left out.
 template <typename T, bool kWeighted>
@@ -170,17 +164,12 @@ void forward_rows(const int64_t* rowptr, const int64_t* col, const T* x, const T
   }
 }
 
-std::tuple<at::Tensor, at::Tensor> gather_aggregate_cpu(const at::Tensor& rowptr,
-                                                        const at::Tensor& col,
-                                                        const at::Tensor& x_src,
-                                                        const std::optional<at::Tensor>& weight,
-                                                        std::string_view reduce) {
-  const Reduce r = check_gather_aggregate_args(rowptr, col, x_src, weight, reduce);
-  const at::Tensor rowptr_c = rowptr.contiguous(), col_c = col.contiguous();
-  const at::Tensor x_c = x_src.contiguous();
-  const at::Tensor w_c =
-      weight.has_value() && weight->defined() ? weight->contiguous() : at::Tensor();
-  const int64_t N = rowptr.numel() - 1, F = x_src.size(1), E = col.numel();
+// Forward (GatherAggregateOps::forward has checked the arguments and made them contiguous).
+std::tuple<at::Tensor, at::Tensor> gather_aggregate_cpu(const at::Tensor& rowptr_c,
+                                                        const at::Tensor& col_c,
+                                                        const at::Tensor& x_c,
+                                                        const at::Tensor& w_c, Reduce r) {
+  const int64_t N = rowptr_c.numel() - 1, F = x_c.size(1), E = col_c.numel();
   const bool has_arg = r == Reduce::kMax || r == Reduce::kMin;
 
   at::Tensor out = at::empty({N, F}, x_c.options());
@@ -320,20 +309,14 @@ void grad_weight_arg_rows(const int64_t* rowptr, const int64_t* col, const T* x,
   }
 }
 
+// Backward (arguments checked and contiguous; x_c defined only when weight_requires_grad, arg_c
+// only for max/min).
 std::tuple<at::Tensor, at::Tensor> gather_aggregate_backward_cpu(
-    const at::Tensor& grad_out, const at::Tensor& rowptr, const at::Tensor& col,
-    const std::optional<at::Tensor>& x_src, const std::optional<at::Tensor>& weight,
-    const at::Tensor& arg, std::string_view reduce, int64_t num_src, bool weight_requires_grad) {
-  const Reduce r = check_gather_aggregate_backward_args(grad_out, rowptr, col, x_src, weight, arg,
-                                                        reduce, num_src, weight_requires_grad);
-  const at::Tensor rowptr_c = rowptr.contiguous(), col_c = col.contiguous();
-  const at::Tensor g_c = grad_out.contiguous();
-  const at::Tensor w_c =
-      weight.has_value() && weight->defined() ? weight->contiguous() : at::Tensor();
+    const at::Tensor& g_c, const at::Tensor& rowptr_c, const at::Tensor& col_c,
+    const at::Tensor& x_c, const at::Tensor& w_c, const at::Tensor& arg_c, Reduce r,
+    int64_t num_src, bool weight_requires_grad) {
   const bool has_arg = r == Reduce::kMax || r == Reduce::kMin;
-  const at::Tensor arg_c = has_arg ? arg.contiguous() : at::Tensor();
-  const at::Tensor x_c = weight_requires_grad ? x_src->contiguous() : at::Tensor();
-  const int64_t N = rowptr.numel() - 1, F = grad_out.size(1), E = col.numel();
+  const int64_t N = rowptr_c.numel() - 1, F = g_c.size(1), E = col_c.numel();
   const int64_t* rp = rowptr_c.const_data_ptr<int64_t>();
   const int64_t* cp = col_c.const_data_ptr<int64_t>();
   const int64_t* ap = has_arg ? arg_c.const_data_ptr<int64_t>() : nullptr;
@@ -383,13 +366,14 @@ std::tuple<at::Tensor, at::Tensor> gather_aggregate_backward_cpu(
   return {grad_x, grad_w};
 }
 
+struct CpuKernels {
+  static constexpr auto forward = &gather_aggregate_cpu;
+  static constexpr auto backward = &gather_aggregate_backward_cpu;
+};
+
 }  // namespace
 
-TORCH_LIBRARY_IMPL(pyg_sar, CPU, m) {
-  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::gather_aggregate"), TORCH_FN(gather_aggregate_cpu));
-  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::gather_aggregate_backward"),
-         TORCH_FN(gather_aggregate_backward_cpu));
-}
+TORCH_LIBRARY_IMPL(pyg_sar, CPU, m) { register_gather_aggregate_kernels<CpuKernels>(m); }
 
 }  // namespace ops
 }  // namespace pyg_sar

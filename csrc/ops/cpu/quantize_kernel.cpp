@@ -197,9 +197,7 @@ void with_bits(int64_t bits, Fn&& fn) {
   }
 }
 
-at::Tensor encode_cpu(const at::Tensor& rows_in, int64_t bits, int64_t seed) {
-  check_quantize_encode(rows_in, bits);
-  const at::Tensor rows = rows_in.contiguous();
+at::Tensor encode_cpu(const at::Tensor& rows, int64_t bits, int64_t seed) {
   const int64_t R = rows.size(0), n = rows.size(1);
   const int64_t width = quantize_row_bytes(n, bits, rows.scalar_type());
   at::Tensor payload = at::empty({R, width}, rows.options().dtype(at::kByte));
@@ -219,12 +217,8 @@ at::Tensor encode_cpu(const at::Tensor& rows_in, int64_t bits, int64_t seed) {
   return payload;
 }
 
-at::Tensor decode_cpu(const at::Tensor& payload_in, int64_t bits, int64_t count,
+at::Tensor decode_cpu(const at::Tensor& payload, int64_t bits, int64_t count,
                       at::ScalarType dtype) {
-  check_quantize_decode(payload_in, bits, count, dtype);
-  // a chunk of a larger receive buffer keeps its row stride; only the bytes of a row must be
-  // adjacent
-  const at::Tensor payload = payload_in.stride(1) == 1 ? payload_in : payload_in.contiguous();
   const int64_t R = payload.size(0), stride = payload.stride(0);
   at::Tensor rows = at::empty({R, count}, payload.options().dtype(dtype));
   const uint8_t* in = payload.const_data_ptr<uint8_t>();
@@ -241,12 +235,14 @@ at::Tensor decode_cpu(const at::Tensor& payload_in, int64_t bits, int64_t count,
   return rows;
 }
 
+struct CpuKernels {
+  static constexpr auto encode = &encode_cpu;
+  static constexpr auto decode = &decode_cpu;
+};
+
 }  // namespace
 
-TORCH_LIBRARY_IMPL(pyg_sar, CPU, m) {
-  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::quantize_encode"), TORCH_FN(encode_cpu));
-  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::quantize_decode"), TORCH_FN(decode_cpu));
-}
+TORCH_LIBRARY_IMPL(pyg_sar, CPU, m) { register_quantize_kernels<CpuKernels>(m); }
 
 }  // namespace ops
 }  // namespace pyg_sar

@@ -42,7 +42,6 @@ int64_t grain(int64_t rows, int64_t work) {
 
 std::tuple<at::Tensor, at::Tensor> select_rows_cpu(const at::Tensor& rowptr_in,
                                                    const at::Tensor& rows_in) {
-  check_bulk_rows("bulk_select_rows", rowptr_in, rows_in);
   const at::Tensor rowptr = rowptr_in.contiguous(), rows = rows_in.contiguous();
   const int64_t R = rows.numel();
   const int64_t* rp = rowptr.const_data_ptr<int64_t>();
@@ -77,9 +76,6 @@ void uniform_row_large(int64_t key, int64_t deg, int64_t fanout, int64_t* out) {
 std::tuple<at::Tensor, at::Tensor> sample_uniform_cpu(const at::Tensor& rowptr_in,
                                                       const at::Tensor& rows_in,
                                                       const at::Tensor& keys_in, int64_t fanout) {
-  const char* opname = "bulk_sample_uniform";
-  check_bulk_rows(opname, rowptr_in, rows_in);
-  check_bulk_keys(opname, rows_in, keys_in);
   const at::Tensor rowptr = rowptr_in.contiguous(), rows = rows_in.contiguous();
   const at::Tensor keys = keys_in.contiguous();
   const int64_t R = rows.numel();
@@ -119,13 +115,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> ladies_weights_cpu(
     const at::Tensor& rowptr_in, const at::Tensor& col_in, const at::Tensor& values_in,
     const at::Tensor& rows_in, const at::Tensor& batch_ptr_in, int64_t num_cols) {
   const char* opname = "bulk_ladies_weights";
-  check_bulk_rows(opname, rowptr_in, rows_in);
-  check_bulk_col(opname, rowptr_in, col_in, num_cols);
-  check_bulk_ptr(opname, batch_ptr_in, rows_in.numel(), "rows");
-  TORCH_CHECK_VALUE(values_in.dim() == 1 && values_in.numel() == col_in.numel() &&
-                        values_in.scalar_type() == at::kDouble,
-                    opname, ": values must be float64 [E] = [", col_in.numel(), "] (got ",
-                    values_in.scalar_type(), " ", values_in.sizes(), ")");
   const at::Tensor rowptr = rowptr_in.contiguous(), col = col_in.contiguous();
   const at::Tensor values = values_in.contiguous(), rows = rows_in.contiguous();
   const at::Tensor batch_ptr = batch_ptr_in.contiguous();
@@ -225,14 +214,7 @@ std::tuple<at::Tensor, at::Tensor> sample_weighted_cpu(const at::Tensor& ptr_in,
                                                        const at::Tensor& weight_in,
                                                        const at::Tensor& keys_in,
                                                        int64_t fanout) {
-  const char* opname = "bulk_sample_weighted";
-  check_bulk_weight(opname, weight_in);
-  check_bulk_ptr(opname, ptr_in, weight_in.numel(), "weights");
   const int64_t R = ptr_in.numel() - 1;
-  TORCH_CHECK_VALUE(keys_in.scalar_type() == at::kLong && keys_in.dim() == 1 &&
-                        keys_in.numel() == R,
-                    opname, ": row_keys must be int64 [", R, "] (got ", keys_in.scalar_type(),
-                    " ", keys_in.sizes(), ")");
   const at::Tensor ptr = ptr_in.contiguous(), weight = weight_in.contiguous();
   const at::Tensor keys = keys_in.contiguous();
   const int64_t* p = ptr.const_data_ptr<int64_t>();
@@ -273,21 +255,6 @@ std::tuple<at::Tensor, at::Tensor> extract_columns_cpu(
     const at::Tensor& rowptr_in, const at::Tensor& col_in, const at::Tensor& rows_in,
     const at::Tensor& row_batch_in, const at::Tensor& keep_ptr_in, const at::Tensor& keep_in,
     int64_t num_cols) {
-  const char* opname = "bulk_extract_columns";
-  check_bulk_rows(opname, rowptr_in, rows_in);
-  check_bulk_col(opname, rowptr_in, col_in, num_cols);
-  TORCH_CHECK_VALUE(row_batch_in.scalar_type() == at::kLong && row_batch_in.dim() == 1 &&
-                        row_batch_in.numel() == rows_in.numel(),
-                    opname, ": row_batch must be int64 of the shape of rows [", rows_in.numel(),
-                    "] (got ", row_batch_in.scalar_type(), " ", row_batch_in.sizes(), ")");
-  check_bulk_ptr(opname, keep_ptr_in, keep_in.numel(), "kept columns");
-  const int64_t k = keep_ptr_in.numel() - 1;
-  if (row_batch_in.numel() > 0) {
-    auto [lo, hi] = at::aminmax(row_batch_in);
-    TORCH_CHECK_VALUE(lo.item<int64_t>() >= 0 && hi.item<int64_t>() < k, opname,
-                      ": row_batch must lie in [0, k) = [0, ", k, ") (got min ",
-                      lo.item<int64_t>(), ", max ", hi.item<int64_t>(), ")");
-  }
   const at::Tensor rowptr = rowptr_in.contiguous(), col = col_in.contiguous();
   const at::Tensor rows = rows_in.contiguous(), row_batch = row_batch_in.contiguous();
   const at::Tensor keep_ptr = keep_ptr_in.contiguous(), keep = keep_in.contiguous();
@@ -331,7 +298,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> relabel_cpu(
     const at::Tensor& cand_in, const at::Tensor& cand_ptr_in) {
   const std::vector<at::Tensor> prev_nodes_v(prev_nodes_in.begin(), prev_nodes_in.end());
   const std::vector<at::Tensor> prev_ptr_v(prev_ptr_in.begin(), prev_ptr_in.end());
-  check_bulk_relabel(num_nodes, prev_nodes_v, prev_ptr_v, cand_in, cand_ptr_in);
   std::vector<at::Tensor> prev_nodes, prev_ptr;
   for (size_t h = 0; h < prev_nodes_v.size(); ++h) {
     prev_nodes.push_back(prev_nodes_v[h].contiguous());
@@ -384,16 +350,19 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> relabel_cpu(
   return {new_nodes, new_ptr, local};
 }
 
+// The kernels; SamplingOps has checked their arguments.
+struct CpuKernels {
+  static constexpr auto select_rows = &select_rows_cpu;
+  static constexpr auto sample_uniform = &sample_uniform_cpu;
+  static constexpr auto ladies_weights = &ladies_weights_cpu;
+  static constexpr auto sample_weighted = &sample_weighted_cpu;
+  static constexpr auto extract_columns = &extract_columns_cpu;
+  static constexpr auto relabel = &relabel_cpu;
+};
+
 }  // namespace
 
-TORCH_LIBRARY_IMPL(pyg_sar, CPU, m) {
-  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::bulk_select_rows"), TORCH_FN(select_rows_cpu));
-  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::bulk_sample_uniform"), TORCH_FN(sample_uniform_cpu));
-  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::bulk_ladies_weights"), TORCH_FN(ladies_weights_cpu));
-  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::bulk_sample_weighted"), TORCH_FN(sample_weighted_cpu));
-  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::bulk_extract_columns"), TORCH_FN(extract_columns_cpu));
-  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::bulk_relabel"), TORCH_FN(relabel_cpu));
-}
+TORCH_LIBRARY_IMPL(pyg_sar, CPU, m) { register_sampling_kernels<CpuKernels>(m); }
 
 }  // namespace ops
 }  // namespace pyg_sar

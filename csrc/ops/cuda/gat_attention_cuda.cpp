@@ -1,4 +1,5 @@
-// CUDA registration of the fused attention ops: argument checks, allocation and the transposed
+// CUDA kernels of the fused attention ops, registered through the shared
+// register_attention_kernels (which checks the arguments once): allocation and the transposed
 // CSR with ATen, arithmetic in the torch-free launchers of gat_attention_kernel.cu. Compiled
 // only in a CUDA build.
 #include <ATen/ATen.h>
@@ -55,7 +56,6 @@ gat_math::Inputs<T> inputs(const Held& h, const AttentionArgs& a) {
 }
 
 void run_forward(const char* op, const AttentionArgs& a) {
-  check_attention_args(op, a, /*backward=*/false);
   const c10::cuda::CUDAGuard guard(a.x_src.device());
   const Held h = hold(a);
   AT_DISPATCH_FLOATING_TYPES(a.x_src.scalar_type(), "gat_attention_cuda", [&] {
@@ -68,7 +68,6 @@ void run_forward(const char* op, const AttentionArgs& a) {
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> run_backward(const char* op,
                                                                         const AttentionArgs& a) {
-  check_attention_args(op, a, /*backward=*/true);
   const c10::cuda::CUDAGuard guard(a.x_src.device());
   const Held h = hold(a);
   const at::Tensor go = a.grad_out.contiguous(), out = a.acc.contiguous();
@@ -111,65 +110,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> run_backward(const ch
   return {g_x, g_asrc, g_dst, g_edge};
 }
 
-void gat_block_forward_cuda(const at::Tensor& rowptr, const at::Tensor& col,
-                            const at::Tensor& x_src, const at::Tensor& a_src,
-                            const at::Tensor& a_dst, const std::optional<at::Tensor>& a_edge,
-                            at::Tensor& m, at::Tensor& l, at::Tensor& acc, double negative_slope,
-                            double dropout, int64_t seed,
-                            const std::optional<at::Tensor>& src_ids,
-                            const std::optional<at::Tensor>& dst_ids) {
-  run_forward("gat_block_forward_", gat_args(rowptr, col, x_src, a_src, a_dst, a_edge, m, l, acc,
-                                             negative_slope, dropout, seed, src_ids, dst_ids));
-}
-
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> gat_block_backward_cuda(
-    const at::Tensor& grad_out, const at::Tensor& out, const at::Tensor& m, const at::Tensor& l,
-    const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& x_src,
-    const at::Tensor& a_src, const at::Tensor& a_dst, const std::optional<at::Tensor>& a_edge,
-    double negative_slope, double dropout, int64_t seed, const std::optional<at::Tensor>& src_ids,
-    const std::optional<at::Tensor>& dst_ids, const std::optional<at::Tensor>& transposed) {
-  AttentionArgs a = gat_args(rowptr, col, x_src, a_src, a_dst, a_edge, m, l, out, negative_slope,
-                             dropout, seed, src_ids, dst_ids);
-  a.grad_out = grad_out;
-  if (transposed.has_value()) a.transposed = *transposed;
-  return run_backward("gat_block_backward", a);
-}
-
-void gatv2_block_forward_cuda(const at::Tensor& rowptr, const at::Tensor& col,
-                              const at::Tensor& x_src, const at::Tensor& x_dst,
-                              const std::optional<at::Tensor>& x_edge, const at::Tensor& att,
-                              at::Tensor& m, at::Tensor& l, at::Tensor& acc,
-                              double negative_slope, double dropout, int64_t seed,
-                              const std::optional<at::Tensor>& src_ids,
-                              const std::optional<at::Tensor>& dst_ids) {
-  run_forward("gatv2_block_forward_", gatv2_args(rowptr, col, x_src, x_dst, x_edge, att, m, l,
-                                                 acc, negative_slope, dropout, seed, src_ids,
-                                                 dst_ids));
-}
-
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> gatv2_block_backward_cuda(
-    const at::Tensor& grad_out, const at::Tensor& out, const at::Tensor& m, const at::Tensor& l,
-    const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& x_src,
-    const at::Tensor& x_dst, const std::optional<at::Tensor>& x_edge, const at::Tensor& att,
-    double negative_slope, double dropout, int64_t seed, const std::optional<at::Tensor>& src_ids,
-    const std::optional<at::Tensor>& dst_ids, const std::optional<at::Tensor>& transposed) {
-  AttentionArgs a = gatv2_args(rowptr, col, x_src, x_dst, x_edge, att, m, l, out, negative_slope,
-                               dropout, seed, src_ids, dst_ids);
-  a.grad_out = grad_out;
-  if (transposed.has_value()) a.transposed = *transposed;
-  return run_backward("gatv2_block_backward", a);
-}
+struct CudaKernels {
+  static constexpr auto forward = &run_forward;
+  static constexpr auto backward = &run_backward;
+};
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(pyg_sar, CUDA, m) {
-  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::gat_block_forward_"), TORCH_FN(gat_block_forward_cuda));
-  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::gat_block_backward"), TORCH_FN(gat_block_backward_cuda));
-  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::gatv2_block_forward_"),
-         TORCH_FN(gatv2_block_forward_cuda));
-  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::gatv2_block_backward"),
-         TORCH_FN(gatv2_block_backward_cuda));
-}
+TORCH_LIBRARY_IMPL(pyg_sar, CUDA, m) { register_attention_kernels<CudaKernels>(m); }
 
 }  // namespace ops
 }  // namespace pyg_sar

@@ -1,6 +1,7 @@
-// CUDA registration of gather_aggregate: argument checks, allocation and the transposed CSR with
-// ATen, arithmetic in the torch-free launchers of gather_aggregate_kernel.cu. Compiled only in a
-// CUDA build.
+// CUDA kernels of gather_aggregate, registered through the shared
+// register_gather_aggregate_kernels (which checks the arguments once): allocation and the
+// transposed CSR with ATen, arithmetic in the torch-free launchers of gather_aggregate_kernel.cu.
+// Compiled only in a CUDA build.
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <c10/cuda/CUDAException.h>
@@ -16,18 +17,13 @@ namespace ops {
 
 namespace {
 
-std::tuple<at::Tensor, at::Tensor> gather_aggregate_cuda(const at::Tensor& rowptr,
-                                                         const at::Tensor& col,
-                                                         const at::Tensor& x_src,
-                                                         const std::optional<at::Tensor>& weight,
-                                                         std::string_view reduce) {
-  const Reduce r = check_gather_aggregate_args(rowptr, col, x_src, weight, reduce);
-  const c10::cuda::CUDAGuard guard(x_src.device());
-  const at::Tensor rowptr_c = rowptr.contiguous(), col_c = col.contiguous();
-  const at::Tensor x_c = x_src.contiguous();
-  const at::Tensor w_c =
-      weight.has_value() && weight->defined() ? weight->contiguous() : at::Tensor();
-  const int64_t N = rowptr.numel() - 1, F = x_src.size(1);
+// Forward (GatherAggregateOps::forward has checked the arguments and made them contiguous).
+std::tuple<at::Tensor, at::Tensor> gather_aggregate_cuda(const at::Tensor& rowptr_c,
+                                                         const at::Tensor& col_c,
+                                                         const at::Tensor& x_c,
+                                                         const at::Tensor& w_c, Reduce r) {
+  const c10::cuda::CUDAGuard guard(x_c.device());
+  const int64_t N = rowptr_c.numel() - 1, F = x_c.size(1);
   const bool has_arg = r == Reduce::kMax || r == Reduce::kMin;
 
   at::Tensor out = at::empty({N, F}, x_c.options());
@@ -43,21 +39,15 @@ std::tuple<at::Tensor, at::Tensor> gather_aggregate_cuda(const at::Tensor& rowpt
   return {out, arg};
 }
 
+// Backward (arguments checked and contiguous; x_c defined only when weight_requires_grad, arg_c
+// only for max/min).
 std::tuple<at::Tensor, at::Tensor> gather_aggregate_backward_cuda(
-    const at::Tensor& grad_out, const at::Tensor& rowptr, const at::Tensor& col,
-    const std::optional<at::Tensor>& x_src, const std::optional<at::Tensor>& weight,
-    const at::Tensor& arg, std::string_view reduce, int64_t num_src, bool weight_requires_grad) {
-  const Reduce r = check_gather_aggregate_backward_args(grad_out, rowptr, col, x_src, weight, arg,
-                                                        reduce, num_src, weight_requires_grad);
-  const c10::cuda::CUDAGuard guard(grad_out.device());
-  const at::Tensor rowptr_c = rowptr.contiguous(), col_c = col.contiguous();
-  const at::Tensor g_c = grad_out.contiguous();
-  const at::Tensor w_c =
-      weight.has_value() && weight->defined() ? weight->contiguous() : at::Tensor();
+    const at::Tensor& g_c, const at::Tensor& rowptr_c, const at::Tensor& col_c,
+    const at::Tensor& x_c, const at::Tensor& w_c, const at::Tensor& arg_c, Reduce r,
+    int64_t num_src, bool weight_requires_grad) {
+  const c10::cuda::CUDAGuard guard(g_c.device());
   const bool has_arg = r == Reduce::kMax || r == Reduce::kMin;
-  const at::Tensor arg_c = has_arg ? arg.contiguous() : at::Tensor();
-  const at::Tensor x_c = weight_requires_grad ? x_src->contiguous() : at::Tensor();
-  const int64_t N = rowptr.numel() - 1, F = grad_out.size(1), E = col.numel();
+  const int64_t N = rowptr_c.numel() - 1, F = g_c.size(1), E = col_c.numel();
 
   // Transposed CSR without a host sync: a stable sort keeps ascending edge positions per source.
   auto [sorted_col, perm] = at::sort(col_c, /*stable=*/true, /*dim=*/0, /*descending=*/false);
@@ -86,13 +76,14 @@ std::tuple<at::Tensor, at::Tensor> gather_aggregate_backward_cuda(
   return {grad_x, grad_w};
 }
 
+struct CudaKernels {
+  static constexpr auto forward = &gather_aggregate_cuda;
+  static constexpr auto backward = &gather_aggregate_backward_cuda;
+};
+
 }  // namespace
 
-TORCH_LIBRARY_IMPL(pyg_sar, CUDA, m) {
-  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::gather_aggregate"), TORCH_FN(gather_aggregate_cuda));
-  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::gather_aggregate_backward"),
-         TORCH_FN(gather_aggregate_backward_cuda));
-}
+TORCH_LIBRARY_IMPL(pyg_sar, CUDA, m) { register_gather_aggregate_kernels<CudaKernels>(m); }
 
 }  // namespace ops
 }  // namespace pyg_sar

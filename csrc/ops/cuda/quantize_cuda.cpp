@@ -1,5 +1,6 @@
-// CUDA registration of the quantisation ops: argument checks and allocation with ATen, the
-// arithmetic in the torch-free launchers of quantize_kernel.cu. Compiled only in a CUDA build.
+// CUDA kernels of the quantisation ops (registered through register_quantize_kernels, which
+// checks the arguments once): allocation with ATen, the arithmetic in the torch-free launchers
+// of quantize_kernel.cu. Compiled only in a CUDA build.
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <c10/cuda/CUDAException.h>
@@ -15,10 +16,8 @@ namespace ops {
 
 namespace {
 
-at::Tensor encode_cuda(const at::Tensor& rows_in, int64_t bits, int64_t seed) {
-  check_quantize_encode(rows_in, bits);
-  const c10::cuda::CUDAGuard guard(rows_in.device());
-  const at::Tensor rows = rows_in.contiguous();
+at::Tensor encode_cuda(const at::Tensor& rows, int64_t bits, int64_t seed) {
+  const c10::cuda::CUDAGuard guard(rows.device());
   const int64_t R = rows.size(0), n = rows.size(1);
   const int64_t width = quantize_row_bytes(n, bits, rows.scalar_type());
   at::Tensor payload = at::empty({R, width}, rows.options().dtype(at::kByte));
@@ -30,11 +29,9 @@ at::Tensor encode_cuda(const at::Tensor& rows_in, int64_t bits, int64_t seed) {
   return payload;
 }
 
-at::Tensor decode_cuda(const at::Tensor& payload_in, int64_t bits, int64_t count,
+at::Tensor decode_cuda(const at::Tensor& payload, int64_t bits, int64_t count,
                        at::ScalarType dtype) {
-  check_quantize_decode(payload_in, bits, count, dtype);
-  const c10::cuda::CUDAGuard guard(payload_in.device());
-  const at::Tensor payload = payload_in.stride(1) == 1 ? payload_in : payload_in.contiguous();
+  const c10::cuda::CUDAGuard guard(payload.device());
   const int64_t R = payload.size(0);
   at::Tensor rows = at::empty({R, count}, payload.options().dtype(dtype));
   AT_DISPATCH_FLOATING_TYPES(dtype, "quantize_decode", [&] {
@@ -45,12 +42,14 @@ at::Tensor decode_cuda(const at::Tensor& payload_in, int64_t bits, int64_t count
   return rows;
 }
 
+struct CudaKernels {
+  static constexpr auto encode = &encode_cuda;
+  static constexpr auto decode = &decode_cuda;
+};
+
 }  // namespace
 
-TORCH_LIBRARY_IMPL(pyg_sar, CUDA, m) {
-  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::quantize_encode"), TORCH_FN(encode_cuda));
-  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::quantize_decode"), TORCH_FN(decode_cuda));
-}
+TORCH_LIBRARY_IMPL(pyg_sar, CUDA, m) { register_quantize_kernels<CudaKernels>(m); }
 
 }  // namespace ops
 }  // namespace pyg_sar

@@ -1,6 +1,7 @@
-// CUDA registration of the per-row bulk-sampling ops (select, uniform and weighted picks,
-// column extraction): argument checks, allocation and row pointers with ATen, arithmetic in the
-// torch-free launchers of sampling_kernel.cu. bulk_ladies_weights and bulk_relabel have no
+// CUDA kernels of the per-row bulk-sampling ops (select, uniform and weighted picks, column
+// extraction), registered through register_sampling_kernels (which checks the arguments once):
+// allocation and row pointers with ATen (reading an output size back is the one host copy),
+// arithmetic in the torch-free launchers of sampling_kernel.cu. bulk_ladies_weights and bulk_relabel have no
 // CUDA kernel: on CUDA tensors pyg_sar.ops.sampling runs their pure-torch reference (torch ops
 // on the GPU). Compiled only in a CUDA build.
 #include <ATen/ATen.h>
@@ -23,7 +24,6 @@ at::Tensor exclusive_ptr(const at::Tensor& counts) {
 
 std::tuple<at::Tensor, at::Tensor> select_rows_cuda(const at::Tensor& rowptr_in,
                                                     const at::Tensor& rows_in) {
-  check_bulk_rows("bulk_select_rows", rowptr_in, rows_in);
   const c10::cuda::CUDAGuard guard(rows_in.device());
   const at::Tensor rowptr = rowptr_in.contiguous(), rows = rows_in.contiguous();
   const at::Tensor out_ptr = exclusive_ptr(rowptr.index_select(0, rows + 1) -
@@ -40,8 +40,6 @@ std::tuple<at::Tensor, at::Tensor> sample_uniform_cuda(const at::Tensor& rowptr_
                                                        const at::Tensor& rows_in,
                                                        const at::Tensor& keys_in,
                                                        int64_t fanout) {
-  check_bulk_rows("bulk_sample_uniform", rowptr_in, rows_in);
-  check_bulk_keys("bulk_sample_uniform", rows_in, keys_in);
   const c10::cuda::CUDAGuard guard(rows_in.device());
   const at::Tensor rowptr = rowptr_in.contiguous(), rows = rows_in.contiguous();
   const at::Tensor keys = keys_in.contiguous();
@@ -60,12 +58,7 @@ std::tuple<at::Tensor, at::Tensor> sample_weighted_cuda(const at::Tensor& ptr_in
                                                         const at::Tensor& weight_in,
                                                         const at::Tensor& keys_in,
                                                         int64_t fanout) {
-  const char* opname = "bulk_sample_weighted";
-  check_bulk_weight(opname, weight_in);
-  check_bulk_ptr(opname, ptr_in, weight_in.numel(), "weights");
   const int64_t R = ptr_in.numel() - 1;
-  TORCH_CHECK_VALUE(keys_in.scalar_type() == at::kLong && keys_in.numel() == R, opname,
-                    ": row_keys must be int64 [", R, "] (got ", keys_in.sizes(), ")");
   const c10::cuda::CUDAGuard guard(weight_in.device());
   const at::Tensor ptr = ptr_in.contiguous(), keys = keys_in.contiguous();
   at::Tensor w = weight_in.contiguous().clone();
@@ -90,13 +83,6 @@ std::tuple<at::Tensor, at::Tensor> extract_columns_cuda(
     const at::Tensor& rowptr_in, const at::Tensor& col_in, const at::Tensor& rows_in,
     const at::Tensor& row_batch_in, const at::Tensor& keep_ptr_in, const at::Tensor& keep_in,
     int64_t num_cols) {
-  const char* opname = "bulk_extract_columns";
-  check_bulk_rows(opname, rowptr_in, rows_in);
-  check_bulk_col(opname, rowptr_in, col_in, num_cols);
-  check_bulk_ptr(opname, keep_ptr_in, keep_in.numel(), "kept columns");
-  TORCH_CHECK_VALUE(row_batch_in.scalar_type() == at::kLong &&
-                        row_batch_in.numel() == rows_in.numel(),
-                    opname, ": row_batch must be int64 of the shape of rows");
   const c10::cuda::CUDAGuard guard(rows_in.device());
   const at::Tensor rowptr = rowptr_in.contiguous(), col = col_in.contiguous();
   const at::Tensor rows = rows_in.contiguous(), row_batch = row_batch_in.contiguous();
@@ -119,14 +105,17 @@ std::tuple<at::Tensor, at::Tensor> extract_columns_cuda(
   return {out_ptr, pos};
 }
 
+// The kernels; SamplingOps has checked their arguments. No ladies_weights or relabel here.
+struct CudaKernels {
+  static constexpr auto select_rows = &select_rows_cuda;
+  static constexpr auto sample_uniform = &sample_uniform_cuda;
+  static constexpr auto sample_weighted = &sample_weighted_cuda;
+  static constexpr auto extract_columns = &extract_columns_cuda;
+};
+
 }  // namespace
 
-TORCH_LIBRARY_IMPL(pyg_sar, CUDA, m) {
-  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::bulk_select_rows"), TORCH_FN(select_rows_cuda));
-  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::bulk_sample_uniform"), TORCH_FN(sample_uniform_cuda));
-  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::bulk_sample_weighted"), TORCH_FN(sample_weighted_cuda));
-  m.impl(TORCH_SELECTIVE_NAME("pyg_sar::bulk_extract_columns"), TORCH_FN(extract_columns_cuda));
-}
+TORCH_LIBRARY_IMPL(pyg_sar, CUDA, m) { register_sampling_kernels<CudaKernels>(m); }
 
 }  // namespace ops
 }  // namespace pyg_sar
