@@ -41,9 +41,12 @@ def test_sphinx_build_has_no_warnings(tmp_path):
                  "compression", "sampling", "across_hosts", "planning", "reliability", "api"):
         assert (out / f"{page}.html").is_file(), page
     api = (out / "api.html").read_text(encoding="utf-8")
-    for name in ("pyg_sar.init", "pyg_sar.convert", "pyg_sar.SARConfig", "pyg_sar.DistGraph",
-                 "pyg_sar.nn.functional.cross_entropy", "pyg_sar.compression.Compressor",
-                 "pyg_sar.sampling.BulkNeighborLoader"):
+    for name in ("pyg_sar.init", "pyg_sar.distribute", "pyg_sar.load_partition",
+                 "pyg_sar.PartitionData", "pyg_sar.convert", "pyg_sar.unconvert",
+                 "pyg_sar.SARConfig", "pyg_sar.DistGraph", "pyg_sar.print", "pyg_sar.log",
+                 "pyg_sar.barrier", "pyg_sar.global_sum", "pyg_sar.nn.functional.cross_entropy",
+                 "pyg_sar.nn.functional.nll_loss", "pyg_sar.nn.functional.accuracy",
+                 "pyg_sar.compression.Compressor", "pyg_sar.sampling.BulkNeighborLoader"):
         assert f'id="{name}"' in api, f"the API reference has no entry {name}"
     porting = (out / "porting.html").read_text(encoding="utf-8")
     assert "port-diff" in porting and porting.count('class="hll"') >= 2, (
@@ -117,3 +120,37 @@ def test_readme_headline_figures_are_generated_from_the_results():
     assert section == hl.headline_table(), (
         "README.md's headline figures differ from benchmarks/results: run "
         "python docs/_ext/headline.py --write")
+
+
+def _code_block(path: Path, after: str = "") -> str:
+    text = path.read_text(encoding="utf-8")
+    return re.search(re.escape(after) + r".*?```python\n(.*?)```", text, re.S).group(1)
+
+
+_SCRIPTS = {  # the docs' complete scripts: where, its epoch loop, a shorter loop for the test
+    "readme": (ROOT / "README.md", "", "range(200)", "range(40)"),
+    "getting_started": (DOCS / "getting_started.md", "## A first script", "range(1, 201)",
+                        "range(1, 41)"),
+}
+
+
+@pytest.mark.parametrize("name, ranks", [("readme", 2), ("getting_started", 1)])
+def test_docs_scripts_run(tmp_path, name, ranks):
+    """The complete scripts of the README and the getting-started page run as written (fewer
+    epochs) and learn Cora: the README's on 2 ranks under mpiexec, the other as one process."""
+    path, after, loop, shorter = _SCRIPTS[name]
+    code = _code_block(path, after)
+    assert code.count(loop) == 1, f"{name}: the epoch loop {loop} was not found"
+    script = tmp_path / f"{name}.py"
+    script.write_text(code.replace(loop, shorter), encoding="utf-8")
+    argv = [sys.executable, str(script)]
+    if ranks > 1:
+        mpiexec = Path(sys.executable).with_name("mpiexec")
+        if not mpiexec.exists():
+            pytest.skip("mpiexec is not installed next to the interpreter")
+        argv = [str(mpiexec), "-n", str(ranks), *argv]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, f"{name} on {ranks} rank(s):\n{proc.stderr[-4000:]}"
+    found = re.findall(r"test accuracy (\d\.\d+)", proc.stdout)
+    assert len(found) == 1, f"{name}: expected one line, from rank 0, got:\n{proc.stdout}"
+    assert float(found[0]) > 0.6, f"{name} on {ranks} rank(s) did not learn: {found[0]}"
