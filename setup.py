@@ -4,6 +4,9 @@ CUDA sources are compiled when torch has CUDA and nvcc is found (``CUDA_HOME``),
 ``FORCE_CUDA=1``; ``FORCE_ONLY_CPU=1`` skips them. ``PYG_SAR_NO_EXTENSION=1`` installs the Python
 package alone (``.ci/setup`` builds the extension itself, incrementally). Metadata lives in
 pyproject.toml.
+
+Built wheels leave out the repository's own test harness (:data:`HARNESS_MODULES`); a source
+checkout and an editable install keep it, since the tests run there.
 """
 from __future__ import annotations
 
@@ -12,10 +15,24 @@ import sys
 from pathlib import Path
 
 from setuptools import setup
+from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
 SOURCES_FILE = "csrc/sources.txt"
 KINDS = ("cpu", "cuda", "python")
+# The layer/model zoo: the recipes, driver, rank side and report behind tests/zoo and the
+# supported-layers page. It is the project's own exactness suite, not API; the public testing
+# helpers (pyg_sar.testing: run_on_ranks, its worker, the namespace hosts) stay in the wheel.
+HARNESS_MODULES = frozenset(("pyg_sar.testing", name) for name in
+                            ("zoo", "zoo_models", "zoo_rank", "zoo_recipes", "zoo_report"))
+
+
+class BuildPyWithoutHarness(build_py):
+    """``build_py`` that leaves :data:`HARNESS_MODULES` out of the build (hence the wheel)."""
+
+    def find_package_modules(self, package, package_dir):
+        return [m for m in super().find_package_modules(package, package_dir)
+                if (m[0], m[1]) not in HARNESS_MODULES]
 
 
 def read_sources(path: Path) -> dict[str, list[str]]:
@@ -67,4 +84,4 @@ def build_extensions() -> tuple[list, dict]:
 
 
 ext_modules, cmdclass = ([], {}) if env_flag("PYG_SAR_NO_EXTENSION") else build_extensions()
-setup(ext_modules=ext_modules, cmdclass=cmdclass)
+setup(ext_modules=ext_modules, cmdclass={**cmdclass, "build_py": BuildPyWithoutHarness})
