@@ -7,9 +7,16 @@ name, ``repr``, parameters, ``state_dict`` and ``copy.deepcopy`` are those of th
 A converted layer still runs PyG's own code for a plain ``edge_index``; for a
 :class:`~pyg_sar.graph.DistGraph` its ``propagate`` (and ``edge_updater`` for the GAT family)
 runs the distributed engine.
+
+Converted layers pickle (``torch.save(model)``, ``pickle``, ``copy.deepcopy``): a layer is
+rebuilt through :func:`converted_class` from its PyG class and its mixin, both importable by
+name, and keeps its configuration (``_sar_config``, ``_sar_spec``, ``_sar_name``,
+``_sar_layer_index``, ``_sar_compressor``); every other ``_sar_*`` attribute is state of a
+running call (a held wire) and is dropped, to be made again by the next call.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from torch import Tensor
@@ -17,11 +24,36 @@ from torch import Tensor
 from pyg_sar.graph import DistGraph
 from pyg_sar.nn.wire import release_held_wire
 
+# What a converted layer keeps when it is pickled or copied; its other ``_sar_*`` attributes
+# belong to a running call and are dropped.
+# (``_sar_binds_norms``, ``_sar_grad_sync``: a model that is itself a converted layer carries
+# convert's model state too; the gradient-sync state pickles without its runtime part.)
+PERSISTENT = frozenset({"_sar_config", "_sar_spec", "_sar_name", "_sar_layer_index",
+                        "_sar_compressor", "_sar_binds_norms", "_sar_grad_sync"})
+
 
 class SARLayer:
     """Mixin of every converted MessagePassing layer (first in the generated class's bases)."""
 
     _sar_base: type  # the class the layer had before conversion
+    _sar_mixin: type  # SARLayer or SARAttentionLayer
+
+    def __reduce_ex__(self, protocol: int) -> tuple:
+        # The generated class cannot be found by name: pickle the recipe of its class (the PyG
+        # class and the mixin, both importable) and the layer's state.
+        cls = type(self)
+        return _new_converted, (cls._sar_base, cls._sar_mixin), self.__getstate__()
+
+    def __getstate__(self) -> dict:
+        state = super().__getstate__()  # a copy of __dict__ (torch.nn.Module)
+        for key in [k for k in state if k.startswith("_sar_") and k not in PERSISTENT]:
+            del state[key]
+        config = state.get("_sar_config")
+        if config is not None and callable(config.compression):
+            # A per-layer rule may be a closure (all_but_last); the layer's own compressor,
+            # which the rule chose, is kept in _sar_compressor.
+            state["_sar_config"] = dataclasses.replace(config, compression=None)
+        return state
 
     def propagate(self, edge_index: Any, size=None, **kwargs: Any) -> Tensor:
         if not isinstance(edge_index, DistGraph):
@@ -51,6 +83,18 @@ class SARAttentionLayer(SARLayer):
 _CLASSES: dict[tuple, type] = {}
 
 
+def _new_converted(base: type, mixin: type) -> Any:
+    """An empty layer of the converted class of ``base`` (unpickling; its state is set next).
+
+    The class's ``forward`` and ``methods`` are the registry's for ``base``, as in
+    :func:`pyg_sar.convert`."""
+    from pyg_sar.nn.registry import verified_adapter
+    adapter = verified_adapter(base)[1]
+    cls = (converted_class(base, mixin) if adapter is None
+           else converted_class(base, mixin, adapter.forward, adapter.methods))
+    return cls.__new__(cls)
+
+
 def converted_class(base: type, mixin: type, forward=None, methods=()) -> type:
     """The converted subclass of ``base`` (generated once per class and mixin); ``forward``
     and ``methods`` (``(name, function)`` pairs) replace the base's where the registry says."""
@@ -62,6 +106,7 @@ def converted_class(base: type, mixin: type, forward=None, methods=()) -> type:
             "__qualname__": base.__qualname__,
             "__doc__": f"{base.__name__} converted by pyg_sar.convert (see {__name__}).",
             "_sar_base": base,
+            "_sar_mixin": mixin,
         }
         # In the class itself, not only in the mixin: PyG's __setstate__ (deepcopy, pickle)
         # compiles a templated propagate onto any class whose own __dict__ lacks one, which

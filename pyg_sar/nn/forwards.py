@@ -144,11 +144,14 @@ def supergat_forward(self, x: Tensor, edge_index, neg_edge_index: Optional[Tenso
 def supergat_attention_loss(self) -> Tensor:
     """SuperGATConv.get_attention_loss, refused after a training forward over a DistGraph."""
     if self.training and getattr(self, "att_x", None) is None:
+        name = getattr(self, "_sar_name", type(self).__name__)
         raise RuntimeError(
-            "pyg_sar: SuperGATConv.get_attention_loss(): no attention loss was computed; a "
-            "converted SuperGATConv computes none over a DistGraph, since the "
-            "self-supervised attention loss samples negative edges from the whole graph, "
-            "which a rank's part cannot reproduce; the converted layer computes the attention "
-            "propagation only (train without the attention loss, or run SuperGATConv on a "
-            "Tensor edge_index)")
+            f"pyg_sar: layer '{name}' (SuperGATConv): get_attention_loss(): no attention loss "
+            f"was computed: the self-supervised attention loss is not supported over a "
+            f"DistGraph, since it samples positive and negative edges from the whole graph, "
+            f"which a rank's part cannot reproduce. Supported: SuperGATConv's output (the "
+            f"attention propagation), exact in training and eval; train on the task loss alone "
+            f"(drop the get_attention_loss() term, e.g. `loss += 4.0 * att_loss` in PyG's "
+            f"super_gat.py; in eval mode it returns 0 as in PyG), or run the layer on a Tensor "
+            f"edge_index")
     return self._sar_base.get_attention_loss(self)

@@ -41,6 +41,18 @@ class LayerSpec:
     attention: bool = False
     adapter: Optional[registry.Adapter] = None
 
+    def __reduce_ex__(self, protocol: int) -> tuple:
+        # prepare is the adapter's (a closure for most verified classes): pickled through it.
+        if self.adapter is not None and self.prepare is self.adapter.prepare:
+            return _spec_with_adapter_prepare, (self.aggr, self.linear, self.weight_arg,
+                                                self.attention, self.adapter)
+        return super().__reduce_ex__(protocol)
+
+
+def _spec_with_adapter_prepare(aggr: str, linear: bool, weight_arg: Optional[str],
+                               attention: bool, adapter: registry.Adapter) -> LayerSpec:
+    return LayerSpec(aggr, linear, weight_arg, adapter.prepare, attention, adapter)
+
 
 def _aggr_name(layer: MessagePassing, where: str) -> str:
     if type(layer).aggregate is not MessagePassing.aggregate:
@@ -100,6 +112,9 @@ def _unconverted(cls: type) -> type:
 
 def _adapter(layer: MessagePassing, name: str, trusted: tuple[type, ...]) -> registry.Adapter:
     cls = _unconverted(type(layer))
+    structural = registry.structural_refusal(cls)
+    if structural is not None:
+        raise UnsupportedLayerError(f"{name}: {structural}")
     base, adapter, overridden = registry.verified_adapter(cls)
     if adapter is not None and not issubclass(cls, trusted):
         version = torch_geometric.__version__

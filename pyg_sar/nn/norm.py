@@ -118,10 +118,11 @@ class DistributedBatchNorm(torch.nn.BatchNorm1d):
         return context.comm if context is not None and context.world_size > 1 else None
 
     def __getstate__(self) -> dict:
-        state = super().__getstate__() if hasattr(super(), "__getstate__") else \
-            self.__dict__.copy()
-        state = dict(state)
-        state.pop("_sar_context", None)  # a live communicator: neither copied nor pickled
+        state = super().__getstate__()  # a copy of __dict__ (torch.nn.Module)
+        # The bound context holds a live communicator: neither copied nor pickled; the next
+        # call of the converted model binds the norm again.
+        for key in [k for k in state if k.startswith("_sar_")]:
+            del state[key]
         return state
 
     def forward(self, x: Tensor) -> Tensor:

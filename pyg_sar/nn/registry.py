@@ -92,6 +92,24 @@ class Adapter:
     softmax_groups: Optional[Callable[[MessagePassing], Optional[tuple[str, int]]]] = None
     methods: tuple[tuple[str, Callable], ...] = ()
 
+    def __reduce_ex__(self, protocol: int) -> tuple:
+        # A verified class's adapter holds closures (its preparation, its refusals): it is
+        # pickled as a reference to the class's entry in VERIFIED.
+        for cls, adapter in VERIFIED.items():
+            if adapter is self:
+                return verified_entry, (cls,)
+        return super().__reduce_ex__(protocol)
+
+
+def verified_entry(cls: type) -> Adapter:
+    """The adapter :data:`VERIFIED` holds for ``cls`` (how a pickled adapter is loaded)."""
+    adapter = VERIFIED.get(cls)
+    if adapter is None:
+        raise ValueError(f"pyg_sar: a pickled model has a layer converted as {cls.__name__}, "
+                         f"which this pyg_sar does not verify; pyg_sar.unconvert(model) "
+                         f"before saving makes a model that loads without pyg_sar")
+    return adapter
+
 
 def _when(cond: Callable[[MessagePassing], bool], reason: str):
     def check(layer: MessagePassing) -> Optional[str]:
@@ -214,6 +232,23 @@ def _rgat_refusal(layer: MessagePassing) -> Optional[str]:
                 f"attention softmax (alpha * v + w * v, or alpha + 1), which the online "
                 f"softmax across blocks does not combine")
     return None
+
+# Classes the engine cannot run at all, so that SARConfig(trusted_layers=...) cannot override
+# the refusal either: class -> reason (naming what is supported instead).
+_NODES_IN_DIM_0 = ("pyg_sar exchanges and aggregates node rows in dimension 0 only, so "
+                   "SARConfig(trusted_layers=...) cannot make it run; supported: layers whose "
+                   "propagate arguments are [num_nodes, ...] tensors, e.g. the verified "
+                   "multi-hop layers TAGConv, SGConv, APPNP and GCN2Conv")
+STRUCTURAL: dict[type, str] = {
+    _C.ARMAConv: "it propagates [num_stacks, num_nodes, channels] tensors (nodes in dimension "
+                 "1, node_dim=-2); " + _NODES_IN_DIM_0,
+}
+
+
+def structural_refusal(cls: type) -> Optional[str]:
+    """Why ``cls`` (or the PyG class it derives from) cannot run at all, or ``None``."""
+    return next((STRUCTURAL[k] for k in cls.__mro__ if k in STRUCTURAL), None)
+
 
 # Why known classes cannot be exact (or are not yet verified); the class name is added.
 REFUSED: dict[str, str] = {
