@@ -37,7 +37,10 @@ _LAZY = {
     "ops": "pyg_sar.ops",
 }
 
-__all__ = ["SARConfig", "DistGraph", "Block", "__version__", *_LAZY]
+# pyg_sar.print and pyg_sar.log stay out of ``from pyg_sar import *``: they would shadow the
+# builtin print and any log of the user's.
+__all__ = ["SARConfig", "DistGraph", "Block", "__version__",
+           *(name for name in _LAZY if name not in ("print", "log"))]
 
 
 def __getattr__(name: str) -> Any:

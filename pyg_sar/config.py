@@ -33,6 +33,26 @@ class SARConfig:
             callable ``(name, index, num_layers) -> compressor or None`` such as
             :func:`~pyg_sar.compression.all_but_last`. Layers compress only in training mode
             unless the compressor says ``in_eval=True``.
+        sync_gradients: after every backward pass through the converted model, sum each
+            parameter's new gradient over ranks (bucketed all-reduce at the end of the pass,
+            as torch DDP does), so ``.grad`` holds the single-process gradient and no
+            :func:`~pyg_sar.all_reduce_gradients` call is needed (an explicit one is then a
+            no-op). Gradient accumulation over several backward passes stays exact. ``False``:
+            gradients stay per rank (call :func:`~pyg_sar.all_reduce_gradients` yourself, or
+            wrap the model in DDP).
+        broadcast_parameters: copy rank 0's parameters and buffers to every rank on the
+            model's first forward over a :class:`~pyg_sar.DistGraph` (harmless next to an
+            explicit :func:`~pyg_sar.broadcast_parameters`).
+        check_parameters_every: in training mode, check that every rank holds bit-identical
+            parameters on the first 10 forwards and then on every ``check_parameters_every``-th
+            one (one small all-reduce of per-parameter fingerprints); parameters that drifted
+            apart raise a ``RuntimeError`` naming them. ``0`` turns the check off.
+        check_loss: on more than one rank, raise a ``RuntimeError`` when a backward pass
+            through the model's output does not come from a global loss of
+            :mod:`pyg_sar.nn.functional` (a per-rank loss such as PyG's
+            ``F.cross_entropy(out[mask], y[mask])`` trains a different model, silently). A
+            custom reduction that already is this rank's share of a global loss passes
+            through :func:`pyg_sar.nn.functional.global_loss`; ``False`` turns the check off.
     """
 
     mode: str = "sar"
@@ -41,6 +61,10 @@ class SARConfig:
     project_first: bool = True
     trusted_layers: tuple[type, ...] = ()
     compression: Any = field(default=None, hash=False)
+    sync_gradients: bool = True
+    broadcast_parameters: bool = True
+    check_parameters_every: int = 100
+    check_loss: bool = True
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -49,6 +73,14 @@ class SARConfig:
                                                 or self.pipeline_depth < 0):
             raise ValueError(f"SARConfig: pipeline_depth must be an integer >= 0 "
                              f"(got {self.pipeline_depth!r})")
+        for name in ("sync_gradients", "broadcast_parameters", "check_loss"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"SARConfig: {name} must be True or False "
+                                 f"(got {getattr(self, name)!r})")
+        every = self.check_parameters_every
+        if isinstance(every, bool) or not isinstance(every, int) or every < 0:
+            raise ValueError(f"SARConfig: check_parameters_every must be an integer >= 0 "
+                             f"(0: no check; got {every!r})")
         trusted = self.trusted_layers
         if isinstance(trusted, type):
             trusted = (trusted,)

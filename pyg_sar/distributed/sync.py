@@ -11,6 +11,26 @@ from pyg_sar.distributed.context import DistContext, resolve_context
 
 ParamsLike = Union[torch.nn.Module, Iterable[torch.nn.Parameter]]
 
+# Set on a ``.grad`` tensor that holds the sum over ranks already (written by the automatic
+# gradient synchronisation of converted models, :mod:`pyg_sar.distributed.grad_sync`).
+_SYNCED = "_pyg_sar_synchronised"
+
+
+def mark_synchronised(grad: Tensor) -> None:
+    """Record that ``grad`` (a parameter's ``.grad``) is summed over ranks already."""
+    setattr(grad, _SYNCED, True)
+
+
+def clear_synchronised(grad: Optional[Tensor]) -> None:
+    """Forget :func:`mark_synchronised` (the gradient will accumulate unsynchronised parts)."""
+    if grad is not None and hasattr(grad, _SYNCED):
+        delattr(grad, _SYNCED)
+
+
+def is_synchronised(grad: Optional[Tensor]) -> bool:
+    """Whether ``grad`` holds the sum over ranks already (set by the automatic sync)."""
+    return grad is not None and getattr(grad, _SYNCED, False)
+
 
 def _buckets(tensors: list[Tensor], bucket_bytes: int) -> list[list[int]]:
     """Indices of ``tensors`` grouped by (dtype, device), each group cut into buckets of at
@@ -50,13 +70,18 @@ def all_reduce_gradients(model_or_params: ParamsLike, ctx: Optional[DistContext]
     is the single-process gradient. A parameter whose grad is ``None`` on some ranks only
     contributes zeros there (and gets a grad), so ranks never disagree on the buckets; one
     whose grad is ``None`` on every rank stays ``None``. No-op for world size 1.
+
+    Converted models synchronise their gradients after every backward pass by themselves
+    (``SARConfig(sync_gradients=True)``, the default): gradients already summed that way are
+    left as they are, so calling this function as well never doubles them.
     """
     ctx = resolve_context(ctx)
     if isinstance(model_or_params, torch.nn.Module):
         params = list(model_or_params.parameters())
     else:
         params = list(model_or_params)
-    params = [p for p in params if p.requires_grad]
+    # Gradients the automatic sync summed already are the same set on every rank.
+    params = [p for p in params if p.requires_grad and not is_synchronised(p.grad)]
     if ctx.world_size == 1 or not params:
         return
     for p in params:

@@ -9,6 +9,7 @@ from torch_geometric.nn.conv import MessagePassing
 
 from pyg_sar.compression.interface import resolve
 from pyg_sar.config import SARConfig
+from pyg_sar.distributed import grad_sync
 from pyg_sar.graph import DistGraph
 from pyg_sar.nn import registry
 from pyg_sar.nn.converted import SARAttentionLayer, SARLayer, converted_class
@@ -47,6 +48,13 @@ def convert(model: torch.nn.Module, config: Optional[SARConfig] = None) -> torch
     (:mod:`pyg_sar.nn.registry`); any other layer is refused before anything is changed, with
     an :class:`UnsupportedLayerError` naming the layer, its class and the reason. Calling it
     again only updates the configuration.
+
+    The converted model also looks after its training step (:mod:`pyg_sar.distributed.grad_sync`,
+    each part a ``SARConfig`` field): it sums parameter gradients over ranks after every
+    backward pass (``sync_gradients``), copies rank 0's parameters and buffers on its first
+    forward over a DistGraph (``broadcast_parameters``), checks that parameters stay identical
+    across ranks (``check_parameters_every``), and refuses a backward pass from a loss not
+    reduced over ranks (``check_loss``; see :mod:`pyg_sar.nn.functional`).
 
     Args:
         model: a PyG model (``torch_geometric.nn.models`` or a user module of PyG convs).
@@ -87,6 +95,8 @@ def convert(model: torch.nn.Module, config: Optional[SARConfig] = None) -> torch
     if not getattr(model, "_sar_binds_norms", False):
         model.register_forward_pre_hook(_bind_norms_to_graph, with_kwargs=True)
         model._sar_binds_norms = True
+    # Gradient sync, first-forward broadcast, drift and loss checks (model._sar_grad_sync).
+    grad_sync.install(model, config, layers=[module for _, module in layers])
     return model
 
 

@@ -26,11 +26,15 @@ def distributed_data_parallel(model: torch.nn.Module, **kwargs: Any
     """``DistributedDataParallel(model, **kwargs)`` whose gradient reduction is a sum.
 
     Requires torch.distributed's default group: :func:`pyg_sar.init` sets it up under torchrun,
-    and under mpiexec with ``init(init_torch_distributed=True)``.
+    and under mpiexec with ``init(init_torch_distributed=True)``. DDP then reduces the
+    gradients, so the converted model's own synchronisation (``SARConfig.sync_gradients``) is
+    turned off for it; the first-forward broadcast and the checks stay.
     """
     if not dist.is_initialized():
         raise RuntimeError("distributed_data_parallel: torch.distributed is not initialised; "
                            "call pyg_sar.init(init_torch_distributed=True) under mpiexec")
+    from pyg_sar.distributed.grad_sync import disable_gradient_sync
+    disable_gradient_sync(model)
     ddp = torch.nn.parallel.DistributedDataParallel(model, **kwargs)
     ddp.register_comm_hook(None, sum_allreduce_hook)
     return ddp

@@ -1,16 +1,52 @@
-"""Losses and metrics normalised by global counts, so P ranks see the single-process values."""
+r"""Global losses and metrics: P ranks, each holding its own nodes, see the single-process value.
+
+Every loss here reduces over the nodes of ALL ranks. With :math:`\ell_i` the per-element loss
+of element :math:`i` and :math:`D` the global denominator of the reduction (the number of
+selected elements for ``"mean"``, the sum of the class weights of the targets for a weighted
+``cross_entropy`` / ``nll_loss``, the number of rows for ``kl_div``'s ``"batchmean"``, 1 for
+``"sum"``), rank :math:`r` holding the elements :math:`S_r` returns
+
+.. math::
+    \mathcal{L} = \frac{1}{D} \sum_{r} \sum_{i \in S_r} \ell_i
+    \qquad\text{with gradient}\qquad
+    \frac{\partial}{\partial \theta} \frac{1}{D} \sum_{i \in S_r} \ell_i ,
+
+the single-process value on every rank and this rank's share of the single-process gradient:
+the gradients summed over ranks (which a converted model does after every backward pass, see
+``SARConfig.sync_gradients``) equal single-process PyG's. Each loss takes the whole local
+output and a ``mask`` (``SF.nll_loss(out, y, data.train_mask)``) or inputs masked already
+(``SF.nll_loss(out[data.train_mask], y[data.train_mask])``); a mask is a bool tensor with one
+entry per row, or integer row indices.
+
+Any other per-node loss becomes global with :func:`global_mean`::
+
+    loss = SF.global_mean(F.smooth_l1_loss(out, y, reduction="none"), data.train_mask)
+
+A reduction of your own that is already this rank's share of a global loss (its terms divided
+by a global count) goes through :func:`global_loss`. On more than one rank, a backward pass
+through a converted model's output that comes from none of these raises (see
+``SARConfig.check_loss``).
+
+Every function takes ``context``: the ranks to reduce over, a
+:class:`~pyg_sar.distributed.DistContext` or the :class:`~pyg_sar.DistGraph` the model ran on
+(default: :func:`pyg_sar.init`'s context; one process when there is none).
+"""
 from __future__ import annotations
 
-from typing import Optional
+import math
+from typing import Any, Optional
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from pyg_sar.core.collectives import sum_over_ranks
+from pyg_sar.distributed.grad_sync import mark_global_loss
+
+REDUCTIONS = ("mean", "sum", "none")
 
 
-def _comm(context):
+def _comm(context: Any):
     """The communicator of ``context`` (a DistContext or a DistGraph), or of the process's
     context when ``None`` (no communication when there is none, or one rank)."""
     from pyg_sar.distributed.context import resolve_context
@@ -18,47 +54,308 @@ def _comm(context):
     return ctx.comm if ctx is not None and ctx.world_size > 1 else None
 
 
-def _select(out: Tensor, target: Tensor, mask: Optional[Tensor]) -> tuple[Tensor, Tensor]:
+def _check_mask(mask: Tensor, rows: int, name: str) -> None:
+    if mask.dtype == torch.bool:
+        if mask.dim() != 1 or mask.shape[0] != rows:
+            raise ValueError(f"{name}: expected a bool mask with {rows} rows, one per row of "
+                             f"the input (got shape {tuple(mask.shape)})")
+    elif mask.dtype.is_floating_point or mask.dtype.is_complex or mask.dim() != 1:
+        raise ValueError(f"{name}: mask must be a bool tensor with one entry per row or a "
+                         f"1-d tensor of row indices (got dtype {mask.dtype}, shape "
+                         f"{tuple(mask.shape)}); pass class weights as weight=...")
+
+
+def _select(out: Tensor, target: Optional[Tensor], mask: Optional[Tensor],
+            name: str = "pyg_sar.nn.functional") -> tuple[Tensor, Optional[Tensor]]:
     if mask is None:
         return out, target
-    if mask.dtype != torch.bool or mask.shape[0] != out.shape[0]:
-        raise ValueError(f"expected a bool mask with {out.shape[0]} rows "
-                         f"(got dtype {mask.dtype}, shape {tuple(mask.shape)})")
-    return out[mask], target[mask]
+    _check_mask(mask, out.shape[0], name)
+    if target is not None and target.dim() > 0 and target.shape[0] != out.shape[0]:
+        raise ValueError(f"{name}: the target has {target.shape[0]} rows and the input "
+                         f"{out.shape[0]}; with a mask both must hold every local row")
+    return out[mask], (target[mask] if target is not None and target.dim() > 0 else target)
+
+
+def _select_like(t: Optional[Tensor], like: Tensor, mask: Optional[Tensor]) -> Optional[Tensor]:
+    """An element weight with the input's shape is masked with it; others broadcast."""
+    if t is None or mask is None or t.shape != like.shape:
+        return t
+    return t[mask]
+
+
+def _check_reduction(reduction: str, name: str, allowed: tuple = REDUCTIONS) -> None:
+    if reduction not in allowed:
+        raise ValueError(f"{name}: reduction must be one of {allowed} (got {reduction!r})")
+
+
+class _RankShare(torch.autograd.Function):
+    """Forward: the global value (computed by the caller). Backward: the gradient goes to this
+    rank's share unchanged, and the backward pass is marked as one through a global loss."""
+
+    @staticmethod
+    def forward(ctx, share: Tensor, value: Tensor) -> Tensor:
+        return value.to(dtype=share.dtype, device=share.device).reshape(share.shape).clone()
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        mark_global_loss()
+        return grad, None
+
+
+def _reduce(local_sum: Tensor, count: Any, reduction: str, comm, name: str) -> Tensor:
+    """The global loss from this rank's sum of per-element losses and its part ``count`` of
+    the denominator (ignored for ``"sum"``); its gradient is ``local_sum / D``."""
+    if reduction == "sum":
+        if comm is None:
+            return local_sum
+        total = sum_over_ranks(local_sum.detach().to(torch.float64), comm)
+        return _RankShare.apply(local_sum, total)
+    count = torch.as_tensor(count, dtype=torch.float64, device=local_sum.device)
+    stats = sum_over_ranks(torch.stack([local_sum.detach().to(torch.float64), count]), comm)
+    denominator = float(stats[1])
+    if denominator == 0:
+        raise ValueError(f"{name}: no element is selected on any rank (the mean over zero "
+                         f"elements is undefined); check the mask")
+    share = local_sum / denominator
+    if comm is None:
+        return share
+    return _RankShare.apply(share, stats[0] / denominator)
+
+
+def global_loss(share: Tensor, *, context: Any = None) -> Tensor:
+    r"""A loss of your own whose reduction over ranks you did yourself: ``share`` is this
+    rank's share of it (for a mean, the local sum divided by the GLOBAL count, e.g. from
+    :func:`pyg_sar.global_sum`), so that the global loss is the sum of the shares.
+
+    Returns :math:`\sum_r \text{share}_r` on every rank; the gradient flows to this rank's
+    ``share`` unchanged, and the backward pass counts as one through a global loss
+    (``SARConfig.check_loss``). A term that every rank computes identically (a weight penalty)
+    would be counted once per rank by the summed gradients: add it on one rank only.
+    """
+    if share.dim() != 0:
+        raise ValueError(f"global_loss: expected a scalar share of the loss (got shape "
+                         f"{tuple(share.shape)}); reduce it first, or use global_mean")
+    comm = _comm(context)
+    if comm is None:
+        return share
+    return _RankShare.apply(share, sum_over_ranks(share.detach(), comm))
+
+
+def global_mean(values: Tensor, mask: Optional[Tensor] = None, *, context: Any = None
+                ) -> Tensor:
+    r"""Mean of ``values`` over the selected rows of ALL ranks: the way to make any per-node
+    loss global.
+
+    .. math::
+        \mathcal{L} = \frac{\sum_r \sum_{i \in S_r} v_i}{\sum_r |S_r|}
+
+    over every element of the selected rows (as ``Tensor.mean`` on the concatenation), e.g.
+    ``SF.global_mean(F.smooth_l1_loss(out, y, reduction="none"), data.train_mask)`` equals
+    single-process ``F.smooth_l1_loss(out[train_mask], y[train_mask])``.
+
+    Args:
+        values: per-node values ``[N, ...]`` (a loss with ``reduction="none"``).
+        mask: bool mask or row indices selecting rows (``None``: every row, or ``values``
+            masked already).
+    """
+    comm = _comm(context)
+    values, _ = _select(values, None, mask, "global_mean")
+    return _reduce(values.sum(), values.numel(), "mean", comm, "global_mean")
+
+
+def _class_index_loss(name: str, fn, out: Tensor, target: Tensor, mask: Optional[Tensor],
+                      weight: Optional[Tensor], ignore_index: int, reduction: str,
+                      context: Any, **kwargs) -> Tensor:
+    _check_reduction(reduction, name)
+    comm = _comm(context)
+    out, target = _select(out, target, mask, name)
+    if reduction == "none":
+        return fn(out, target, weight=weight, ignore_index=ignore_index, reduction="none",
+                  **kwargs)
+    local = fn(out, target, weight=weight, ignore_index=ignore_index, reduction="sum",
+               **kwargs)
+    if target.is_floating_point():  # class probabilities: torch divides by the rows
+        count = out.numel() // out.shape[1] if out.dim() > 1 else 1
+    else:
+        valid = target != ignore_index
+        if weight is None:
+            count = valid.sum()
+        else:
+            count = weight.to(torch.float64)[target[valid]].sum()
+    return _reduce(local, count, reduction, comm, name)
 
 
 def cross_entropy(out: Tensor, target: Tensor, mask: Optional[Tensor] = None, *,
-                  context=None, **kwargs) -> Tensor:
-    r"""Mean cross-entropy over the masked nodes of ALL ranks.
+                  weight: Optional[Tensor] = None, ignore_index: int = -100,
+                  reduction: str = "mean", label_smoothing: float = 0.0,
+                  context: Any = None) -> Tensor:
+    r"""Cross-entropy over the selected nodes of ALL ranks, as
+    :func:`torch.nn.functional.cross_entropy` on the concatenation.
 
-    The returned value is the global mean on every rank; its gradient is this rank's share
-    (local sum / global count), so after :func:`pyg_sar.all_reduce_gradients` (a sum) the
-    parameter gradients equal the single-process ones.
+    .. math::
+        \mathcal{L} = \frac{\sum_r \sum_{i \in S_r} w_{y_i}
+        \bigl(-\log \operatorname{softmax}(x_i)_{y_i}\bigr)}{\sum_r \sum_{i \in S_r} w_{y_i}}
+
+    (:math:`w = 1` without ``weight``; targets equal to ``ignore_index`` are left out; with
+    class probabilities as targets the denominator is the number of rows). The value is the
+    global one on every rank; the gradient is this rank's share (see the module docstring).
 
     Args:
-        context: the ranks to average over: a :class:`~pyg_sar.distributed.DistContext` or
-            the :class:`~pyg_sar.DistGraph` the model ran on (default: :func:`pyg_sar.init`'s
-            context, if any).
-        **kwargs: passed to :func:`torch.nn.functional.cross_entropy`.
+        out: logits ``[N, C]`` of the local nodes (or of the selected ones).
+        target: class indices ``[N]`` or class probabilities ``[N, C]``.
+        mask: bool mask or row indices of the nodes in the loss (``None``: all rows).
+        weight, ignore_index, label_smoothing: as in :func:`torch.nn.functional.cross_entropy`.
+        reduction: ``"mean"`` (global mean), ``"sum"`` (global sum) or ``"none"`` (the local
+            per-node losses, not reduced over ranks).
+        context: the ranks to reduce over (see the module docstring).
+
+    Raises:
+        ValueError: no node is selected on any rank (``"mean"``), or a malformed mask.
     """
+    return _class_index_loss("cross_entropy", F.cross_entropy, out, target, mask, weight,
+                             ignore_index, reduction, context, label_smoothing=label_smoothing)
+
+
+def nll_loss(out: Tensor, target: Tensor, mask: Optional[Tensor] = None, *,
+             weight: Optional[Tensor] = None, ignore_index: int = -100,
+             reduction: str = "mean", context: Any = None) -> Tensor:
+    r"""Negative log-likelihood over the selected nodes of ALL ranks, as
+    :func:`torch.nn.functional.nll_loss` on the concatenation (for ``log_softmax`` outputs).
+
+    .. math::
+        \mathcal{L} = \frac{\sum_r \sum_{i \in S_r} -w_{y_i} x_{i, y_i}}
+        {\sum_r \sum_{i \in S_r} w_{y_i}}
+
+    Arguments and errors as in :func:`cross_entropy`.
+    """
+    return _class_index_loss("nll_loss", F.nll_loss, out, target, mask, weight, ignore_index,
+                             reduction, context)
+
+
+def _elementwise(name: str, fn, out: Tensor, target: Tensor, mask: Optional[Tensor],
+                 reduction: str, context: Any, weight: Optional[Tensor] = None,
+                 **kwargs) -> Tensor:
+    _check_reduction(reduction, name)
     comm = _comm(context)
-    out, target = _select(out, target, mask)
-    local = F.cross_entropy(out, target, reduction="sum", **kwargs)
-    count = sum_over_ranks(torch.tensor(float(target.shape[0]), dtype=local.dtype,
-                                        device=local.device), comm)
-    if float(count) == 0:
-        raise ValueError("cross_entropy: no node is selected by the mask on any rank")
-    share = local / count
-    return share + (sum_over_ranks(share, comm) - share).detach()
+    weight = _select_like(weight, out, mask)
+    out, target = _select(out, target, mask, name)
+    if weight is not None:
+        kwargs["weight"] = weight
+    if reduction == "none":
+        return fn(out, target, reduction="none", **kwargs)
+    local = fn(out, target, reduction="sum", **kwargs)
+    count = math.prod(torch.broadcast_shapes(out.shape, target.shape))
+    return _reduce(local, count, reduction, comm, name)
+
+
+def binary_cross_entropy(out: Tensor, target: Tensor, mask: Optional[Tensor] = None, *,
+                         weight: Optional[Tensor] = None, reduction: str = "mean",
+                         context: Any = None) -> Tensor:
+    r"""Binary cross-entropy of probabilities over the selected rows of ALL ranks, as
+    :func:`torch.nn.functional.binary_cross_entropy` on the concatenation:
+
+    .. math::
+        \mathcal{L} = \frac{1}{\sum_r |S_r|} \sum_r \sum_{i \in S_r}
+        -w_i \bigl(y_i \log x_i + (1 - y_i) \log(1 - x_i)\bigr)
+
+    over every element of the selected rows. ``weight`` with the input's shape is masked with
+    it; another shape broadcasts. Other arguments as in :func:`cross_entropy`.
+    """
+    return _elementwise("binary_cross_entropy", F.binary_cross_entropy, out, target, mask,
+                        reduction, context, weight)
+
+
+def binary_cross_entropy_with_logits(out: Tensor, target: Tensor,
+                                     mask: Optional[Tensor] = None, *,
+                                     weight: Optional[Tensor] = None,
+                                     pos_weight: Optional[Tensor] = None,
+                                     reduction: str = "mean", context: Any = None) -> Tensor:
+    r"""Binary cross-entropy of logits over the selected rows of ALL ranks, as
+    :func:`torch.nn.functional.binary_cross_entropy_with_logits` on the concatenation:
+
+    .. math::
+        \mathcal{L} = \frac{1}{\sum_r |S_r|} \sum_r \sum_{i \in S_r}
+        -w_i \bigl(p\, y_i \log \sigma(x_i) + (1 - y_i) \log(1 - \sigma(x_i))\bigr)
+
+    (:math:`p` = ``pos_weight``, per class). Other arguments as in
+    :func:`binary_cross_entropy`.
+    """
+    return _elementwise("binary_cross_entropy_with_logits",
+                        F.binary_cross_entropy_with_logits, out, target, mask, reduction,
+                        context, weight, pos_weight=pos_weight)
+
+
+def mse_loss(out: Tensor, target: Tensor, mask: Optional[Tensor] = None, *,
+             reduction: str = "mean", context: Any = None) -> Tensor:
+    r"""Mean squared error over the selected rows of ALL ranks, as
+    :func:`torch.nn.functional.mse_loss` on the concatenation:
+    :math:`\mathcal{L} = \frac{1}{\sum_r |S_r|} \sum_r \sum_{i \in S_r} (x_i - y_i)^2` over
+    every element. Arguments as in :func:`cross_entropy`.
+    """
+    return _elementwise("mse_loss", F.mse_loss, out, target, mask, reduction, context)
+
+
+def l1_loss(out: Tensor, target: Tensor, mask: Optional[Tensor] = None, *,
+            reduction: str = "mean", context: Any = None) -> Tensor:
+    r"""Mean absolute error over the selected rows of ALL ranks, as
+    :func:`torch.nn.functional.l1_loss` on the concatenation:
+    :math:`\mathcal{L} = \frac{1}{\sum_r |S_r|} \sum_r \sum_{i \in S_r} |x_i - y_i|` over
+    every element. Arguments as in :func:`cross_entropy`.
+    """
+    return _elementwise("l1_loss", F.l1_loss, out, target, mask, reduction, context)
+
+
+def kl_div(out: Tensor, target: Tensor, mask: Optional[Tensor] = None, *,
+           reduction: str = "mean", log_target: bool = False, context: Any = None) -> Tensor:
+    r"""Kullback-Leibler divergence over the selected rows of ALL ranks, as
+    :func:`torch.nn.functional.kl_div` on the concatenation (``out`` holds log-probabilities):
+
+    .. math::
+        \mathcal{L} = \frac{1}{D} \sum_r \sum_{i \in S_r} \sum_c
+        y_{ic} \bigl(\log y_{ic} - x_{ic}\bigr)
+
+    with :math:`D` the global number of elements for ``"mean"``, the global number of rows
+    for ``"batchmean"`` (the mathematically correct KL divergence per node, as PyG's glnn
+    example uses) and 1 for ``"sum"``.
+
+    Args:
+        reduction: ``"batchmean"``, ``"mean"`` (torch's default), ``"sum"`` or ``"none"``.
+        log_target: ``target`` holds log-probabilities.
+        Other arguments as in :func:`cross_entropy`.
+    """
+    _check_reduction(reduction, "kl_div", ("batchmean", *REDUCTIONS))
+    comm = _comm(context)
+    out, target = _select(out, target, mask, "kl_div")
+    if reduction == "none":
+        return F.kl_div(out, target, reduction="none", log_target=log_target)
+    local = F.kl_div(out, target, reduction="sum", log_target=log_target)
+    if reduction == "batchmean":
+        count = out.shape[0] if out.dim() > 0 else 1
+        return _reduce(local, count, "mean", comm, "kl_div")
+    count = math.prod(torch.broadcast_shapes(out.shape, target.shape))
+    return _reduce(local, count, reduction, comm, "kl_div")
 
 
 def accuracy(out: Tensor, target: Tensor, mask: Optional[Tensor] = None, *,
-             context=None) -> float:
-    """Fraction of correctly classified masked nodes over all ranks (of ``context``, as in
-    :func:`cross_entropy`)."""
+             context: Any = None) -> float:
+    r"""Fraction of correctly classified selected nodes over ALL ranks:
+    :math:`\frac{\sum_r |\{i \in S_r : \hat y_i = y_i\}|}{\sum_r |S_r|}` (``nan`` when no node
+    is selected anywhere).
+
+    Args:
+        out: logits or probabilities ``[N, C]`` (the prediction is their ``argmax``) or
+            predicted classes ``[N]``.
+        target: true classes ``[N]``.
+        mask: bool mask or row indices (``None``: every row, or inputs masked already).
+        context: the ranks to count over (see the module docstring).
+    """
     comm = _comm(context)
-    out, target = _select(out, target, mask)
-    correct = (out.argmax(dim=-1) == target).sum().to(torch.float64)
-    stats = sum_over_ranks(torch.stack([correct, torch.tensor(float(target.shape[0]),
-                                                              dtype=torch.float64)]), comm)
+    out, target = _select(out, target, mask, "accuracy")
+    pred = out.argmax(dim=-1) if out.dim() == target.dim() + 1 else out
+    if pred.shape != target.shape:
+        raise ValueError(f"accuracy: expected logits [N, C] or predictions [N] for a target "
+                         f"of shape {tuple(target.shape)} (got shape {tuple(out.shape)})")
+    correct = (pred == target).sum().to(torch.float64)
+    stats = sum_over_ranks(torch.stack([correct, torch.tensor(
+        float(target.numel()), dtype=torch.float64, device=correct.device)]), comm)
     return float(stats[0] / stats[1]) if float(stats[1]) > 0 else float("nan")

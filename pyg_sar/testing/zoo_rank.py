@@ -242,7 +242,9 @@ def run_cell(ctx, part, recipe: Recipe, pristine: torch.nn.Module, mode: str,
     stop."""
     model = copy.deepcopy(pristine)
     try:
-        converted = pyg_sar.convert(model, pyg_sar.SARConfig(mode=mode))
+        # The oracle's loss is a weighted sum of the outputs (each rank's part is its share),
+        # not a pyg_sar global loss: the loss check is off.
+        converted = pyg_sar.convert(model, pyg_sar.SARConfig(mode=mode, check_loss=False))
     except pyg_sar.UnsupportedLayerError as exc:
         cell = {"status": "refused", "message": str(exc),
                 "names_class": _names_class(str(exc), recipe.refusal_names(pristine))}

@@ -112,7 +112,7 @@ def run(ctx, part, data, name: str, mode: str, compression=None, depth=None, ker
     model = MODELS[name]().double()
     pyg_sar.convert(model, pyg_sar.SARConfig(mode=mode, pipeline_depth=depth,
                                              use_kernels=kernels, project_first=project_first,
-                                             compression=compression))
+                                             compression=compression, check_loss=False))
     model.train(train)
     nid = part.node_ids
     x = data.x[nid].clone().requires_grad_()

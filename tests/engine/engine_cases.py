@@ -157,7 +157,7 @@ def one_case(ctx, part, data: Data, layer: str, mode: str, dtype: torch.dtype,
     ref = LAYERS[layer]().to(dtype)
     dist = copy.deepcopy(ref)
     pyg_sar.convert(dist, pyg_sar.SARConfig(mode=mode, pipeline_depth=depth,
-                                            use_kernels=use_kernels))
+                                            use_kernels=use_kernels, check_loss=False))
     nid = part.node_ids
     x_ref = data.x.to(dtype).clone().requires_grad_()
     x_loc = data.x[nid].to(dtype).clone().requires_grad_()
@@ -213,7 +213,7 @@ def rng_replay(ctx, part, data: Data) -> dict:
         for mode in ("sa", "sar"):
             torch.manual_seed(11)
             model = make().double()
-            pyg_sar.convert(model, pyg_sar.SARConfig(mode=mode))
+            pyg_sar.convert(model, pyg_sar.SARConfig(mode=mode, check_loss=False))
             model.train()
             x = data.x[part.node_ids].clone().requires_grad_()
             torch.manual_seed(100 + ctx.rank)
@@ -233,7 +233,7 @@ def saved_bytes(ctx, part, data: Data) -> dict:
         torch.manual_seed(5)
         model = EdgeConv(_mlp(2 * IN, 8))
         model.double()
-        pyg_sar.convert(model, pyg_sar.SARConfig(mode=mode))
+        pyg_sar.convert(model, pyg_sar.SARConfig(mode=mode, check_loss=False))
         x = data.x[part.node_ids].clone().requires_grad_()
         sizes: list[int] = []
 

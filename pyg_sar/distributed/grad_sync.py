@@ -1,0 +1,499 @@
+r"""What a converted model does around each training step, registered once by
+:func:`pyg_sar.convert` (as torch's DistributedDataParallel registers its hooks once):
+
+* **Gradient synchronisation.** After every backward pass through the model, each parameter's
+  ``.grad`` holds the sum over ranks of what this pass added, which is the single-process
+  gradient since every rank's loss is its share of one global loss
+  (:mod:`pyg_sar.nn.functional`). Per parameter, a tensor hook runs before the gradient is
+  accumulated and sets the gradient accumulated so far aside (``.grad`` becomes ``None``), so
+  autograd stores this pass's local gradient alone; a post-accumulate hook records that it
+  did. At the end of the pass one callback sums the local gradients over ranks (one small
+  all-reduce of which parameters have one anywhere, then bucketed all-reduces in parameter
+  order, the same buckets on every rank) and adds the sum to what was set aside:
+  ``grad = before + sum over ranks``, bit-identical on every rank. Gradient accumulation over
+  several backward passes is therefore exact, ``torch.autograd.grad`` (which accumulates
+  nothing) leaves ``.grad`` as it was, and :func:`pyg_sar.all_reduce_gradients` skips the
+  gradients summed here.
+* **Broadcast** of rank 0's parameters and buffers on the first forward over a
+  :class:`~pyg_sar.DistGraph` of each communicator.
+* **Drift check.** On the first 10 training-mode forwards and then every
+  ``check_parameters_every``-th: one all-reduce of one integer per parameter (the sum of its
+  bit patterns) finds parameters that differ between ranks, and raises naming them.
+* **Loss check.** On more than one rank, a backward pass that reaches the model's output
+  without going through a global loss of :mod:`pyg_sar.nn.functional` (which marks the pass,
+  :func:`mark_global_loss`) raises: a per-rank loss such as ``F.cross_entropy(out[mask],
+  y[mask])`` would otherwise train a different model without a word.
+
+The state lives in one object per model, ``model._sar_grad_sync`` (a :class:`GradSync`); it
+pickles without its hook handles and communicator and re-registers its parameter hooks on the
+next forward. :func:`uninstall` removes everything.
+"""
+from __future__ import annotations
+
+import warnings
+import weakref
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Optional
+
+import torch
+from torch import Tensor
+
+from pyg_sar.distributed.sync import (
+    _bucketed,
+    broadcast_parameters,
+    clear_synchronised,
+    mark_synchronised,
+)
+
+STATE = "_sar_grad_sync"
+CHECKED_FIRST = 10  # training forwards checked one by one before the interval applies
+BUCKET_MB = 25.0
+
+LOSS_FIX = (
+    "compute the loss with a global loss of pyg_sar.nn.functional (SF.cross_entropy, "
+    "SF.nll_loss, SF.binary_cross_entropy(_with_logits), SF.mse_loss, SF.l1_loss, "
+    "SF.kl_div, e.g. SF.nll_loss(out[mask], y[mask]) or SF.nll_loss(out, y, mask)); any "
+    "other per-node loss becomes global with SF.global_mean(F.<loss>(out, y, "
+    "reduction='none'), mask). A custom reduction that already is this rank's share of a "
+    "global loss passes through SF.global_loss(share); SARConfig(check_loss=False) turns "
+    "this check off")
+
+
+def at_end_of_backward(callback: Callable[[], None]) -> None:
+    """Run ``callback`` once the backward pass now running has finished (every gradient
+    accumulated). Call it only from inside a backward pass (a hook or a Function's
+    ``backward``).
+
+    PyTorch offers this only through the autograd engine's private ``queue_callback``, which
+    its own DistributedDataParallel uses for the same purpose (reducing gradients once the pass
+    is over); tensor and module hooks fire per tensor, never at the end of the pass. Every use
+    in pyg_sar goes through this one function.
+    """
+    torch.autograd.Variable._execution_engine.queue_callback(callback)
+
+
+def _ddp_runs(module: torch.nn.Module) -> bool:
+    """Whether torch DDP is running ``module``'s forward now (DDP then reduces the gradients).
+
+    DDP records the module it runs in a private class attribute (for TorchDynamo); there is no
+    public way to ask, so a missing attribute reads as "no".
+    """
+    ddp_class = torch.nn.parallel.DistributedDataParallel
+    active = getattr(ddp_class, "_active_ddp_module", None)
+    return active is not None and getattr(active, "module", None) is module
+
+
+class _BackwardMarks:
+    """Whether the backward pass now running went through a global loss.
+
+    Process-wide, as the autograd engine's passes are: a global loss's backward sets the mark
+    and queues its reset for the end of the pass.
+    """
+
+    def __init__(self) -> None:
+        self.global_loss = False
+
+    def mark(self) -> None:
+        self.global_loss = True
+        at_end_of_backward(self.reset)
+
+    def reset(self) -> None:
+        self.global_loss = False
+
+
+_MARKS = _BackwardMarks()
+
+
+def mark_global_loss() -> None:
+    """Called by the backward of every global loss: this backward pass is a global one."""
+    _MARKS.mark()
+
+
+def _tensors(value: Any) -> Iterator[Tensor]:
+    if isinstance(value, Tensor):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            yield from _tensors(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _tensors(v)
+
+
+def _graph_context(value: Any) -> Optional[Any]:
+    """The context of ``value`` if it is a graph of pyg_sar (anything carrying a
+    :class:`~pyg_sar.distributed.DistContext` as ``.context``, such as a DistGraph)."""
+    from pyg_sar.distributed.context import DistContext
+    if isinstance(value, (Tensor, str, int, float, bool)) or value is None:
+        return None
+    try:
+        context = getattr(value, "context", None)
+    except Exception:  # noqa: BLE001 - an argument's own attribute logic
+        return None
+    return context if isinstance(context, DistContext) else None
+
+
+def find_context(args: tuple, kwargs: dict) -> Optional[Any]:
+    """The context of the graph among a forward's arguments (a DistGraph, or a partition
+    passed whole, whose ``edge_index`` / ``adj_t`` is one), else ``None``."""
+    values = (*args, *kwargs.values())
+    for v in values:
+        context = _graph_context(v)
+        if context is not None:
+            return context
+    for v in values:
+        if isinstance(v, (Tensor, str, int, float, bool)) or v is None:
+            continue
+        for key in ("edge_index", "adj_t"):
+            try:
+                context = _graph_context(getattr(v, key, None))
+            except Exception:  # noqa: BLE001 - an argument's own attribute logic
+                context = None
+            if context is not None:
+                return context
+    return None
+
+
+def _bits(t: Tensor) -> Tensor:
+    """``t``'s bit patterns as integers of its element size (one per element)."""
+    flat = t.detach().reshape(-1)
+    as_int = {8: torch.int64, 4: torch.int32, 2: torch.int16, 1: torch.int8}
+    if flat.dtype == torch.bool:
+        return flat.to(torch.int8)
+    return flat.view(as_int[flat.element_size()])
+
+
+def fingerprints(tensors: list[Tensor], device: torch.device) -> Tensor:
+    """One int64 per tensor: the (wrapping) sum of its bit patterns; equal on two ranks for
+    bit-identical tensors, different for nearly any difference."""
+    if not tensors:
+        return torch.zeros(0, dtype=torch.int64, device=device)
+    return torch.stack([_bits(t).sum(dtype=torch.int64).to(device) for t in tensors])
+
+
+class GradSync:
+    """The training-step state of one converted model (see the module docstring).
+
+    Args:
+        config: the model's :class:`~pyg_sar.SARConfig` (``sync_gradients``,
+            ``broadcast_parameters``, ``check_parameters_every``, ``check_loss``).
+    """
+
+    def __init__(self, config: Any) -> None:
+        self.configure(config)
+        self.forward_handles: list = []
+        self._reset_runtime()
+
+    def _reset_runtime(self) -> None:
+        self._params: list[torch.nn.Parameter] = []
+        self._param_handles: list = []
+        self._installed = False
+        self._context = None          # of the last forward over a DistGraph (world size > 1)
+        self._forward_context = None  # of the forward now running, once its graph is seen
+        self._root = None             # weak reference to the model (set by each forward)
+        self._in_forward = False
+        self._under_ddp = False
+        self._broadcast_done: list = []  # contexts whose rank 0 parameters were broadcast
+        self._broadcast_pending = False
+        self._training_forwards = 0
+        self._stash: dict[int, Optional[Tensor]] = {}
+        self._accumulated: set[int] = set()
+        self._queued = False
+
+    def configure(self, config: Any) -> None:
+        """Take the settings of ``config`` (a later :func:`pyg_sar.convert` call)."""
+        self.sync = bool(config.sync_gradients)
+        self.broadcast = bool(config.broadcast_parameters)
+        self.check_every = int(config.check_parameters_every)
+        self.check_loss = bool(config.check_loss)
+        if not self.sync and getattr(self, "_installed", False):
+            self.remove_parameter_hooks()
+
+    # ---- pickling: hook handles and communicators stay behind -------------------------
+    def __getstate__(self) -> dict:
+        keep = ("sync", "broadcast", "check_every", "check_loss", "forward_handles")
+        return {k: self.__dict__[k] for k in keep}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._reset_runtime()
+
+    # ---- parameter hooks ----------------------------------------------------------------
+    def install_parameter_hooks(self, module: torch.nn.Module) -> None:
+        """Register the two gradient hooks on each of ``module``'s trainable parameters."""
+        self.remove_parameter_hooks()
+        self._params = [p for p in module.parameters() if p.requires_grad]
+        for i, p in enumerate(self._params):
+            self._param_handles.append(p.register_hook(self._before_accumulate(i)))
+            self._param_handles.append(
+                p.register_post_accumulate_grad_hook(self._after_accumulate(i)))
+        self._installed = True
+
+    def remove_parameter_hooks(self) -> None:
+        for handle in self._param_handles:
+            handle.remove()
+        for p in self._params:
+            clear_synchronised(p.grad)  # later passes accumulate unsynchronised parts
+        self._param_handles = []
+        self._params = []
+        self._installed = False
+
+    def remove(self) -> None:
+        """Remove every hook this state registered (parameters and forward hooks)."""
+        self.remove_parameter_hooks()
+        for handle in self.forward_handles:
+            handle.remove()
+        self.forward_handles = []
+
+    def _hooks_current(self, module: torch.nn.Module) -> bool:
+        """Whether the hooks sit on exactly the module's trainable parameters (parameters
+        frozen, unfrozen or added since are picked up at the next forward)."""
+        if not self._installed:
+            return False
+        now = [p for p in module.parameters() if p.requires_grad]
+        return len(now) == len(self._params) and all(a is b for a, b in zip(now, self._params))
+
+    def _active(self) -> bool:
+        return (self.sync and self._context is not None and self._context.world_size > 1
+                and not self._under_ddp)
+
+    def _before_accumulate(self, i: int) -> Callable[[Tensor], None]:
+        def hook(grad: Tensor) -> None:
+            p = self._params[i]
+            if not self._active():
+                clear_synchronised(p.grad)
+                return
+            if i not in self._stash:
+                # Autograd then stores this pass's local gradient alone in p.grad.
+                self._stash[i] = p.grad
+                p.grad = None
+            self._queue_finalize()
+        return hook
+
+    def _after_accumulate(self, i: int) -> Callable[[Tensor], None]:
+        def hook(param: Tensor) -> None:
+            if i in self._stash:
+                self._accumulated.add(i)
+        return hook
+
+    def _queue_finalize(self) -> None:
+        if not self._queued:
+            self._queued = True
+            at_end_of_backward(self._finalize)
+
+    def _finalize(self) -> None:
+        """End of a backward pass: ``grad = before + sum over ranks of this pass's part``."""
+        stash, accumulated = self._stash, self._accumulated
+        self._stash, self._accumulated, self._queued = {}, set(), False
+        ctx = self._context
+        if ctx is None or ctx.world_size == 1:
+            for i, before in stash.items():
+                if i not in accumulated:
+                    self._params[i].grad = before
+            return
+        params = self._params
+        for i in accumulated:
+            if params[i].grad.is_sparse:
+                raise RuntimeError(
+                    "pyg_sar: automatic gradient synchronisation does not support sparse "
+                    f"gradients (parameter of shape {tuple(params[i].shape)}); use "
+                    "SARConfig(sync_gradients=False) and reduce them yourself")
+        anywhere = torch.zeros(len(params), dtype=torch.uint8, device=ctx.device)
+        if accumulated:
+            anywhere[sorted(accumulated)] = 1
+        ctx.comm.all_reduce(anywhere, op="max")
+        flags = anywhere.tolist()
+        parts, owners = [], []
+        for i, p in enumerate(params):
+            if not flags[i]:
+                if i in stash:  # e.g. torch.autograd.grad: nothing was accumulated anywhere
+                    p.grad = stash[i]
+                continue
+            parts.append(p.grad if i in accumulated else torch.zeros_like(p))
+            owners.append(i)
+        _bucketed(parts, BUCKET_MB, lambda flat: ctx.comm.all_reduce(flat, op="sum"))
+        for i, total in zip(owners, parts):
+            p = params[i]
+            before = stash[i] if i in stash else p.grad
+            if before is None:
+                grad = total
+            elif before.requires_grad or before.is_sparse:
+                grad = before + total
+            else:
+                grad = before.add_(total)  # in place, as autograd accumulates
+            p.grad = grad
+            mark_synchronised(grad)
+
+    # ---- forward hooks --------------------------------------------------------------------
+    def before_forward(self, module: torch.nn.Module, args: tuple, kwargs: dict) -> None:
+        """Pre-hook of the converted model: a forward starts."""
+        self._root = weakref.ref(module)
+        self._in_forward = True
+        self._forward_context = None
+        self._under_ddp = _ddp_runs(module)
+        context = find_context(args, kwargs)
+        if context is not None:
+            self._on_graph(module, context, late=False)
+
+    def before_layer(self, layer: torch.nn.Module, args: tuple, kwargs: dict) -> None:
+        """Pre-hook of each message-passing layer: finds the DistGraph of a model that reads
+        it from elsewhere than its arguments (``model()`` over a captured ``data``)."""
+        if not self._in_forward or self._forward_context is not None:
+            return
+        root = self._root() if self._root is not None else None
+        context = find_context(args, kwargs)
+        if root is not None and context is not None:
+            self._on_graph(root, context, late=True)
+
+    def _on_graph(self, module: torch.nn.Module, context: Any, late: bool) -> None:
+        """The forward runs over a DistGraph of ``context``: broadcast, checks, hooks."""
+        if context is None or context.world_size == 1:
+            return
+        self._context = self._forward_context = context
+        lazy = any(isinstance(p, torch.nn.parameter.UninitializedParameter)
+                   for p in module.parameters())
+        if self.sync and not lazy and not self._hooks_current(module):
+            self.install_parameter_hooks(module)
+        broadcast_now = self.broadcast and not any(c is context for c in self._broadcast_done)
+        if broadcast_now and lazy:  # the layers create their parameters in this forward
+            self._broadcast_pending = True
+        elif broadcast_now and late:
+            # Part of the model may have run already with this rank's own values: broadcast
+            # only if they differ, and say that this first step is then not exact.
+            if self.differing_parameters(module):
+                broadcast_parameters(module, src=0, ctx=context)
+                warnings.warn(
+                    "pyg_sar: the ranks' parameters differed and rank 0's were copied to every "
+                    "rank during the first forward, after part of the model had run with "
+                    "each rank's own values (the model reads the DistGraph from elsewhere "
+                    "than its arguments), so this first step is not exact. Seed every rank "
+                    "alike or call pyg_sar.broadcast_parameters(model) before training.",
+                    RuntimeWarning, stacklevel=2)
+            self._broadcast_done.append(context)
+        elif broadcast_now:
+            broadcast_parameters(module, src=0, ctx=context)
+            self._broadcast_done.append(context)
+        if module.training and self.check_every > 0:
+            self._training_forwards += 1
+            n = self._training_forwards
+            if (n <= CHECKED_FIRST or n % self.check_every == 0) and not broadcast_now:
+                self.check_parameters(module)
+
+    def after_forward(self, module: torch.nn.Module, args: tuple, kwargs: dict,
+                      output: Any) -> None:
+        """Post-hook of the converted model: a forward ends."""
+        self._in_forward = False
+        if self._forward_context is None:
+            return
+        if self._broadcast_pending:
+            self._broadcast_pending = False
+            with torch.no_grad():
+                broadcast_parameters(module, src=0, ctx=self._context)
+            self._broadcast_done.append(self._context)
+        if self.sync and not self._hooks_current(module):
+            self.install_parameter_hooks(module)
+        if (self.check_loss or self._active()) and torch.is_grad_enabled():
+            for t in _tensors(output):
+                if t.requires_grad:
+                    t.register_hook(self._on_output_grad)
+
+    def _on_output_grad(self, grad: Tensor) -> None:
+        if not _MARKS.global_loss and self.check_loss:
+            ranks = self._context.world_size if self._context is not None else "several"
+            raise RuntimeError(
+                f"pyg_sar: backward through a converted model's output on {ranks} ranks from "
+                f"a loss that is not reduced over ranks (such as PyG's "
+                f"F.cross_entropy(out[mask], y[mask])): each rank would train on its own "
+                f"nodes' mean and the summed gradients are not the single-process ones. "
+                f"Fix: {LOSS_FIX}.")
+        if self._active():
+            self._queue_finalize()  # every rank reduces, even one whose parameters got none
+
+    def differing_parameters(self, module: torch.nn.Module) -> list[str]:
+        """Names of the parameters that are not bit-identical on every rank (one small
+        all-reduce of per-parameter fingerprints)."""
+        ctx = self._context
+        named = [(n, p) for n, p in module.named_parameters()
+                 if not isinstance(p, torch.nn.parameter.UninitializedParameter)]
+        mine = fingerprints([p for _, p in named], ctx.device)
+        both = torch.cat([mine, -mine])
+        ctx.comm.all_reduce(both, op="max")
+        differ = (both[:len(named)] != -both[len(named):]).tolist()
+        return [n for (n, _), d in zip(named, differ) if d]
+
+    def check_parameters(self, module: torch.nn.Module) -> None:
+        """Raise unless every rank holds bit-identical parameters."""
+        bad = self.differing_parameters(module)
+        if bad:
+            shown = ", ".join(bad[:5]) + (f" (and {len(bad) - 5} more)" if len(bad) > 5 else "")
+            raise RuntimeError(
+                f"pyg_sar: the parameters of the converted model differ between ranks after "
+                f"{self._training_forwards} training forward(s): {shown}. Every rank must "
+                f"apply the same update: keep SARConfig(sync_gradients=True) (or call "
+                f"pyg_sar.all_reduce_gradients(model) after every backward), compute the "
+                f"loss with pyg_sar.nn.functional, give every rank the same optimizer "
+                f"settings, and change parameters on all ranks or none "
+                f"(pyg_sar.broadcast_parameters(model) copies rank 0's). "
+                f"SARConfig(check_parameters_every=0) turns this check off.")
+
+
+def _state_of(model: torch.nn.Module) -> Optional[GradSync]:
+    """``model``'s state: its attribute, or (where a copy dropped the attribute) the owner of
+    the forward hook it registered."""
+    state = getattr(model, STATE, None)
+    if isinstance(state, GradSync):
+        return state
+    for hook in model._forward_pre_hooks.values():
+        owner = getattr(hook, "__self__", None)
+        if isinstance(owner, GradSync) and hook.__func__ is GradSync.before_forward:
+            setattr(model, STATE, owner)
+            return owner
+    return None
+
+
+def install(model: torch.nn.Module, config: Any,
+            layers: Iterable[torch.nn.Module] = ()) -> GradSync:
+    """Register the training-step hooks on ``model`` once (a later call only updates the
+    settings); a converted submodule's own hooks give way to the enclosing model's.
+
+    Args:
+        model: the converted model.
+        config: its :class:`~pyg_sar.SARConfig`.
+        layers: the modules that receive the graph (the message-passing layers): a forward
+            whose graph does not come through the model's own arguments is recognised there.
+    """
+    for sub in model.modules():
+        if sub is not model and _state_of(sub) is not None:
+            uninstall(sub)
+    state = _state_of(model)
+    if state is not None:
+        state.configure(config)
+        return state
+    state = GradSync(config)
+    state.forward_handles = [
+        model.register_forward_pre_hook(state.before_forward, with_kwargs=True),
+        model.register_forward_hook(state.after_forward, with_kwargs=True),
+    ] + [layer.register_forward_pre_hook(state.before_layer, with_kwargs=True)
+         for layer in layers if layer is not model]
+    setattr(model, STATE, state)
+    return state
+
+
+def uninstall(model: torch.nn.Module) -> None:
+    """Remove what :func:`install` registered on ``model`` (e.g. before handing the plain
+    PyG model on); gradients summed already stay as they are."""
+    state = _state_of(model)
+    if state is None:
+        return
+    state.remove()
+    delattr(model, STATE)
+
+
+def disable_gradient_sync(model: torch.nn.Module) -> None:
+    """Leave gradient reduction to someone else (torch DDP) for ``model`` and its converted
+    submodules; the broadcast and the checks stay."""
+    for sub in model.modules():
+        state = _state_of(sub)
+        if state is not None:
+            state.sync = False
+            state.remove_parameter_hooks()
