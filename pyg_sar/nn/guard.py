@@ -24,12 +24,18 @@ from typing import Any, Optional
 import torch
 
 _HANDLE: Optional[Any] = None
+_TYPES: tuple = ()  # (MessagePassing, DistGraph, SARLayer), resolved at install
 
 
 def install() -> None:
     """Install the pre-hook (idempotent; cheap after the first call)."""
-    global _HANDLE
+    global _HANDLE, _TYPES
     if _HANDLE is None:
+        from torch_geometric.nn.conv import MessagePassing
+
+        from pyg_sar.graph import DistGraph
+        from pyg_sar.nn.converted import SARLayer
+        _TYPES = (MessagePassing, DistGraph, SARLayer)
         _HANDLE = torch.nn.modules.module.register_module_forward_pre_hook(_check_call)
 
 
@@ -41,26 +47,14 @@ def uninstall() -> None:
         _HANDLE = None
 
 
-def _dist_graph(args: tuple, kwargs: Optional[dict]):
-    from pyg_sar.graph import DistGraph
-    for value in args:
-        if isinstance(value, DistGraph):
-            return value
-    for value in (kwargs or {}).values():
-        if isinstance(value, DistGraph):
-            return value
-    return None
-
-
-def _check_call(module: torch.nn.Module, args: tuple, kwargs: Optional[dict] = None) -> None:
-    from torch_geometric.nn.conv import MessagePassing
-    if not isinstance(module, MessagePassing):
+def _check_call(module: torch.nn.Module, args: tuple) -> None:
+    message_passing, dist_graph, sar_layer = _TYPES
+    if not isinstance(module, message_passing):
         return None
-    graph = _dist_graph(args, kwargs)
+    graph = next((a for a in args if isinstance(a, dist_graph)), None)
     if graph is None:
         return None
-    from pyg_sar.nn.converted import SARLayer
-    if not isinstance(module, SARLayer):
+    if not isinstance(module, sar_layer):
         raise ValueError(
             f"pyg_sar: {type(module).__name__} was given a pyg_sar DistGraph but is not "
             f"converted: call pyg_sar.convert(model) on the model before calling it with the "
