@@ -96,6 +96,33 @@ def test_torch_sparse_sparse_tensor(tmp_path, data):
     _check_values_in_stored_order(part, data.adj_t)
 
 
+class _SparseTensorLike:
+    """What the writer reads of a torch_sparse SparseTensor (``coo()``, ``sparse_sizes()``):
+    exercises that path where torch_sparse is not installed."""
+
+    storage = None
+
+    def __init__(self, adj_t: torch.Tensor, with_values: bool = True) -> None:
+        coo = adj_t.to_sparse_coo().coalesce()
+        self.row, self.col = coo.indices()
+        self.value = coo.values() if with_values else None
+        self.size = tuple(adj_t.shape)
+
+    def coo(self):
+        return self.row, self.col, self.value
+
+    def sparse_sizes(self):
+        return self.size
+
+
+def test_sparse_tensor_interface(tmp_path, data):
+    part = _load(tmp_path, Data(x=data.x, adj_t=_SparseTensorLike(data.adj_t)), "a")
+    _check_values_in_stored_order(part, data.adj_t)
+    bare = _load(tmp_path, Data(x=data.x, adj_t=_SparseTensorLike(data.adj_t, False)), "b")
+    assert bare.meta["adj_t"] == {"values": None} and bare.adj_t is bare.edge_index
+    assert bare.edge_weight is None and bare.num_edges == data.adj_t._nnz()
+
+
 def test_adj_t_of_ones_is_the_graph_without_values(tmp_path, data):
     ones = T.ToSparseTensor()(Data(x=data.x, edge_index=torch.tensor([[0, 1, 2], [1, 2, 0]]),
                                    num_nodes=64))
