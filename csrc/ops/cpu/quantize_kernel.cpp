@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "../quantize.h"
+#include "parallel.h"
 
 // Every product and sum is rounded on its own, as in the reference's separate torch ops: no
 // contraction into fused multiply-adds even where FMA code generation is enabled (before the
@@ -35,11 +36,6 @@ namespace ops {
 namespace {
 
 namespace qm = quantize_math;
-
-// Rows per task so that a task handles about GRAIN_SIZE values.
-int64_t grain(int64_t count) {
-  return std::max<int64_t>(1, at::internal::GRAIN_SIZE / std::max<int64_t>(count, 1));
-}
 
 // Min and max of a row; NaN if the row holds one (as torch.aminmax). Eight independent lanes,
 // which the compiler turns into vector min/max (one scalar chain of compares is the slowest
@@ -205,7 +201,7 @@ at::Tensor encode_cpu(const at::Tensor& rows, int64_t bits, int64_t seed) {
   AT_DISPATCH_FLOATING_TYPES(rows.scalar_type(), "quantize_encode", [&] {
     const scalar_t* x = rows.const_data_ptr<scalar_t>();
     with_bits(bits, [&](auto b) {
-      at::parallel_for(0, R, grain(n), [&](int64_t begin, int64_t end) {
+      at::parallel_for(0, R, grain_for(R, 0, n), [&](int64_t begin, int64_t end) {
         std::vector<uint16_t> q(n);  // one row's codes, reused by the task's rows
         for (int64_t r = begin; r < end; ++r) {
           encode_row<scalar_t, decltype(b)::value>(x + r * n, n, seed, r, q.data(),
@@ -225,7 +221,7 @@ at::Tensor decode_cpu(const at::Tensor& payload, int64_t bits, int64_t count,
   AT_DISPATCH_FLOATING_TYPES(dtype, "quantize_decode", [&] {
     scalar_t* x = rows.mutable_data_ptr<scalar_t>();
     with_bits(bits, [&](auto b) {
-      at::parallel_for(0, R, grain(count), [&](int64_t begin, int64_t end) {
+      at::parallel_for(0, R, grain_for(R, 0, count), [&](int64_t begin, int64_t end) {
         for (int64_t r = begin; r < end; ++r) {
           decode_row<scalar_t, decltype(b)::value>(in + r * stride, count, x + r * count);
         }

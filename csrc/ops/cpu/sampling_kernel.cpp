@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "../sampling.h"
+#include "parallel.h"
 #include "../sampling_math.h"
 
 namespace pyg_sar {
@@ -34,12 +35,6 @@ at::Tensor exclusive_ptr(const std::vector<int64_t>& counts) {
   return ptr;
 }
 
-// Rows per task so that a task does about GRAIN_SIZE units of work.
-int64_t grain(int64_t rows, int64_t work) {
-  const int64_t per_row = work / std::max<int64_t>(rows, 1) + 1;
-  return std::max<int64_t>(1, at::internal::GRAIN_SIZE / per_row);
-}
-
 std::tuple<at::Tensor, at::Tensor> select_rows_cpu(const at::Tensor& rowptr_in,
                                                    const at::Tensor& rows_in) {
   const at::Tensor rowptr = rowptr_in.contiguous(), rows = rows_in.contiguous();
@@ -52,7 +47,7 @@ std::tuple<at::Tensor, at::Tensor> select_rows_cpu(const at::Tensor& rowptr_in,
   const int64_t* op = out_ptr.const_data_ptr<int64_t>();
   at::Tensor pos = at::empty({op[R]}, at::kLong);
   int64_t* out = pos.mutable_data_ptr<int64_t>();
-  at::parallel_for(0, R, grain(R, op[R]), [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, R, grain_for(R, op[R], 1), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const int64_t start = rp[r[i]];
       for (int64_t e = op[i]; e < op[i + 1]; ++e) out[e] = start + (e - op[i]);
@@ -91,7 +86,7 @@ std::tuple<at::Tensor, at::Tensor> sample_uniform_cpu(const at::Tensor& rowptr_i
   const int64_t* op = out_ptr.const_data_ptr<int64_t>();
   at::Tensor pos = at::empty({op[R]}, at::kLong);
   int64_t* out = pos.mutable_data_ptr<int64_t>();
-  at::parallel_for(0, R, grain(R, 4 * op[R]), [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, R, grain_for(R, 4 * op[R], 1), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const int64_t start = rp[r[i]], deg = rp[r[i] + 1] - start;
       int64_t* o = out + op[i];
@@ -271,7 +266,7 @@ std::tuple<at::Tensor, at::Tensor> extract_columns_cpu(
   };
   std::vector<int64_t> counts(R, 0);
   int64_t work = rp[rowptr.numel() - 1] / std::max<int64_t>(rowptr.numel() - 1, 1) * R;
-  at::parallel_for(0, R, grain(R, 8 * work), [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, R, grain_for(R, 8 * work, 1), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       int64_t c = 0;
       for (int64_t e = rp[r[i]]; e < rp[r[i] + 1]; ++e) c += kept(i, e);
@@ -282,7 +277,7 @@ std::tuple<at::Tensor, at::Tensor> extract_columns_cpu(
   const int64_t* op = out_ptr.const_data_ptr<int64_t>();
   at::Tensor pos = at::empty({op[R]}, at::kLong);
   int64_t* out = pos.mutable_data_ptr<int64_t>();
-  at::parallel_for(0, R, grain(R, 8 * work), [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, R, grain_for(R, 8 * work, 1), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       int64_t o = op[i];
       for (int64_t e = rp[r[i]]; e < rp[r[i] + 1]; ++e) {
