@@ -255,6 +255,19 @@ class DistGraph:
     def cpu(self) -> DistGraph:
         return self.to("cpu")
 
+    def __getstate__(self) -> dict:
+        """Pickled without its communication context (bound again on first use, to that of
+        :func:`pyg_sar.init`) and without cached layouts, so ``torch.save`` of a
+        :class:`~pyg_sar.partition.PartitionData` works."""
+        state = dict(self.__dict__)
+        state["_context"], state["_cache"] = None, {}
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        from pyg_sar.nn.guard import install
+        install()
+
     def __deepcopy__(self, memo: dict) -> DistGraph:
         """A copy of the tensors sharing the communication context (which cannot be copied);
         what ``copy.deepcopy`` of a PyG ``Data`` holding the graph (``data.clone()``) does."""

@@ -147,3 +147,16 @@ def test_constructed_by_keywords_as_before(parts):
     assert again.graph is part.graph and torch.equal(again.pos, part.pos)
     assert again.train_mask is None and again.num_nodes == part.num_nodes
     assert torch.equal(again.global_edge_index(), part.global_edge_index())
+
+
+def test_torch_save_and_load(tmp_path, whole):
+    """A part pickles without its communication context (bound again on first use)."""
+    pyg_sar.partition_graph(whole, 1, tmp_path / "one")
+    part = pyg_sar.load_partition(tmp_path / "one", 0, context=pyg_sar.init())
+    torch.save(part, tmp_path / "part.pt")
+    back = torch.load(tmp_path / "part.pt", weights_only=False)
+    assert isinstance(back, PartitionData) and back.graph._context is None
+    assert back.rank == 0 and back.meta == part.meta and back.fingerprint == part.fingerprint
+    assert torch.equal(back.x, part.x) and torch.equal(back.pos, part.pos)
+    model = pyg_sar.convert(GCN(5, 8, num_layers=2, out_channels=3))
+    assert torch.equal(model(back.x, back.edge_index), model(part.x, part.edge_index))
