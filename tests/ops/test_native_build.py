@@ -26,4 +26,26 @@ def test_schemas_match_the_contract():
                    "Tensor col, Tensor? x_src, Tensor? weight, Tensor arg, str reduce, "
                    "int num_src, bool weight_requires_grad) -> (Tensor grad_x_src, "
                    "Tensor grad_weight)")
-    assert torch._C._dispatch_has_kernel_for_dispatch_key("pyg_sar::gather_aggregate", "CPU")
+    assert torch.ops.pyg_sar.gather_aggregate.default.has_kernel_for_dispatch_key(
+        torch.DispatchKey.CPU)
+
+
+@pytest.mark.skipif(not native_available(), reason="needs the native library pyg_sar._C")
+def test_every_op_is_registered_for_cpu_and_all_or_none_for_cuda():
+    """Every family registers its CPU kernels, and its CUDA kernels exactly when the build has
+    CUDA (never in a torch without CUDA): no op is left out of a backend's registration."""
+    from pyg_sar.ops._fake import FAKES
+
+    composite = {"gat_transpose", "gat_dropout_mask"}  # one kernel for every backend
+    cpu_only = {"bulk_ladies_weights", "bulk_relabel"}  # the reference runs on CUDA tensors
+    cuda_build = torch.ops.pyg_sar.gather_aggregate.default.has_kernel_for_dispatch_key(
+        torch.DispatchKey.CUDA)
+    assert not cuda_build or torch.version.cuda is not None
+    for name in FAKES:
+        op = getattr(torch.ops.pyg_sar, name).default
+        if name in composite:
+            assert op.has_kernel_for_dispatch_key(torch.DispatchKey.CompositeExplicitAutograd)
+            continue
+        assert op.has_kernel_for_dispatch_key(torch.DispatchKey.CPU), name
+        cuda = op.has_kernel_for_dispatch_key(torch.DispatchKey.CUDA)
+        assert cuda == (cuda_build and name not in cpu_only), name
