@@ -7,7 +7,7 @@ licences of the shipped files.
 """
 from pyg_sar.datasets._split import random_split_masks
 from pyg_sar.datasets.ogb import ogb_node_dataset
-from pyg_sar.datasets.planetoid import citeseer, cora, default_cache_dir
+from pyg_sar.datasets.planetoid import Planetoid, citeseer, cora, default_cache_dir
 from pyg_sar.datasets.registry import KNOWN_NAMES, load_dataset
 from pyg_sar.datasets.synthetic_rmat import rmat
 from pyg_sar.datasets.synthetic_sbm import sbm, sbm_dense, sbm_sparse
@@ -16,6 +16,7 @@ from pyg_sar.datasets.wordnet30 import wordnet
 
 __all__ = [
     "KNOWN_NAMES",
+    "Planetoid",
     "citeseer",
     "cora",
     "default_cache_dir",

@@ -147,3 +147,27 @@ def citeseer(root: PathLike | None = None) -> Data:
         root: writable cache folder (default ``$PYG_SAR_CACHE`` or ``~/.cache/pyg_sar``).
     """
     return _load("CiteSeer", root)
+
+
+def Planetoid(root: PathLike, name: str, *args, **kwargs):
+    """PyG's :class:`torch_geometric.datasets.Planetoid` with PyG's signature, read from the raw
+    files shipped with pyg_sar instead of downloaded (Cora and CiteSeer).
+
+    ``from pyg_sar.datasets import Planetoid`` is the one line a PyG script changes to run
+    offline. The raw files are checked against their SHA-256 digests and processed by PyG in
+    ``<root>/planetoid/<name>-<key>/`` (built atomically, so ranks starting together are safe);
+    every other argument (``split``, ``transform``, ...) goes to PyG's class unchanged.
+
+    Args:
+        root: writable folder for the processed dataset (PyG's ``root``).
+        name: ``"Cora"`` or ``"CiteSeer"`` (any case).
+    """
+    from torch_geometric.datasets import Planetoid as PyGPlanetoid
+
+    canonical = {k.lower(): k for k in RAW_SHA256}.get(str(name).lower())
+    if canonical is None:
+        raise ValueError(f"Planetoid: pyg_sar ships {sorted(RAW_SHA256)} (got {name!r}); for "
+                         f"other Planetoid datasets use torch_geometric.datasets.Planetoid, "
+                         f"which downloads them")
+    ready = prepare_planetoid_root(canonical, root)
+    return PyGPlanetoid(str(ready), canonical, *args, **kwargs)

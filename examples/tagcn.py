@@ -1,0 +1,70 @@
+import os.path as osp
+
+import torch
+import torch.nn.functional as F
+
+import pyg_sar
+import torch_geometric.transforms as T
+from pyg_sar.datasets import Planetoid
+from torch_geometric.nn import TAGConv
+
+print = pyg_sar.print  # Only rank 0 prints.
+dataset = 'Cora'
+path = osp.join(osp.dirname(osp.realpath(__file__)), '..', 'data', dataset)
+dataset = Planetoid(path, dataset, transform=T.NormalizeFeatures())
+data = dataset[0]
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = TAGConv(dataset.num_features, 16)
+        self.conv2 = TAGConv(16, dataset.num_classes)
+
+    def forward(self):
+        x, edge_index = data.x, data.edge_index
+        x = F.relu(self.conv1(x, edge_index))
+        x = F.dropout(x, training=self.training)
+        x = self.conv2(x, edge_index)
+        return F.log_softmax(x, dim=1)
+
+
+if torch.cuda.is_available():
+    device = torch.device('cuda')
+elif hasattr(torch.backends, 'mps') and torch.backends.mps.is_available():
+    device = torch.device('mps')
+else:
+    device = torch.device('cpu')
+
+model, data = Net().to(device), data.to(device)
+model, data = pyg_sar.convert(model), pyg_sar.distribute(data).to(device)
+optimizer = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4)
+
+
+def train():
+    model.train()
+    optimizer.zero_grad()
+    pyg_sar.nn.functional.nll_loss(model(), data.y, data.train_mask).backward()
+    optimizer.step()
+
+
+@torch.no_grad()
+def test():
+    model.eval()
+    out, accs = model(), []
+    for _, mask in data('train_mask', 'val_mask', 'test_mask'):
+        pred = out[mask].argmax(1)
+        acc = pyg_sar.nn.functional.accuracy(pred, data.y[mask])
+        accs.append(acc)
+    return accs
+
+
+best_val_acc = test_acc = 0
+for epoch in range(1, 201):
+    train()
+    train_acc, val_acc, tmp_test_acc = test()
+    if val_acc > best_val_acc:
+        best_val_acc = val_acc
+        test_acc = tmp_test_acc
+    print(f'Epoch: {epoch:03d}, Train: {train_acc:.4f}, '
+          f'Val: {best_val_acc:.4f}, Test: {test_acc:.4f}')

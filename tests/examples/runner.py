@@ -1,0 +1,97 @@
+"""Run example scripts one after another in one process, each as ``python SCRIPT ARGS`` would
+run it (``__main__``, its own ``sys.argv``, its folder first on ``sys.path``).
+
+    python tests/examples/runner.py [--max-epochs E] [--seed S] SCRIPT [ARGS...] [::: SCRIPT ...]
+    mpiexec -n 2 python tests/examples/runner.py --max-epochs 20 examples/tagcn.py ::: ...
+
+One launch for several scripts saves the interpreter, torch and MPI start-up of each (most of
+a short run). Before each script the runner seeds torch with ``--seed`` (PyG's scripts do not
+seed) and, on rank 0, prints ``@@@ example <name>``, so the output splits per script.
+
+``--max-epochs`` stops the training loops of PyG's scripts, whose epoch counts are written in
+the loop (``for epoch in range(1, 201):``), after ``E`` epochs without editing them: the
+script runs with a ``range`` whose two-argument form starting at 1 stops after ``E`` values.
+Every other use of ``range`` is the builtin's.
+
+``--plain`` runs the scripts as plain single-process PyG: ``pyg_sar.distribute`` and
+``pyg_sar.convert`` become the identity, so PyG's own layers run on the whole graph (the
+global losses and metrics of ``pyg_sar.nn.functional`` on one process are PyG's). It is the
+single-process PyG baseline of the examples that are not ports of a PyG script.
+"""
+from __future__ import annotations
+
+import argparse
+import builtins
+import os
+import runpy
+import sys
+
+SEPARATOR = ":::"
+MARKER = "@@@ example"
+
+
+def capped_range(max_epochs: int):
+    """``range`` for a script whose ``range(1, N)`` loops stop after ``max_epochs`` values."""
+    def range_(*args):
+        if len(args) == 2 and args[0] == 1:
+            return builtins.range(1, min(args[1], 1 + max_epochs))
+        return builtins.range(*args)
+    return range_
+
+
+def split_scripts(argv: list[str]) -> list[list[str]]:
+    """``[SCRIPT ARGS... ::: SCRIPT ARGS...]`` -> ``[[SCRIPT, ARGS...], ...]``."""
+    runs, current = [], []
+    for arg in argv:
+        if arg == SEPARATOR:
+            if current:
+                runs.append(current)
+            current = []
+        else:
+            current.append(arg)
+    if current:
+        runs.append(current)
+    return runs
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--max-epochs", type=int, default=None)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--plain", action="store_true",
+                        help="plain PyG: distribute and convert are the identity")
+    parser.add_argument("scripts", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    runs = split_scripts(args.scripts)
+    if not runs:
+        parser.error("no script given")
+
+    import torch
+
+    import pyg_sar
+
+    rank = pyg_sar.init().rank
+    if args.plain:
+        if pyg_sar.init().world_size != 1:
+            parser.error("--plain runs one process")
+        pyg_sar.distribute = lambda data, *a, **k: data
+        pyg_sar.convert = lambda model, *a, **k: model
+    for script, *script_args in runs:
+        path = os.path.abspath(script)
+        if rank == 0:
+            print(f"{MARKER} {os.path.basename(path)} {' '.join(script_args)}", flush=True)
+        torch.manual_seed(args.seed)
+        sys.argv = [path, *script_args]
+        sys.path.insert(0, os.path.dirname(path))
+        init_globals = {}
+        if args.max_epochs is not None:
+            init_globals["range"] = capped_range(args.max_epochs)
+        try:
+            runpy.run_path(path, init_globals=init_globals, run_name="__main__")
+        finally:
+            sys.path.pop(0)
+            sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
