@@ -202,4 +202,3 @@ def gatv2_attention(rowptr: Tensor, col: Tensor, x_src: Tensor, x_dst: Tensor,
     """
     return GATv2Attention.apply(rowptr, col, x_src, x_dst, x_edge, att, negative_slope, dropout,
                                 seed, src_ids, dst_ids)
-
