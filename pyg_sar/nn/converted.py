@@ -8,28 +8,80 @@ A converted layer still runs PyG's own code for a plain ``edge_index``; for a
 :class:`~pyg_sar.graph.DistGraph` its ``propagate`` (and ``edge_updater`` for the GAT family)
 runs the distributed engine.
 
+Everything ``convert`` sets on a layer lives in one :class:`LayerState`,
+``layer._sar_state`` (its spec, configuration, name, index and compressor); the names
+``layer._sar_spec``, ``_sar_config``, ``_sar_name``, ``_sar_layer_index`` and
+``_sar_compressor`` read and write its fields.
+
 Converted layers pickle (``torch.save(model)``, ``pickle``, ``copy.deepcopy``): a layer is
 rebuilt through :func:`converted_class` from its PyG class and its mixin, both importable by
-name, and keeps its configuration (``_sar_config``, ``_sar_spec``, ``_sar_name``,
-``_sar_layer_index``, ``_sar_compressor``); every other ``_sar_*`` attribute is state of a
+name, and keeps its :class:`LayerState`; every other ``_sar_*`` attribute is state of a
 running call (a held wire) and is dropped, to be made again by the next call.
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any, Optional
 
 from torch import Tensor
 
 from pyg_sar.graph import DistGraph
 from pyg_sar.nn.wire import release_held_wire
 
+if TYPE_CHECKING:
+    from pyg_sar.compression.interface import Compressor
+    from pyg_sar.config import SARConfig
+    from pyg_sar.nn.layers import LayerSpec
+
+STATE = "_sar_state"
 # What a converted layer keeps when it is pickled or copied; its other ``_sar_*`` attributes
 # belong to a running call and are dropped.
 # (``_sar_binds_norms``, ``_sar_grad_sync``: a model that is itself a converted layer carries
 # convert's model state too; the gradient-sync state pickles without its runtime part.)
-PERSISTENT = frozenset({"_sar_config", "_sar_spec", "_sar_name", "_sar_layer_index",
-                        "_sar_compressor", "_sar_binds_norms", "_sar_grad_sync"})
+PERSISTENT = frozenset({STATE, "_sar_binds_norms", "_sar_grad_sync"})
+
+
+@dataclasses.dataclass
+class LayerState:
+    """What :func:`pyg_sar.convert` sets on one converted message-passing layer.
+
+    Attributes:
+        spec: how the engine runs the layer (:func:`pyg_sar.nn.layers.inspect_layer`).
+        config: the model's :class:`~pyg_sar.SARConfig`.
+        name: the layer's name in the model (its label in the traffic ledger).
+        index: its index among the model's message-passing layers (part of compression keys).
+        compressor: its compressor (from ``config.compression``), or ``None``.
+    """
+
+    spec: Optional[LayerSpec] = None
+    config: Optional[SARConfig] = None
+    name: Optional[str] = None
+    index: Optional[int] = None
+    compressor: Optional[Compressor] = None
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        if self.config is not None and callable(self.config.compression):
+            # A per-layer rule may be a closure (all_but_last); the compressor the rule chose
+            # for this layer is kept in ``compressor``.
+            state["config"] = dataclasses.replace(self.config, compression=None)
+        return state
+
+
+def _state_field(field: str) -> property:
+    """``layer._sar_<name>``: a field of the layer's :class:`LayerState`."""
+    def get(self: Any) -> Any:
+        state = self.__dict__.get(STATE)
+        if state is None:  # not configured yet: as a missing attribute
+            raise AttributeError(f"{type(self).__name__} has no pyg_sar state yet")
+        return getattr(state, field)
+
+    def set(self: Any, value: Any) -> None:
+        state = self.__dict__.get(STATE)
+        if state is None:
+            state = self.__dict__[STATE] = LayerState()
+        setattr(state, field, value)
+    return property(get, set, doc=f"``{STATE}.{field}`` (:class:`LayerState`).")
 
 
 class SARLayer:
@@ -37,6 +89,11 @@ class SARLayer:
 
     _sar_base: type  # the class the layer had before conversion
     _sar_mixin: type  # SARLayer or SARAttentionLayer
+    _sar_spec = _state_field("spec")
+    _sar_config = _state_field("config")
+    _sar_name = _state_field("name")
+    _sar_layer_index = _state_field("index")
+    _sar_compressor = _state_field("compressor")
 
     def __reduce_ex__(self, protocol: int) -> tuple:
         # The generated class cannot be found by name: pickle the recipe of its class (the PyG
@@ -48,11 +105,6 @@ class SARLayer:
         state = super().__getstate__()  # a copy of __dict__ (torch.nn.Module)
         for key in [k for k in state if k.startswith("_sar_") and k not in PERSISTENT]:
             del state[key]
-        config = state.get("_sar_config")
-        if config is not None and callable(config.compression):
-            # A per-layer rule may be a closure (all_but_last); the layer's own compressor,
-            # which the rule chose, is kept in _sar_compressor.
-            state["_sar_config"] = dataclasses.replace(config, compression=None)
         return state
 
     def propagate(self, edge_index: Any, size=None, **kwargs: Any) -> Tensor:

@@ -259,3 +259,26 @@ def test_round_trips_on_two_ranks(tmp_path):
         assert len(res) == 10
         for key, err in res.items():
             assert err <= (1e-12 if key.endswith(":pyg") else 0.0), (key, err)
+
+
+def test_layer_state_is_one_object():
+    """convert sets one attribute on a layer (a LayerState); the old names read and write its
+    fields, and a second convert updates it."""
+    from pyg_sar.nn.converted import LayerState
+    comp = Compressor(Truncate(), 2.0)
+    model = pyg_sar.convert(GCN(IN, 8, 3, 2), pyg_sar.SARConfig(compression=all_but_last(comp)))
+    for index, conv in enumerate(model.convs):
+        assert [k for k in vars(conv) if k.startswith("_sar")] == ["_sar_state"]
+        state = conv._sar_state
+        assert isinstance(state, LayerState)
+        assert (state.name, state.index) == (f"convs.{index}", index)
+        assert (conv._sar_name, conv._sar_layer_index) == (state.name, state.index)
+        assert conv._sar_spec is state.spec and conv._sar_config is state.config
+        assert conv._sar_compressor is state.compressor is (comp if index < 2 else None)
+    config = pyg_sar.SARConfig(mode="halo")
+    pyg_sar.convert(model, config)
+    assert all(conv._sar_state.config is config and conv._sar_compressor is None
+               for conv in model.convs)
+    model.convs[0]._sar_name = "first"
+    assert model.convs[0]._sar_state.name == "first"
+    assert not hasattr(GCNConv(IN, 8), "_sar_spec")
