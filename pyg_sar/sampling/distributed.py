@@ -216,6 +216,12 @@ class DistributedSource:
         if replication == 2 and ctx.world_size % 2:
             raise ValueError(f"BulkNeighborLoader: replication=2 needs an even world size "
                              f"(got {ctx.world_size})")
+        if getattr(part, "path", None) is None:
+            # A part from pyg_sar.distribute lives in memory only; the loader reads the node
+            # map (and, for 1.5D or a replicated graph, other parts) from the folder.
+            raise ValueError("BulkNeighborLoader: the partition has no folder (it came from "
+                             "pyg_sar.distribute); write it with pyg_sar.partition_graph(data, "
+                             "num_parts, out_dir) and load it with pyg_sar.load_partition")
         self.comm = ctx.comm
         self.rank, self.world_size = ctx.rank, ctx.world_size
         self.part = part

@@ -122,3 +122,16 @@ def test_bad_arguments_are_refused(data):
         BulkLadiesLoader(data, [-1])
     with pytest.raises(TypeError, match="expected a torch_geometric.data.Data"):
         BulkNeighborLoader(object(), [3])
+
+
+def test_partition_without_folder_is_refused_with_the_fix():
+    """A part from pyg_sar.distribute lives in memory: the loader, which reads the node map
+    from the partition folder, must say so instead of failing on a missing path."""
+    import pyg_sar
+    from pyg_sar.datasets import load_dataset
+    from pyg_sar.sampling import BulkNeighborLoader
+
+    part = pyg_sar.distribute(load_dataset("cora"), method="contiguous")
+    assert part.path is None
+    with pytest.raises(ValueError, match="pyg_sar.partition_graph"):
+        BulkNeighborLoader(part, num_neighbors=[5], batch_size=8)
