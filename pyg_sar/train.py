@@ -220,7 +220,9 @@ def _peak_rss_mb() -> float:
 
 def run(args: argparse.Namespace) -> dict:
     """Train and evaluate; returns the metrics (rank 0 also prints and writes them)."""
-    ctx = pyg_sar.init(backend=args.backend)
+    # The launcher entry point supervises its ranks (PYG_SAR_SUPERVISE=0 turns it off).
+    from pyg_sar.distributed.supervision import supervision_requested
+    ctx = pyg_sar.init(backend=args.backend, supervise=supervision_requested(None, True))
     part = _load(args, ctx)
     dtype = DTYPES[args.dtype]
     if args.sampler is not None:  # minibatch training: pyg_sar.sampling.train_loop
@@ -361,7 +363,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     try:
         run(args)
     except KeyboardInterrupt as interrupt:  # Ctrl-C (or PeerInterrupted): one line per job
-        from pyg_sar.distributed.watchdog import release_after_interrupt, report_interrupt
+        from pyg_sar.distributed.supervision import release_after_interrupt, report_interrupt
         report_interrupt()  # ranks not interrupted themselves stop too, quietly
         ctx = pyg_sar.get_context()
         if (ctx.rank if ctx is not None else _launch_rank()) == 0:

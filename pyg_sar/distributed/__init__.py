@@ -7,8 +7,8 @@ from pyg_sar.distributed.context import (
     resolve_context,
     shutdown,
 )
-from pyg_sar.distributed.streaming import PendingExchange, ring_peers, start_exchange, stream
-from pyg_sar.distributed.supervision import SupervisedCommunicator, supervise
+from pyg_sar.distributed.streaming import PendingExchange, ring_peers, start_exchange
+from pyg_sar.distributed.supervision import SupervisedCommunicator, Supervisor, supervise
 from pyg_sar.distributed.sync import (
     all_reduce_gradients,
     broadcast_parameters,
@@ -31,7 +31,7 @@ __all__ = [
     "DistContext", "init", "get_context", "resolve_context", "shutdown",
     "Communicator", "Work", "CommError", "CommTimeout", "LocalCommunicator",
     "MPICommunicator", "TorchCommunicator", "GlooCommunicator", "NCCLCommunicator",
-    "SupervisedCommunicator", "supervise",
-    "ring_peers", "start_exchange", "stream", "PendingExchange",
+    "SupervisedCommunicator", "Supervisor", "supervise",
+    "ring_peers", "start_exchange", "PendingExchange",
     "all_reduce_gradients", "broadcast_parameters", "check_parameters_equal", "check_same_dtypes",
 ]

@@ -18,7 +18,7 @@ import socket
 import warnings
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import torch
 
@@ -30,6 +30,9 @@ from pyg_sar.distributed.transport import (
     MPICommunicator,
     NCCLCommunicator,
 )
+
+if TYPE_CHECKING:
+    from pyg_sar.distributed.supervision import Supervisor
 
 BACKENDS = ("mpi", "gloo", "nccl")
 DEFAULT_TIMEOUT = 120.0
@@ -62,7 +65,7 @@ class DistContext:
         local_world_size: number of ranks on this host.
         torch_distributed: whether ``torch.distributed``'s default group is initialised (for
             DDP); created by :func:`init` or found already there.
-        supervised: whether failure supervision wraps ``comm``.
+        supervised: whether failure supervision wraps ``comm`` (see :attr:`supervisor`).
     """
 
     rank: int
@@ -81,8 +84,10 @@ class DistContext:
     _bootstrap_comm: Optional[Communicator] = field(default=None, repr=False)
 
     @property
-    def is_distributed(self) -> bool:
-        return self.world_size > 1
+    def supervisor(self) -> Optional[Supervisor]:
+        """The :class:`~pyg_sar.distributed.supervision.Supervisor` of this rank when failure
+        supervision is on, else ``None``."""
+        return getattr(self.comm, "supervisor", None)
 
 
 _CONTEXT: Optional[DistContext] = None
@@ -246,9 +251,12 @@ def init(backend: Optional[str] = None, timeout: Optional[float] = None,
         init_torch_distributed: also initialise torch.distributed's default group so that
             ``DistributedDataParallel`` works. Always done for gloo/nccl; with ``"mpi"`` it
             sets up a gloo default group (rendezvous over MPI). Default: only when needed.
-        supervise: wrap the communicator in failure supervision
-            (:mod:`pyg_sar.distributed.supervision`: a failed or killed rank stops every other
-            rank at once, naming it). Default: on, unless ``PYG_SAR_WATCHDOG=0``.
+        supervise: failure supervision (:mod:`pyg_sar.distributed.supervision`): a failed
+            or killed rank stops every other rank at once, naming it. It starts a heartbeat
+            thread, a witness process per rank under a launcher, a deadline guard around
+            MPI_Init, and replaces ``sys.excepthook`` until :func:`shutdown`. Default: off
+            (``init`` then starts no thread or process and installs no hook), unless
+            ``PYG_SAR_SUPERVISE=1``; ``python -m pyg_sar.train`` turns it on.
     """
     global _CONTEXT, _ATEXIT_REGISTERED
     if backend is not None and backend not in BACKENDS:
@@ -263,11 +271,16 @@ def init(backend: Optional[str] = None, timeout: Optional[float] = None,
         raise ValueError(f"pyg_sar.init: backend {backend!r} runs on torch.distributed; "
                          f"init_torch_distributed=False contradicts it")
     seconds = DEFAULT_TIMEOUT if timeout is None else float(timeout)
+    from pyg_sar.distributed.supervision import supervision_requested
+    supervise = supervision_requested(supervise)
 
     launcher = detect_launcher()
     mpi = None
     if launcher == "mpiexec":
-        mpi = _import_mpi("the process was started by an MPI launcher", seconds)
+        # Supervised, a guard process ends a rank whose MPI_Init waits past the deadline for
+        # a rank that never starts; unsupervised, MPI_Init waits as MPI decides.
+        mpi = _import_mpi("the process was started by an MPI launcher",
+                          seconds if supervise else None)
     elif launcher == "none" and backend == "mpi":
         try:
             mpi = _import_mpi("backend='mpi' was asked for")
@@ -345,9 +358,7 @@ def init(backend: Optional[str] = None, timeout: Optional[float] = None,
     else:
         local_world_size = 1
 
-    if supervise is None:
-        supervise = os.environ.get("PYG_SAR_WATCHDOG", "1") != "0"
-    supervise = bool(supervise) and world_size > 1
+    supervise = supervise and world_size > 1
     import torch.distributed as dist
     _CONTEXT = DistContext(
     rank=rank, world_size=world_size, backend=backend, device=device, launcher=launcher,
@@ -380,7 +391,7 @@ def shutdown() -> None:
     ctx, _CONTEXT = _CONTEXT, None
     if ctx is None:
         return
-    ctx.comm.close()  # a supervised one stops its watchdog first
+    ctx.comm.close()  # a supervised one ends supervision first (threads, process, hooks)
     if ctx._bootstrap_comm is not None:
         ctx._bootstrap_comm.close()
     if ctx._owns_default_group:

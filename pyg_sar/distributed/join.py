@@ -1,5 +1,10 @@
 """Join checks at start-up: every rank must arrive within the timeout, and the ones that
-never do are named (instead of a hang, or a rendezvous error that only counts them)."""
+never do are named (instead of a hang, or a rendezvous error that only counts them).
+
+The joins over MPI and the ``env://`` store are plain waits with a deadline that raise a
+``RuntimeError`` naming the missing ranks; they run on every multi-rank :func:`pyg_sar.init`.
+The deadline of MPI_Init itself (:func:`import_mpi_with_deadline`) needs a guard process that
+may end the rank, and runs under failure supervision only."""
 from __future__ import annotations
 
 import os
@@ -25,10 +30,12 @@ def import_mpi_with_deadline(seconds: float, rank: int, world_size: int):
     """``from mpi4py import MPI`` (which runs MPI_Init) with a deadline.
 
     MPI_Init waits for every rank of the launch and holds the GIL while it does, so no Python
-    thread can time it out: a tiny guard process does, and ends this one with a message if
-    MPI is not up in time. Each guard holds an abstract Unix socket named after the launch
-    (host and launcher process) and its rank while it waits, so the one that fires names the
-    ranks that never arrived when all ranks share the host (``MPI_LOCALNRANKS``).
+    thread can time it out: a tiny guard process does, and ends this one (SIGKILL) with a
+    message if MPI is not up in time. It can end the process, so :func:`pyg_sar.init` uses it
+    under failure supervision only; the guard has exited when this returns. Each guard holds
+    an abstract Unix socket named after the launch (host and launcher process) and its rank
+    while it waits, so the one that fires names the ranks that never arrived when all ranks
+    share the host (``MPI_LOCALNRANKS``).
     """
     import socket
     import subprocess

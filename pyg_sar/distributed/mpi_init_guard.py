@@ -1,5 +1,6 @@
-"""The deadline of MPI_Init (run as a script by :func:`pyg_sar.distributed.join.
-import_mpi_with_deadline`; standard library only, started with ``python -I -S``).
+"""The deadline of MPI_Init under failure supervision (run as a script by
+:func:`pyg_sar.distributed.join.import_mpi_with_deadline`; standard library only, started with
+``python -I -S``).
 
 ``python mpi_init_guard.py FD SECONDS PID RANK SIZE LOCAL KEY MESSAGE``: wait until the pipe
 ``FD`` closes (the rank's MPI_Init returned) or ``SECONDS`` pass; then print MESSAGE with the

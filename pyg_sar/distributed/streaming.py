@@ -1,4 +1,4 @@
-r"""The point-to-point streaming step of SAR (DESIGN section 6).
+r"""The point-to-point streaming step of SAR.
 
 At step :math:`k = 1, \dots, P - 1` rank :math:`r` sends its rows meant for rank
 :math:`(r - k) \bmod P` and receives the rows rank :math:`(r + k) \bmod P` holds for it. Every
@@ -8,8 +8,6 @@ while the caller computes on step ``k``.
 """
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Callable, Iterator
 from typing import Optional
 
 from torch import Tensor
@@ -59,40 +57,3 @@ def start_exchange(comm: Communicator, send: Optional[Tensor], send_to: int,
     recv_work = comm.irecv(recv, recv_from, tag) if recv is not None else None
     send_work = comm.isend(send, send_to, tag) if send is not None else None
     return PendingExchange(send_work, recv_work, recv, send_to, recv_from)
-
-
-def stream(comm: Communicator, send_rows_for: Callable[[int], Optional[Tensor]],
-           recv_buffer_for: Callable[[int], Optional[Tensor]], depth: int = 1,
-           tag: int = 0) -> Iterator[tuple[int, int, Optional[Tensor]]]:
-    """Run the schedule for steps ``1 .. P - 1``, yielding ``(step, src_rank, received)``.
-
-    Args:
-        comm: the communicator.
-        send_rows_for: ``dst -> tensor`` of this rank's rows for rank ``dst`` (or ``None``).
-        recv_buffer_for: ``src -> tensor`` to receive rank ``src``'s rows into (or ``None``).
-        depth: exchanges started ahead of the step being consumed (0: fetch, then compute).
-        tag: message tag of this sweep.
-
-    Closing the generator early waits for the exchanges already started, so no message is
-    left to be matched by a later sweep.
-    """
-    if not isinstance(depth, int) or depth < 0:
-        raise ValueError(f"stream: depth must be an integer >= 0 (got {depth!r})")
-    world_size, rank = comm.world_size, comm.rank
-    pending: deque[tuple[int, PendingExchange]] = deque()
-    next_step = 1
-    try:
-        for step in range(1, world_size):
-            while next_step < world_size and next_step <= step + depth:
-                send_to, recv_from = ring_peers(rank, world_size, next_step)
-                pending.append((next_step, start_exchange(
-                    comm, send_rows_for(send_to), send_to, recv_buffer_for(recv_from),
-                    recv_from, tag)))
-                next_step += 1
-            _, exchange = pending.popleft()
-            received = exchange.wait()
-            yield step, exchange.recv_from, received
-    except GeneratorExit:
-        for _, exchange in pending:
-            exchange.wait()
-        raise

@@ -2,7 +2,7 @@ r"""A rank's witness: a tiny process that outlives its rank and says what happen
 
 Why: MPICH's ``mpiexec`` (hydra) SIGKILLs every rank within about a millisecond of one rank
 being killed, and torchrun SIGTERMs them within its monitor interval, before the survivors'
-watchdogs can print which rank failed. So each rank starts a witness (this file, run by path
+hubs can print which rank failed. So each rank starts a witness (this file, run by path
 with ``python -I -S``, standard library only, in its own session so the launcher's kill does
 not reach it).
 
@@ -53,9 +53,9 @@ import time
 
 CLEANUP_S = 3.0  # a launcher's clean-up kills follow the end that caused them within this
 WAIT_S = 30.0  # hang detector: how long to wait for the first rank's record
-OP_BYTES = 256  # as in watchdog.py
+OP_BYTES = 256  # as in operations.py
 KILLED = "its process exited or was killed (connection closed without a clean shutdown)"
-INTERRUPTED = "interrupted (KeyboardInterrupt)"  # as in watchdog.py: the program reports it
+INTERRUPTED = "interrupted (KeyboardInterrupt)"  # as in hub.py: the program reports it
 PREFIX = "\0pyg_sar-witness-"
 
 

@@ -83,8 +83,8 @@ def main(argv: list[str] | None = None) -> None:
         error = traceback.format_exc()
         sys.stderr.write(error)
         _write(result_path, {"ok": False, "error": error, "rank": rank, "time": time.time()})
-        from pyg_sar.distributed.watchdog import report_failure
-        report_failure(exc)  # peers stop at once with this error instead of waiting
+        from pyg_sar.distributed.supervision import report_failure
+        report_failure(exc)  # supervised peers stop at once with this error (else a no-op)
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(1)  # at once: peers blocked on this rank are killed by the launcher

@@ -8,7 +8,7 @@ import torch
 
 import pyg_sar
 from pyg_sar.core.kernels import block_sum_transpose, transpose_csr
-from pyg_sar.distributed.comm import CommStats
+from pyg_sar.distributed.transport import CommStats
 from pyg_sar.testing import has_mpi, run_on_ranks
 
 HERE = Path(__file__).resolve().parent

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pyg_sar.distributed import address, watchdog
+from pyg_sar.distributed import address
+from pyg_sar.distributed.hub import FailureHub
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from thread_allgather import ThreadComm  # noqa: E402 - tests/distributed
@@ -75,7 +76,7 @@ def test_unreachable_hub_is_named_on_every_rank_at_once(monkeypatch):
     errors = {}
 
     def rank(r):
-        dog = watchdog.Watchdog(r, 2, 2.0, 45.0, 10.0)
+        dog = FailureHub(r, 2, 2.0, 45.0)
         try:
             dog._connect(comm.view(r, wrong_endpoint if r == 1 else None), "127.0.0.1",
                          120.0, None)

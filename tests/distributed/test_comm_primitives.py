@@ -151,14 +151,19 @@ def _errors(comm) -> dict:
 
 
 def _stream(comm, depth: int) -> list:
-    from pyg_sar.distributed import stream
-    r = comm.rank
-    seen = []
-    for step, src, received in stream(
-            comm, lambda dst: make(r, dst, stream_rows(r, dst), "float64"),
-            lambda src: torch.empty(stream_rows(src, r), 3, dtype=torch.float64), depth=depth,
-            tag=20 + depth):
-        seen.append([step, src, as_list(received)])
+    """The ring schedule with ``depth`` exchanges in flight ahead of the one consumed."""
+    from pyg_sar.distributed import ring_peers, start_exchange
+    r, P = comm.rank, comm.world_size
+    pending, seen = [], []
+    for step in range(1, P):
+        while len(pending) <= depth and step + len(pending) < P:
+            send_to, recv_from = ring_peers(r, P, step + len(pending))
+            pending.append(start_exchange(
+                comm, make(r, send_to, stream_rows(r, send_to), "float64"), send_to,
+                torch.empty(stream_rows(recv_from, r), 3, dtype=torch.float64), recv_from,
+                tag=20 + depth))
+        exchange = pending.pop(0)
+        seen.append([step, exchange.recv_from, as_list(exchange.wait())])
     return seen
 
 

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 import pyg_sar
-from pyg_sar.distributed import LocalCommunicator, ring_peers, start_exchange, stream
+from pyg_sar.distributed import LocalCommunicator, ring_peers, start_exchange
 
 
 def test_ring_peers_cover_every_pair_once():
@@ -34,15 +34,12 @@ def test_local_communicator():
     comm.isend(torch.tensor([5.0, 6.0]), 0, tag=4)
     assert work.wait().tolist() == [5.0, 6.0]
     assert start_exchange(comm, torch.ones(1), 0, torch.zeros(1), 0, tag=2).wait().item() == 1
-    assert list(stream(comm, lambda d: None, lambda s: None, depth=2)) == []
     with pytest.raises(RuntimeError, match="rank 0 timed out .* in irecv from rank 0 \\(tag 9\\)"):
         comm.irecv(torch.empty(1), 0, tag=9).wait()
     with pytest.raises(ValueError, match="summing to 3 rows"):
         comm.all_to_all_single(out, x, [3], [2])
     with pytest.raises(ValueError, match="peer must be a rank in \\[0, 1\\) \\(got 1\\)"):
         comm.isend(x, 1)
-    with pytest.raises(ValueError, match="depth must be an integer >= 0"):
-        next(stream(comm, lambda d: None, lambda s: None, depth=-1))
 
 
 @pytest.fixture

@@ -6,11 +6,14 @@ from pathlib import Path
 import pyg_sar
 
 PACKAGE = Path(pyg_sar.__file__).resolve().parent
-SUPERVISION = ("watchdog", "witness", "join", "supervision", "context", "mpi_init_guard")
+SUPERVISION = ("hub", "operations", "witness", "witness_link", "exit_hooks", "join",
+               "supervision", "context", "mpi_init_guard")
 # Public functions that take an optional context resolve the default one (resolve_context).
 EDGE = {"distributed/context.py", "distributed/sync.py", "checkpoint.py", "graph.py",
         "partition/loader.py", "nn/functional.py", "nn/norm.py", "sampling/distributed.py",
-        "train.py", "testing/worker.py", "distributed/__init__.py", "__init__.py"}
+        "train.py", "testing/worker.py", "distributed/__init__.py", "__init__.py",
+        "distributed/supervision.py", "distributed/rank_utils.py", "distributed/grad_sync.py",
+        "partition/distribute.py"}
 
 
 def _imports(path: Path) -> list[str]:
@@ -41,3 +44,12 @@ def test_only_the_edge_reads_the_global_context():
             readers.add(module.relative_to(PACKAGE).as_posix())
     assert readers <= EDGE, f"reading the process-wide context below the edge: {readers - EDGE}"
     assert not any(r.startswith(("core/", "ops/", "distributed/transport/")) for r in readers)
+
+
+def test_supervision_keeps_no_module_state():
+    """Supervision state lives in objects (a Supervisor owned by the supervised communicator):
+    no supervision module rebinds a module-level name."""
+    for name in ("hub", "operations", "witness_link", "exit_hooks", "supervision"):
+        tree = ast.parse((PACKAGE / "distributed" / f"{name}.py").read_text())
+        rebound = [n.names for n in ast.walk(tree) if isinstance(n, ast.Global)]
+        assert not rebound, f"{name}.py rebinds module-level names {rebound}"

@@ -1,12 +1,12 @@
 """A failure report names a rank on another host by that host's name and address (issue 13:
 a cut link must end the job with an error naming the unreachable rank and host); ranks on
-this rank's own host are named as before. In-process: the watchdog's rendezvous between
+this rank's own host are named as before. In-process: the failure hub's rendezvous between
 threads over loopback, with the host identities each rank publishes rewritten."""
 import sys
 import threading
 from pathlib import Path
 
-from pyg_sar.distributed import watchdog
+from pyg_sar.distributed.hub import FailureHub
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from thread_allgather import ThreadComm  # noqa: E402 - tests/distributed
@@ -21,7 +21,7 @@ def _separate_hosts(everyone):
 
 def _connected(world_size, tamper):
     comm = ThreadComm(world_size, tamper)
-    dogs = [watchdog.Watchdog(r, world_size, 2.0, 45.0, 1e6) for r in range(world_size)]
+    dogs = [FailureHub(r, world_size, 2.0, 45.0) for r in range(world_size)]
     errors = []
 
     def connect(r):
@@ -40,10 +40,8 @@ def _connected(world_size, tamper):
 
 def _close(dogs):
     for dog in dogs:
-        for sock in dog._peers.values():
-            sock.close()
-        if dog._server is not None:
-            dog._server.close()
+        dog.close()
+        assert not dog._peers and dog._server is None
 
 
 def test_failure_names_host_and_address_of_a_rank_on_another_host():
@@ -52,7 +50,7 @@ def test_failure_names_host_and_address_of_a_rank_on_another_host():
         assert dogs[0].describe(2) == "rank 2 (host node2, 127.0.0.1)"
         assert dogs[2].describe(0) == "rank 0 (host node0, 127.0.0.1)"
         assert dogs[1].describe(2) == "rank 2 (host node2, 127.0.0.1)"  # learnt over comm
-        dogs[0]._declare(2, "all_reduce", "no heartbeat for 9 s")  # prints it; grace: never
+        dogs[0]._declare(2, "all_reduce", "no heartbeat for 9 s")  # prints it; no exit hooks
         assert dogs[0].failure == ("pyg_sar: rank 0 stops: rank 2 (host node2, 127.0.0.1) "
                                    "failed in all_reduce: no heartbeat for 9 s")
     finally:
@@ -68,21 +66,20 @@ def test_ranks_on_the_same_host_are_named_as_before():
         _close(dogs)
 
 
-def test_a_timeout_names_a_silent_peer_on_another_host(monkeypatch):
+def test_a_timeout_names_a_silent_peer_on_another_host():
     """A communication timeout shorter than the heartbeat deadline (a cut link): the peer
     heard from least recently, silent for SILENT_BEATS heartbeats, is named with its host;
     while every peer beats, a timeout is left to the transport's own message."""
     import time
     dogs = _connected(2, _separate_hosts)
     try:
-        monkeypatch.setattr(watchdog, "_ACTIVE", dogs[0])
         now = time.monotonic()
         dogs[0]._last_seen = {1: now - 1.0}  # heard a second ago: alive
-        assert watchdog.wait_for_diagnosis(seconds=0.05, timed_out=True) is None
+        assert dogs[0].diagnose(seconds=0.05, timed_out=True) is None
         assert dogs[0].failure is None
         dogs[0]._last_seen = {1: now - 30.0}  # silent past SILENT_BEATS * 2 s
-        assert watchdog.wait_for_diagnosis(seconds=0.05, timed_out=False) is None  # closed
-        got = watchdog.wait_for_diagnosis(seconds=0.05, timed_out=True)
+        assert dogs[0].diagnose(seconds=0.05, timed_out=False) is None  # closed
+        got = dogs[0].diagnose(seconds=0.05, timed_out=True)
         assert got is not None and got.startswith(
             "pyg_sar: rank 0 stops: rank 1 (host node1, 127.0.0.1) failed in ")
         assert "no heartbeat for 30 s (unreachable: host down, link cut" in got

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from pyg_sar.core.exchange import GradReturner, pipeline_depth
-from pyg_sar.distributed.comm import Communicator, MPICommunicator, TorchCommunicator
+from pyg_sar.distributed.transport import Communicator, MPICommunicator, TorchCommunicator
 
 
 def _graph(background: bool):

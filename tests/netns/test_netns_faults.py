@@ -289,7 +289,7 @@ def test_cut_link_named_when_the_timeout_comes_before_the_heartbeat_deadline(tmp
     """A communication timeout (12 s) shorter than the watchdog's heartbeat deadline (the
     default 45 s): the wait across the cut link times out first, and the timeout's diagnosis
     names the silent rank and its host (no heartbeat for SILENT_BEATS beats)."""
-    from pyg_sar.distributed import watchdog
+    from pyg_sar.distributed import hub
     job_script = str(Path(__file__).with_name("timeout_job.py"))
     env = {k: v for k, v in _env().items() if k not in SUPERVISION}  # the default deadlines
     with NetnsHosts(2) as hosts:
@@ -301,7 +301,7 @@ def test_cut_link_named_when_the_timeout_comes_before_the_heartbeat_deadline(tmp
             job.go()
             took = _until(lambda: {name for procs in _processes(hosts) for _, name in procs}
                           <= {"mpiexec"}, LIMIT_S, "every rank ended after the cut", job.logs)
-            assert took < watchdog.DEAD_AFTER_S  # named by the timeout, not the deadline
+            assert took < hub.DEAD_AFTER_S  # named by the timeout, not the deadline
             assert re.search(rf"pyg_sar: rank 0 stops: {_names(1, 1, hosts)} failed in "
                              rf".+: no heartbeat for \d+ s \(unreachable",
                              job.logs[0].read_text(errors="replace")), _logs_text(job.logs)

@@ -1,9 +1,10 @@
 """A small training job that fails on purpose (run as a script by the failure tests).
 
-``python failing_job.py --parts DIR --log-dir DIR --fail-rank R --how raise|kill|none``:
-every rank trains a converted GCN; at epoch 3, between forward and backward, rank R raises or
-SIGKILLs itself (after writing ``failed_at`` with the time). Each rank's stdout and stderr go
-to ``<log-dir>/rank<r>.log``.
+``python failing_job.py --parts DIR --log-dir DIR --fail-rank R --how raise|kill|none
+[--supervise 1|0] [--timeout S]``: every rank trains a converted GCN, with failure supervision
+asked for (``init(supervise=True)``, the default here) or not; at epoch 3, between forward and
+backward, rank R raises or SIGKILLs itself (after writing ``failed_at`` with the time). Each
+rank's stdout and stderr go to ``<log-dir>/rank<r>.log``.
 """
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ def main() -> None:
     p.add_argument("--fail-rank", type=int, default=1)
     p.add_argument("--how", choices=("raise", "kill", "none"), default="raise")
     p.add_argument("--epochs", type=int, default=6)
+    p.add_argument("--supervise", type=int, choices=(0, 1), default=1)
+    p.add_argument("--timeout", type=float, default=None)
     args = p.parse_args()
     rank = int(next((os.environ[v] for v in ("PMI_RANK", "RANK") if v in os.environ), 0))
     log = os.open(args.log_dir / f"rank{rank}.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
@@ -33,7 +36,7 @@ def main() -> None:
 
     import pyg_sar
     from pyg_sar.nn.functional import cross_entropy
-    ctx = pyg_sar.init()
+    ctx = pyg_sar.init(supervise=bool(args.supervise), timeout=args.timeout)
     part = pyg_sar.load_partition(args.parts, ctx.rank)
     torch.manual_seed(0)
     model = pyg_sar.convert(GCN(part.x.shape[1], 16, 2, int(part.meta["num_classes"])))

@@ -75,11 +75,12 @@ def test_mpiexec_names_the_rank_that_never_joins(tmp_path):
 
 @pytest.mark.skipif(not has_mpi(), reason="needs mpiexec and mpi4py")
 def test_mpiexec_rank_that_never_starts_mpi(tmp_path):
-    """MPI_Init itself waits for every rank (holding the GIL): a guard process ends the rank
-    at the deadline with a message naming the rank that never arrived (all ranks on one host)."""
+    """MPI_Init itself waits for every rank (holding the GIL): under supervision a guard process
+    ends the rank at the deadline with a message naming the rank that never arrived (all ranks
+    on one host)."""
     release = tmp_path / "release"
     out = _run([find_mpiexec(), "-n", "3", sys.executable, JOB, "1", str(TIMEOUT), str(release)],
-               _env(), r"MPI_Init did not complete.*\n", 2, release)
+               _env(PYG_SAR_SUPERVISE="1"), r"MPI_Init did not complete.*\n", 2, release)
     found = re.findall(r"pyg_sar.init: rank (\d): MPI_Init did not complete within 4.0 s "
                        r"\(it waits for every rank of this 3-rank launch\): (.*)", out)
     assert found, out[-3000:]

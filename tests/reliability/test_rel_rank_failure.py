@@ -1,6 +1,12 @@
-"""A rank that dies (SIGKILL) or raises mid-epoch stops every other rank within 60 s with a
-non-zero exit status and a message naming the failed rank and its operation: under mpiexec,
-torchrun, and plain processes started with only the environment (no launcher to kill the rest).
+"""With failure supervision asked for (``init(supervise=True)``), a rank that dies (SIGKILL) or
+raises mid-epoch stops every other rank within 60 s with a non-zero exit status and a message
+naming the failed rank and its operation: under mpiexec, torchrun, and plain processes started
+with only the environment (no launcher to kill the rest).
+
+Without supervision (a plain ``init()``) under mpiexec: a killed rank ends the job through the
+launcher (MPICH's hydra kills the other ranks at once); a rank that raises waits in
+MPI_Finalize for the others, which end in their communication timeout with an error naming
+the rank and the operation.
 
 The logs are read once every process of the job has ended, the witnesses (which outlive their
 ranks and may print on their behalf) included: a mark in the job's environment finds them.
@@ -147,3 +153,37 @@ def test_separate_processes(tmp_path, parts, fail_rank, how):
     """No launcher kills the others: the watchdog alone must stop them (3 ranks: the relay
     itself is killed in one case, a rank it relays for raises in the other)."""
     _check(tmp_path, parts[3], "spawn", 3, fail_rank, how)
+
+
+@needs_mpi
+def test_mpiexec_unsupervised_killed_rank_ends_the_job(tmp_path, parts):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    codes, took = _launch("mpiexec", 2, ["--parts", parts[2], "--log-dir", str(logs),
+                                         "--fail-rank", "1", "--how", "kill",
+                                         "--supervise", "0"])
+    assert codes[0] != 0, codes
+    assert took < LIMIT_S, f"the launcher took {took:.1f} s to end the job"
+    assert "BAD TERMINATION" in (logs / "launcher.log").read_text()
+    text = (logs / "rank0.log").read_text()
+    assert "finished" not in text and "pyg_sar: rank 0 stops" not in text, text[-2000:]
+
+
+@needs_mpi
+def test_mpiexec_unsupervised_raise_ends_in_the_timeout_naming_the_operation(tmp_path, parts):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    timeout = 8.0
+    codes, took = _launch("mpiexec", 2, ["--parts", parts[2], "--log-dir", str(logs),
+                                         "--fail-rank", "1", "--how", "raise",
+                                         "--supervise", "0", "--timeout", str(timeout)])
+    assert codes[0] != 0, codes
+    assert timeout <= took < timeout + LIMIT_S, took
+    text = (logs / "rank0.log").read_text()
+    assert "finished" not in text
+    found = re.search(r"CommTimeout: pyg_sar: rank 0 timed out after 8.0 s in (.+)", text)
+    assert found, text[-2000:]
+    assert re.search(r"all_reduce|all_to_all|allgather|irecv|isend|broadcast|barrier",
+                     found.group(1)), found.group(1)
+    assert "ValueError: injected failure on rank 1 at epoch 3" in \
+        (logs / "rank1.log").read_text()

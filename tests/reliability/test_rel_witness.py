@@ -1,5 +1,5 @@
 """The witness process (``pyg_sar/distributed/witness.py``), driven directly through the
-rank-side client (``watchdog.Witness``): the rank that ended first is named by every witness,
+rank-side client (``witness_link.Witness``): the rank that ended first is named by every witness,
 whatever order the witnesses run in.
 
 The test process plays every rank. A rank "dies" when it closes its links and its state stream
@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from pyg_sar.distributed import watchdog
-from pyg_sar.distributed.watchdog import Witness, link_witnesses
+from pyg_sar.distributed.operations import OperationTracker
+from pyg_sar.distributed.witness_link import Witness, link_witnesses
 
 KILLED = "its process exited or was killed (connection closed without a clean shutdown)"
 WIDE = {"cleanup_s": 600.0}  # every end in a test is one burst, however slow the machine
@@ -32,7 +32,7 @@ HANG_S = 60.0  # hang detector for a witness's output
 
 def _job(n: int, options: dict = WIDE, **kw) -> list[Witness]:
     """``n`` ranks' witnesses (their stderr captured), each rank linked to all of them."""
-    ws = [Witness(r, options=options, publish=False, stderr=subprocess.PIPE, **kw)
+    ws = [Witness(r, options=options, stderr=subprocess.PIPE, **kw)
           for r in range(n)]
     for w in ws:
         w.link({v.rank: v.token for v in ws}, timeout=HANG_S)
@@ -161,15 +161,16 @@ def test_a_known_failure_not_yet_printed_is_printed():
 def test_rank_publishes_its_operation_to_the_witness():
     """The Witness client shares the current operation through memory: the witness names the
     operation at the moment of death, not the last one a message carried."""
-    witness = Witness(3, stderr=subprocess.PIPE)
+    tracker = OperationTracker()
+    witness = Witness(3, tracker=tracker, stderr=subprocess.PIPE)
     try:
         witness.link({3: witness.token}, timeout=HANG_S)
-        watchdog.set_operation("all_to_all")
-        watchdog.done_operation()
-        watchdog.set_operation("isend to rank 5")
+        tracker.begin("all_to_all")
+        tracker.end()
+        tracker.begin("isend to rank 5")
     finally:
         witness.close(clean=False)
-        watchdog.set_operation("starting", waiting=False)
+    tracker.begin("after the end")  # no longer shared: must not raise
     assert _said(witness).strip() == f"pyg_sar: rank 3 failed in isend to rank 5: {KILLED}"
 
 
@@ -211,7 +212,7 @@ def test_a_later_death_is_a_failure_of_its_own():
 
 def test_a_rank_without_a_witness_is_still_seen_first():
     """A rank whose witness could not start still links to the others: its end is ordered."""
-    w0 = Witness(0, options=WIDE, publish=False, stderr=subprocess.PIPE)
+    w0 = Witness(0, options=WIDE, stderr=subprocess.PIPE)
     w0.link({0: w0.token}, timeout=HANG_S)
     links = link_witnesses(1, None, {0: w0.token}, timeout=HANG_S)
     w0.send({"op": "all_reduce"})
@@ -224,12 +225,14 @@ def test_a_rank_without_a_witness_is_still_seen_first():
 
 RANK_CODE = r"""
 import json, subprocess, sys, threading
-from pyg_sar.distributed import watchdog
+from pyg_sar.distributed.operations import OperationTracker
+from pyg_sar.distributed.witness_link import Witness
 rank, err, op = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+tracker = OperationTracker()
 with open(err, "wb") as f:
-    w = watchdog.Witness(rank, options={"cleanup_s": 600.0}, stdout=subprocess.DEVNULL,
-                         stderr=f)
-watchdog.set_operation(op)
+    w = Witness(rank, options={"cleanup_s": 600.0}, tracker=tracker, stdout=subprocess.DEVNULL,
+                stderr=f)
+tracker.begin(op)
 print(json.dumps({"token": w.token, "witness": w.process.pid}), flush=True)
 w.link({int(r): t for r, t in json.loads(sys.stdin.readline()).items()}, timeout=60)
 print("linked", flush=True)
