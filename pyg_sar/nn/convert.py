@@ -12,7 +12,7 @@ from pyg_sar.config import SARConfig
 from pyg_sar.distributed import grad_sync
 from pyg_sar.graph import DistGraph
 from pyg_sar.nn import registry
-from pyg_sar.nn.converted import SARAttentionLayer, SARLayer, converted_class
+from pyg_sar.nn.converted import LayerState, SARAttentionLayer, SARLayer, converted_class
 from pyg_sar.nn.layers import UnsupportedLayerError, inspect_layer
 from pyg_sar.nn.norm import DistributedBatchNorm
 
@@ -86,11 +86,8 @@ def convert(model: torch.nn.Module, config: Optional[SARConfig] = None) -> torch
                      and module.inspector.implements("edge_update") else SARLayer)
             module.__class__ = converted_class(type(module), mixin, spec.adapter.forward,
                                                spec.adapter.methods)
-        module._sar_spec = spec
-        module._sar_config = config
-        module._sar_name = name or type(module).__name__
-        module._sar_layer_index = index
-        module._sar_compressor = compressors[name]
+        module._sar_state = LayerState(spec, config, name or type(module).__name__, index,
+                                       compressors[name])
     _replace_batch_norms(model)
     if not getattr(model, "_sar_binds_norms", False):
         model.register_forward_pre_hook(_bind_norms_to_graph, with_kwargs=True)

@@ -137,8 +137,8 @@ def _adapter(layer: MessagePassing, name: str, trusted: tuple[type, ...]) -> reg
     if cls.__module__.startswith("torch_geometric"):
         reason = registry.REFUSED.get(cls.__name__, "it is not among the layers pyg_sar has "
                                       "verified to run exactly over a partitioned graph")
-        raise UnsupportedLayerError(f"{name}: {reason} (see the supported layers in the "
-                                    f"README; SARConfig(trusted_layers=...) overrides)")
+        raise UnsupportedLayerError(f"{name}: {reason} (see docs/supported_layers.md; "
+                                    f"SARConfig(trusted_layers=...) overrides)")
     foreign = [k.__name__ for k in cls.__mro__[1:]
                if k.__module__.startswith("torch_geometric") and k is not MessagePassing
                and issubclass(k, MessagePassing)]
