@@ -15,6 +15,7 @@ from __future__ import annotations
 import atexit
 import os
 import socket
+import sys
 import warnings
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -370,7 +371,7 @@ def init(backend: Optional[str] = None, timeout: Optional[float] = None,
         # Destroy process groups before interpreter teardown: otherwise gloo's worker threads
         # are destroyed while joinable and abort the process ("terminate called without an
         # active exception") in about one run in three.
-        atexit.register(shutdown)
+        atexit.register(_at_exit)
         _ATEXIT_REGISTERED = True
     if supervise:
         # After shutdown's atexit hook, so that its fast exit after a failure runs first.
@@ -382,6 +383,38 @@ def init(backend: Optional[str] = None, timeout: Optional[float] = None,
             shutdown()
             raise
     return _CONTEXT
+
+
+def _ended_by_uncaught_exception() -> bool:
+    """Whether the interpreter is exiting because the script raised: Python records an
+    uncaught exception in ``sys.last_value`` (``sys.last_exc`` from 3.12) before it exits;
+    ``sys.exit`` records nothing. An interactive session (``sys.ps1``) keeps running after
+    an error, so there the record says nothing about why it exits."""
+    if hasattr(sys, "ps1"):
+        return False
+    return getattr(sys, "last_exc", None) is not None or \
+        getattr(sys, "last_value", None) is not None
+
+
+def _at_exit() -> None:
+    """At interpreter exit: end the MPI job at once if this rank's script raised, then
+    :func:`shutdown`.
+
+    Without supervision a rank that raises under ``mpiexec`` would wait in ``MPI_Finalize``
+    for ranks that themselves wait for it in their next collective until its timeout; MPICH's
+    launcher ends a job only when a rank dies or aborts. ``MPI_Abort`` makes ``mpiexec`` end
+    every rank now, as ``python -m mpi4py script.py`` does. Supervised runs have their own,
+    faster path (the other ranks are told which rank failed and why)."""
+    ctx = _CONTEXT
+    if ctx is not None and ctx.world_size > 1 and ctx.launcher == "mpiexec" \
+            and not ctx.supervised and _ended_by_uncaught_exception():
+        mpi = sys.modules.get("mpi4py.MPI")
+        if mpi is not None:
+            sys.stderr.write(f"pyg_sar: rank {ctx.rank} raised an uncaught exception; "
+                             f"aborting the MPI job so that the other ranks stop now\n")
+            sys.stderr.flush()
+            mpi.COMM_WORLD.Abort(1)
+    shutdown()
 
 
 def shutdown() -> None:

@@ -1,9 +1,9 @@
 """A small training job that fails on purpose (run as a script by the failure tests).
 
-``python failing_job.py --parts DIR --log-dir DIR --fail-rank R --how raise|kill|none
+``python failing_job.py --parts DIR --log-dir DIR --fail-rank R --how raise|kill|hang|none
 [--supervise 1|0] [--timeout S]``: every rank trains a converted GCN, with failure supervision
 asked for (``init(supervise=True)``, the default here) or not; at epoch 3, between forward and
-backward, rank R raises or SIGKILLs itself (after writing ``failed_at`` with the time). Each
+backward, rank R raises, SIGKILLs itself or hangs (after writing ``failed_at`` with the time). Each
 rank's stdout and stderr go to ``<log-dir>/rank<r>.log``.
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ def main() -> None:
     p.add_argument("--parts", required=True)
     p.add_argument("--log-dir", required=True, type=Path)
     p.add_argument("--fail-rank", type=int, default=1)
-    p.add_argument("--how", choices=("raise", "kill", "none"), default="raise")
+    p.add_argument("--how", choices=("raise", "kill", "hang", "none"), default="raise")
     p.add_argument("--epochs", type=int, default=6)
     p.add_argument("--supervise", type=int, choices=(0, 1), default=1)
     p.add_argument("--timeout", type=float, default=None)
@@ -48,6 +48,8 @@ def main() -> None:
             (args.log_dir / "failed_at").write_text(str(time.time()))
             if args.how == "kill":
                 os.kill(os.getpid(), signal.SIGKILL)
+            if args.how == "hang":  # alive but silent: only the others' timeout finds it
+                time.sleep(3600)
             raise ValueError(f"injected failure on rank {ctx.rank} at epoch {epoch}")
         loss.backward()
         pyg_sar.all_reduce_gradients(model)

@@ -170,12 +170,33 @@ def test_mpiexec_unsupervised_killed_rank_ends_the_job(tmp_path, parts):
 
 
 @needs_mpi
-def test_mpiexec_unsupervised_raise_ends_in_the_timeout_naming_the_operation(tmp_path, parts):
+def test_mpiexec_unsupervised_raise_aborts_the_job(tmp_path, parts):
+    """Without supervision a rank whose script raises aborts the MPI job from pyg_sar's exit
+    handler, so the other ranks stop at once instead of waiting out their 120 s timeout."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    codes, took = _launch("mpiexec", 2, ["--parts", parts[2], "--log-dir", str(logs),
+                                         "--fail-rank", "1", "--how", "raise",
+                                         "--supervise", "0"])
+    assert codes[0] != 0, codes
+    assert took < LIMIT_S, f"the job took {took:.1f} s to end (default timeout 120 s)"
+    failing = (logs / "rank1.log").read_text()
+    assert "ValueError: injected failure on rank 1 at epoch 3" in failing, failing[-2000:]
+    assert "pyg_sar: rank 1 raised an uncaught exception; aborting the MPI job" in failing
+    text = (logs / "rank0.log").read_text()
+    assert "finished" not in text and "timed out" not in text, text[-2000:]
+
+
+@needs_mpi
+def test_mpiexec_unsupervised_wait_ends_in_the_timeout_naming_the_operation(tmp_path, parts):
+    """A rank that stops answering without exiting (here: it raises inside a script that
+    catches the error and sleeps) is found by the others' timeout, which names the
+    operation they were in."""
     logs = tmp_path / "logs"
     logs.mkdir()
     timeout = 8.0
     codes, took = _launch("mpiexec", 2, ["--parts", parts[2], "--log-dir", str(logs),
-                                         "--fail-rank", "1", "--how", "raise",
+                                         "--fail-rank", "1", "--how", "hang",
                                          "--supervise", "0", "--timeout", str(timeout)])
     assert codes[0] != 0, codes
     assert timeout <= took < timeout + LIMIT_S, took
@@ -185,5 +206,3 @@ def test_mpiexec_unsupervised_raise_ends_in_the_timeout_naming_the_operation(tmp
     assert found, text[-2000:]
     assert re.search(r"all_reduce|all_to_all|allgather|irecv|isend|broadcast|barrier",
                      found.group(1)), found.group(1)
-    assert "ValueError: injected failure on rank 1 at epoch 3" in \
-        (logs / "rank1.log").read_text()
