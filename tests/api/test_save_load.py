@@ -20,6 +20,7 @@ from torch_geometric.nn import (
     GATv2Conv,
     GCNConv,
     GraphSAGE,
+    MessagePassing,
     SAGEConv,
 )
 
@@ -282,3 +283,38 @@ def test_layer_state_is_one_object():
     model.convs[0]._sar_name = "first"
     assert model.convs[0]._sar_state.name == "first"
     assert not hasattr(GCNConv(IN, 8), "_sar_spec")
+
+
+class MyConv(MessagePassing):
+    """A user's layer (accepted by the static rule: its adapter is built, not the registry's)."""
+
+    def __init__(self) -> None:
+        super().__init__(aggr="mean")
+        self.lin = torch.nn.Linear(IN, 4)
+
+    def forward(self, x, edge_index):
+        return self.propagate(edge_index, x=self.lin(x))
+
+
+class MyGCNConv(GCNConv):
+    """A trusted subclass of a verified class that overrides its message."""
+
+    def message(self, x_j, edge_weight):
+        return 2 * super().message(x_j, edge_weight)
+
+
+@pytest.mark.parametrize("make, config", [
+    (MyConv, pyg_sar.SARConfig()),
+    (lambda: MyGCNConv(IN, 4), pyg_sar.SARConfig(trusted_layers=(MyGCNConv,))),
+])
+def test_user_and_trusted_layers_round_trip(graph, make, config):
+    data, part = graph
+    torch.manual_seed(0)
+    layer = pyg_sar.convert(make().double(), config)
+    want_plain, want_dist = _outputs(layer, data, part)
+    for trip in ROUND_TRIPS.values():
+        loaded = trip(layer)
+        assert type(loaded) is type(layer) and loaded._sar_spec == layer._sar_spec
+        assert loaded._sar_config.trusted_layers == config.trusted_layers
+        got_plain, got_dist = _outputs(loaded, data, part)
+        assert torch.equal(got_plain, want_plain) and torch.equal(got_dist, want_dist)
