@@ -318,3 +318,28 @@ def test_user_and_trusted_layers_round_trip(graph, make, config):
         assert loaded._sar_config.trusted_layers == config.trusted_layers
         got_plain, got_dist = _outputs(loaded, data, part)
         assert torch.equal(got_plain, want_plain) and torch.equal(got_dist, want_dist)
+
+
+def test_loaded_model_converts_again_without_new_hooks(graph):
+    data, part = graph
+    torch.manual_seed(0)
+    model = pyg_sar.convert(GCN(IN, 8, 2, 3, norm="batch_norm").double())
+    loaded = _torch_save(model)
+    hooks = (len(loaded._forward_pre_hooks), len(loaded._forward_hooks))
+    assert hooks == (len(model._forward_pre_hooks), len(model._forward_hooks))
+    config = pyg_sar.SARConfig(mode="sa")
+    assert pyg_sar.convert(loaded, config) is loaded
+    assert (len(loaded._forward_pre_hooks), len(loaded._forward_hooks)) == hooks
+    assert all(conv._sar_config is config for conv in loaded.convs)
+    loaded.eval()
+    model.eval()
+    assert torch.equal(loaded(part.x, part.graph), model(part.x, part.graph))
+
+
+def test_loading_a_layer_pyg_sar_no_longer_verifies_fails_naming_it(graph, monkeypatch):
+    from pyg_sar.nn import registry
+    payload = pickle.dumps(pyg_sar.convert(GCN(IN, 8, 2, 3)))
+    monkeypatch.delitem(registry.VERIFIED, GCNConv)
+    with pytest.raises(ValueError, match="converted as GCNConv, which this pyg_sar does not "
+                                         "verify; pyg_sar.unconvert"):
+        pickle.loads(payload)
