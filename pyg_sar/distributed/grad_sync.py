@@ -72,6 +72,16 @@ def at_end_of_backward(callback: Callable[[], None]) -> None:
     torch.autograd.Variable._execution_engine.queue_callback(callback)
 
 
+def in_backward() -> bool:
+    """Whether a backward pass is running now (e.g. a checkpointed forward recomputed inside
+    one): the engine accepts an end-of-pass callback only then."""
+    try:
+        at_end_of_backward(lambda: None)
+    except RuntimeError:
+        return False
+    return True
+
+
 def _ddp_runs(module: torch.nn.Module) -> bool:
     """Whether torch DDP is running ``module``'s forward now (DDP then reduces the gradients).
 
@@ -324,9 +334,20 @@ class GradSync:
             p.grad = grad
             mark_synchronised(grad)
 
+    def _abandon_pass(self) -> None:
+        """A backward pass ended in an exception before its end-of-pass callback: give the
+        parameters back the gradients they had before it, and forget its marks."""
+        for i, before in self._stash.items():
+            if i < len(self._params):
+                self._params[i].grad = before
+        self._stash, self._accumulated, self._queued = {}, set(), False
+        _MARKS.reset()
+
     # ---- forward hooks --------------------------------------------------------------------
     def before_forward(self, module: torch.nn.Module, args: tuple, kwargs: dict) -> None:
         """Pre-hook of the converted model: a forward starts."""
+        if (self._stash or self._queued or _MARKS.global_loss) and not in_backward():
+            self._abandon_pass()
         self._root = weakref.ref(module)
         self._in_forward = True
         self._forward_context = None

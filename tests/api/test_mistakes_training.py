@@ -35,6 +35,13 @@ def test_per_rank_loss_raises_naming_the_fix(ranks, case):
         assert res["after_error_grad"] <= 1e-12  # the next, correct step is exact
 
 
+def test_refused_pass_leaves_no_state_behind(ranks):
+    for res in ranks:
+        case = res["after_aborted_pass"]
+        assert case["error"] == "RuntimeError" and case["extra_restored"], case
+        assert case["extra"] == [2.0, 2.0] and case["grad"] <= 1e-12, case
+
+
 def test_opt_outs_for_own_reductions(ranks):
     for res in ranks:
         assert res["global_loss_opt_out"] <= 1e-12

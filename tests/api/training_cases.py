@@ -394,6 +394,25 @@ def mistakes(ctx, parts: str) -> dict:
     SF.cross_entropy(out_loc, y, m).backward()
     out["after_error_grad"] = grad_error(s.ref, s.model)
 
+    # The refused pass had already accumulated a gradient for a parameter used directly in
+    # the loss: the next forward gives it back, and the next step synchronises as usual.
+    s7 = _Setup(ctx, parts)
+    s7.model.extra = torch.nn.Parameter(torch.ones(2, dtype=torch.float64))
+    err = _error_of(lambda: (F.cross_entropy(s7.model(x, graph)[m], y[m])
+                             + (s7.model.extra * 2.0).sum()).backward())
+    out_ref, out_loc = s7.outputs()
+    extra_restored = s7.model.extra.grad is None
+    F.cross_entropy(out_ref[s7.data.train_mask], s7.data.y[s7.data.train_mask]).backward()
+    share = (s7.model.extra * 2.0).sum() if ctx.rank == 0 else torch.zeros((), dtype=torch.float64)
+    (SF.cross_entropy(out_loc, y, m) + SF.global_loss(share)).backward()
+    params = [q for n, q in s7.model.named_parameters() if n != "extra"]
+    scale = max(float(q.grad.abs().max()) for q in s7.ref.parameters())
+    out["after_aborted_pass"] = {
+        "error": err["type"], "extra_restored": extra_restored,
+        "extra": s7.model.extra.grad.tolist(),
+        "grad": max(float((q.grad - r.grad).abs().max()) / scale
+                    for q, r in zip(params, s7.ref.parameters(), strict=True))}
+
     # Opt-outs: global_loss for a reduction of one's own; check_loss=False.
     _zero(s.ref, s.model)
     weight = torch.randn(s.data.num_nodes, CLASSES, dtype=torch.float64,
