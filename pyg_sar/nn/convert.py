@@ -10,7 +10,6 @@ from torch_geometric.nn.conv import MessagePassing
 from pyg_sar.compression.interface import resolve
 from pyg_sar.config import SARConfig
 from pyg_sar.distributed import grad_sync
-from pyg_sar.graph import DistGraph
 from pyg_sar.nn import registry
 from pyg_sar.nn.converted import LayerState, SARAttentionLayer, SARLayer, converted_class
 from pyg_sar.nn.layers import UnsupportedLayerError, inspect_layer
@@ -99,11 +98,13 @@ def convert(model: torch.nn.Module, config: Optional[SARConfig] = None) -> torch
 
 def _bind_norms_to_graph(model: torch.nn.Module, args: tuple, kwargs: dict) -> None:
     """Before each call of a converted model: its batch norms compute their statistics over
-    the ranks of the DistGraph it is called with (its context), not a process-wide one."""
-    graph = next((a for a in (*args, *kwargs.values()) if isinstance(a, DistGraph)), None)
-    if graph is None:
+    the ranks of the DistGraph it is called with (its context; also when a partition is passed
+    whole), not a process-wide one. A model that reads its graph from elsewhere (``model()``
+    over a captured ``data``) leaves them unbound: they then use :func:`pyg_sar.init`'s
+    context, the only one such a script has."""
+    context = grad_sync.find_context(args, kwargs)
+    if context is None:
         return
-    context = graph.context
     for module in model.modules():
         if isinstance(module, DistributedBatchNorm):
             module.bind(context)
