@@ -99,6 +99,11 @@ def test_readme_is_a_short_front_page():
     for target in re.findall(r"\]\((?!https?://|#)([^)#\s]+)", text):
         assert (ROOT / target).exists(), f"README.md links to a missing file: {target}"
     assert "benchmarks/README.md" in text and "CHANGELOG.md" in text
+    # The layer counts quoted in the feature table are the zoo's (docs/supported_layers.md).
+    zoo = re.search(r"(\d+) exact, (\d+) refused",
+                    (DOCS / "supported_layers.md").read_text(encoding="utf-8"))
+    assert f"({zoo[1]} exact, {zoo[2]} refused configurations" in text, (
+        f"README.md's feature table must quote the zoo's {zoo[1]} exact, {zoo[2]} refused")
 
 
 def test_no_reference_to_documents_outside_the_repository():
