@@ -21,7 +21,7 @@ def print(*args: Any, context: Any = None, **kwargs: Any) -> None:  # noqa: A001
     """The builtin :func:`print`, on rank 0 only (every rank when there is one process).
 
     Args:
-        *args, **kwargs: passed to :func:`print` (``sep``, ``end``, ``file``, ``flush``).
+        \\*args, \\*\\*kwargs: passed to :func:`print` (``sep``, ``end``, ``file``, ``flush``).
         context: the ranks whose rank 0 prints (a DistContext or a DistGraph).
     """
     if resolve_context(context).rank == 0:

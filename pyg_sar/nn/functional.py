@@ -316,12 +316,12 @@ def kl_div(out: Tensor, target: Tensor, mask: Optional[Tensor] = None, *,
 
     with :math:`D` the global number of elements for ``"mean"``, the global number of rows
     for ``"batchmean"`` (the mathematically correct KL divergence per node, as PyG's glnn
-    example uses) and 1 for ``"sum"``.
+    example uses) and 1 for ``"sum"``. Arguments not listed here are as in
+    :func:`cross_entropy`.
 
     Args:
         reduction: ``"batchmean"``, ``"mean"`` (torch's default), ``"sum"`` or ``"none"``.
         log_target: ``target`` holds log-probabilities.
-        Other arguments as in :func:`cross_entropy`.
     """
     _check_reduction(reduction, "kl_div", ("batchmean", *REDUCTIONS))
     comm = _comm(context)

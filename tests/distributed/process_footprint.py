@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 
 import torch
@@ -52,6 +53,13 @@ def main() -> None:
     after["supervised"], after["has_supervisor"] = ctx.supervised, ctx.supervisor is not None
     rank, supervisor = ctx.rank, ctx.supervisor
     pyg_sar.shutdown()
+    if supervise:
+        # The watchdog's Python thread is joined by shutdown; its OS thread may take a moment
+        # longer to leave /proc/self/task on a loaded machine.
+        deadline = time.monotonic() + 5.0
+        while len(os.listdir("/proc/self/task")) >= after["tasks"] and \
+                time.monotonic() < deadline:
+            time.sleep(0.05)
     ended = snapshot()
     ended["exit_hooks_installed"] = supervisor.exit_hooks.installed if supervisor else None
     (out / f"rank{rank}.json").write_text(json.dumps(
