@@ -89,7 +89,8 @@ dataset = Planetoid(path, 'Cora', transform=T.NormalizeFeatures())
 data = pyg_sar.distribute(dataset[0])
 
 try:
-    pyg_sar.convert(Net(SoftmaxConv, dataset.num_features, 16, 7))
+    pyg_sar.convert(Net(SoftmaxConv, dataset.num_features, 16,
+                        dataset.num_classes))
 except pyg_sar.UnsupportedLayerError as e:
     pyg_sar.print(f'Refused, as expected: {e}')
 
