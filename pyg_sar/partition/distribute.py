@@ -143,16 +143,14 @@ def distribute(data: Any, num_parts: Optional[int] = None, *, method: str = "met
 
 
 def _send_all(comm: Any, root: Path, manifest: list) -> None:
-    works = []
     for r in range(1, len(manifest)):
         blob = b"".join((root / rel).read_bytes() for rel, _ in manifest[r])
         buffer = torch.frombuffer(bytearray(blob), dtype=torch.uint8) if blob else \
             torch.zeros(0, dtype=torch.uint8)
-        for i, start in enumerate(range(0, max(len(blob), 1), _CHUNK_BYTES)):
-            works.append(comm.isend(buffer[start:start + _CHUNK_BYTES], r, tag=_TAG + i))
+        works = [comm.isend(buffer[start:start + _CHUNK_BYTES], r, tag=_TAG + i)
+                 for i, start in enumerate(range(0, max(len(blob), 1), _CHUNK_BYTES))]
         for work in works:  # one rank at a time: at most one part's bytes in flight
             work.wait()
-        works = []
 
 
 def _receive(comm: Any, files: list, workdir: Path) -> Path:
