@@ -44,6 +44,8 @@ _MPI_ENV = (("PMI_RANK", "PMI_SIZE"), ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_
             ("MPI_LOCALRANKID", None))
 _LOCAL_RANK_ENV = ("LOCAL_RANK", "MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK",
                    "MV2_COMM_WORLD_LOCAL_RANK")
+_LOCAL_SIZE_ENV = ("LOCAL_WORLD_SIZE", "MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE",
+                   "MV2_COMM_WORLD_LOCAL_SIZE")
 
 
 @dataclass(eq=False)
@@ -54,7 +56,8 @@ class DistContext:
         rank: this process's rank.
         world_size: number of ranks.
         backend: ``"mpi"``, ``"gloo"``, ``"nccl"``, or ``"local"`` for one process.
-        device: where this rank computes (``cuda:<local_rank>`` for nccl, else ``cpu``).
+        device: where this rank computes (``cuda:<local_rank>`` for nccl, else ``cpu``
+            unless :func:`init` was given a device; see :func:`select_device`).
         launcher: ``"mpiexec"``, ``"torchrun"`` (any launcher that sets ``RANK``/``WORLD_SIZE``)
             or ``"none"``.
         comm: the :class:`~pyg_sar.distributed.transport.Communicator` SAR traffic uses
@@ -169,6 +172,58 @@ def _set_threads(local_world_size: int) -> int:
     return torch.get_num_threads()
 
 
+def select_device(device: Optional[torch.device | str], backend: str, local_rank: int,
+                  device_count: Optional[int] = None) -> torch.device:
+    """The device a rank computes on.
+
+    ``None``: ``cuda:<local_rank>`` for nccl, else ``cpu``. ``"cuda"`` without an index:
+    ``cuda:<local_rank % device_count>``, so that ranks share the GPUs of their host when
+    there are more ranks than GPUs (with gloo or mpi, which stage GPU tensors through the
+    host; nccl needs one GPU per rank, see :func:`check_nccl_devices`). An explicit
+    ``cuda:<i>`` is kept (checked to exist).
+
+    Raises:
+        ValueError: nccl with a non-CUDA device, or a CUDA index this host does not have.
+        RuntimeError: a CUDA device asked for where CUDA is not available.
+    """
+    want = torch.device(device) if device is not None else (
+        torch.device("cuda") if backend == "nccl" else torch.device("cpu"))
+    if backend == "nccl" and want.type != "cuda":
+        raise ValueError(f"pyg_sar.init: backend 'nccl' computes on CUDA devices "
+                         f"(got device={device!r})")
+    if want.type != "cuda":
+        return want
+    if device_count is None:
+        if not torch.cuda.is_available():
+            raise RuntimeError(f"pyg_sar.init: device {str(want)!r} was asked for, but CUDA is "
+                               f"not available (torch {torch.__version__}, CUDA build: "
+                               f"{torch.version.cuda})")
+        device_count = torch.cuda.device_count()
+    if device_count < 1:
+        raise RuntimeError("pyg_sar.init: a CUDA device was asked for, but none is visible")
+    if want.index is None:
+        index = local_rank if backend == "nccl" else local_rank % device_count
+        return torch.device("cuda", index)
+    if not 0 <= want.index < device_count:
+        raise ValueError(f"pyg_sar.init: device {str(want)!r} does not exist ({device_count} "
+                         f"CUDA device(s) visible)")
+    return want
+
+
+def check_nccl_devices(local_rank: int, local_world_size: Optional[int],
+                       device_count: Optional[int] = None) -> None:
+    """NCCL needs one GPU per rank (it refuses two ranks on one device): fail early, saying
+    what to use instead, when this host has fewer GPUs than ranks."""
+    count = torch.cuda.device_count() if device_count is None else device_count
+    ranks = max(local_rank + 1, local_world_size or 0)
+    if ranks > count:
+        raise RuntimeError(
+            f"pyg_sar.init: backend 'nccl' needs one GPU per rank, but this host runs {ranks} "
+            f"rank(s) (local rank {local_rank}) on {count} GPU(s). To share GPUs, use "
+            f"backend='gloo' (or 'mpi') with device='cuda': tensors then cross through "
+            f"host memory.")
+
+
 def _init_default_group(backend: str, rank: int, world_size: int, timeout: float,
     bootstrap: Optional[Communicator]) -> bool:
     """Initialise torch.distributed's default group unless there is one; returns whether we
@@ -249,6 +304,9 @@ def init(backend: Optional[str] = None, timeout: Optional[float] = None,
             or ``"nccl"`` (CUDA tensors). ``None`` picks the default for the launcher.
         timeout: deadline of every blocking wait, in seconds (default 120).
         device: device to compute on; default ``cuda:<local_rank>`` for nccl, else ``cpu``.
+            ``"cuda"`` picks ``cuda:<local_rank % device_count>`` (see :func:`select_device`):
+            with gloo or mpi several ranks may share a GPU, their traffic staged through host
+            memory (:mod:`pyg_sar.distributed.transport.staging`).
         init_torch_distributed: also initialise torch.distributed's default group so that
             ``DistributedDataParallel`` works. Always done for gloo/nccl; with ``"mpi"`` it
             sets up a gloo default group (rendezvous over MPI). Default: only when needed.
@@ -316,11 +374,11 @@ def init(backend: Optional[str] = None, timeout: Optional[float] = None,
 
     env_local = next((_env_int(v) for v in _LOCAL_RANK_ENV if v in os.environ), None)
     local_rank = env_local if env_local is not None else 0
-    if device is None:
-        device = torch.device(f"cuda:{local_rank}") if backend == "nccl" else torch.device("cpu")
-    device = torch.device(device)
-    if device.type == "cuda" and device.index is None:
-        device = torch.device(f"cuda:{local_rank}")
+    device_arg = device
+    device = select_device(device_arg, backend, local_rank)  # checked before any connection
+    if backend == "nccl":
+        check_nccl_devices(local_rank, next((_env_int(v) for v in _LOCAL_SIZE_ENV
+                                             if v in os.environ), None))
     if device.type == "cuda":
         torch.cuda.set_device(device)
 
@@ -356,6 +414,10 @@ def init(backend: Optional[str] = None, timeout: Optional[float] = None,
         local_world_size = hosts.count(hosts[rank])
         if env_local is None:
             local_rank = hosts[:rank].count(hosts[rank])
+            if backend != "nccl":  # the launcher did not say: share GPUs by host rank
+                device = select_device(device_arg, backend, local_rank)
+                if device.type == "cuda":
+                    torch.cuda.set_device(device)
     else:
         local_world_size = 1
 

@@ -159,7 +159,8 @@ def _running(pid: int) -> bool:
 def run_on_ranks(target: str, world_size: int, *, kwargs: Optional[dict] = None,
                  launcher: str = "mpiexec", backend: Optional[str] = None,
                  timeout: float = 300.0, env: Optional[dict] = None,
-                 comm_timeout: Optional[float] = None) -> list[Any]:
+                 comm_timeout: Optional[float] = None,
+                 device: Optional[str] = None) -> list[Any]:
     r"""Run ``fn(ctx, **kwargs)`` on ``world_size`` ranks; return the per-rank results.
 
     Args:
@@ -173,6 +174,8 @@ def run_on_ranks(target: str, world_size: int, *, kwargs: Optional[dict] = None,
         env: extra environment variables for the ranks (``OMP_NUM_THREADS=1`` unless set;
             a value ``None`` removes the variable).
         comm_timeout: passed to :func:`pyg_sar.init` as ``timeout``.
+        device: passed to :func:`pyg_sar.init` (e.g. ``"cuda"``: each rank computes on
+            ``cuda:<local_rank % device_count>``).
 
     Returns:
         ``[result of rank 0, result of rank 1, ...]`` (each JSON-decoded).
@@ -198,6 +201,8 @@ def run_on_ranks(target: str, world_size: int, *, kwargs: Optional[dict] = None,
             worker += ["--backend", backend]
         if comm_timeout is not None:
             worker += ["--timeout", str(comm_timeout)]
+        if device is not None:
+            worker += ["--device", str(device)]
         base = _base_env(env)
         log = open(work / "launcher.log", "ab")
         procs: list[subprocess.Popen] = []

@@ -59,6 +59,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out-dir", required=True, type=Path)
     parser.add_argument("--backend", default=None)
     parser.add_argument("--timeout", default=None, type=float)
+    parser.add_argument("--device", default=None)
     args = parser.parse_args(argv)
 
     rank = _launch_rank()
@@ -70,7 +71,7 @@ def main(argv: list[str] | None = None) -> None:
         kwargs = json.loads((args.out_dir / "kwargs.json").read_text())
         fn = load_target(args.target)
         import pyg_sar
-        ctx = pyg_sar.init(backend=args.backend, timeout=args.timeout)
+        ctx = pyg_sar.init(backend=args.backend, timeout=args.timeout, device=args.device)
         if ctx.rank != rank:
             raise RuntimeError(f"launcher announced rank {rank}, pyg_sar.init found {ctx.rank}")
         result = fn(ctx, **kwargs)

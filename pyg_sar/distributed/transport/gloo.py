@@ -1,14 +1,16 @@
-"""The gloo backend: CPU tensors over TCP through torch.distributed (the default under
-torchrun). gloo binds to ``GLOO_SOCKET_IFNAME``'s interface; :func:`pyg_sar.init` sets it to the
-interface that reaches the rendezvous address when it is unset (see
-:mod:`pyg_sar.distributed.address`)."""
+"""The gloo backend: host tensors over TCP through torch.distributed (the default under
+torchrun). Tensors on a GPU are staged through page-locked host memory
+(:mod:`pyg_sar.distributed.transport.staging`), so several ranks may share one GPU. gloo binds
+to ``GLOO_SOCKET_IFNAME``'s interface; :func:`pyg_sar.init` sets it to the interface that
+reaches the rendezvous address when it is unset (see :mod:`pyg_sar.distributed.address`)."""
 from __future__ import annotations
 
 from pyg_sar.distributed.transport.torch_dist import TorchCommunicator
 
 
 class GlooCommunicator(TorchCommunicator):
-    """gloo on a dedicated process group (``dist.new_group(backend="gloo")``); CPU tensors.
+    """gloo on a dedicated process group (``dist.new_group(backend="gloo")``); the backend
+    sees host tensors only (GPU tensors are staged through the host, see ``staging``).
 
     Args:
         group: the process group; destroyed by :meth:`close` when ``owns_group``.

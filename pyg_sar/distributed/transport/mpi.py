@@ -34,6 +34,7 @@ from pyg_sar.distributed.transport.base import (
     reducible,
     timeout_error,
 )
+from pyg_sar.distributed.transport.staging import Staging, carrier_of
 
 SPIN_S = 1.0  # poll back to back this long into a wait...
 IDLE_POLL_S = 1e-4  # ...then every 0.1 ms
@@ -140,7 +141,9 @@ class _MPIWork(Work):
 
 
 class MPICommunicator(Communicator):
-    """mpi4py on tensors through zero-copy NumPy views (CUDA tensors are staged via the host).
+    """mpi4py on tensors through zero-copy NumPy views of host memory. A tensor on a GPU is
+    staged through (page-locked) host memory, CUDA-aware MPI or not
+    (:class:`~pyg_sar.distributed.transport.staging.Staging`, attribute ``staging``).
 
     Args:
         mpi_comm: an mpi4py communicator owned by this object (freed by :meth:`close`), e.g.
@@ -158,6 +161,7 @@ class MPICommunicator(Communicator):
         if os.environ.get("MPIR_CVAR_ASYNC_PROGRESS", "0").strip() not in ("", "0"):
             self.progresses_in_background = True
         self.mpi_comm = mpi_comm
+        self.staging = Staging(carrier_of("mpi"))
 
     @staticmethod
     def _mpi_type(dtype: torch.dtype):
@@ -170,18 +174,13 @@ class MPICommunicator(Communicator):
             raise TypeError(f"pyg_sar: MPI cannot reduce tensors of dtype {dtype}")
         return types[dtype]
 
-    @staticmethod
-    def _host(t: Tensor) -> Tensor:
-        """A contiguous CPU tensor with the data of ``t`` (``t`` itself when possible)."""
-        return t.detach().to("cpu").contiguous()
+    def _host(self, t: Tensor) -> Tensor:
+        """A contiguous host tensor with the data of ``t`` (``t`` itself when possible)."""
+        return self.staging.outgoing(t)
 
-    @staticmethod
-    def _recv_buffer(t: Tensor) -> tuple[Tensor, Optional[Callable[[], None]]]:
+    def _recv_buffer(self, t: Tensor) -> tuple[Tensor, Optional[Callable[[], None]]]:
         """Where to receive data meant for ``t``, and how to copy it into ``t`` afterwards."""
-        if t.device.type == "cpu" and t.is_contiguous():
-            return t.detach(), None
-        buf = torch.empty(t.shape, dtype=t.dtype)
-        return buf, lambda: t.detach().copy_(buf)
+        return self.staging.incoming(t)
 
     def _run(self, request, op: str, timeout: Optional[float], keep: tuple = ()) -> None:
         _MPIWork(self, request, op, None, None, None, keep).wait(timeout)

@@ -1,4 +1,6 @@
-"""The NCCL backend: CUDA tensors through torch.distributed (one GPU per rank)."""
+"""The NCCL backend: CUDA tensors through torch.distributed (one GPU per rank; NCCL refuses two
+ranks on one GPU, see :func:`pyg_sar.init`). Host tensors are staged onto the rank's GPU
+(:mod:`pyg_sar.distributed.transport.staging`)."""
 from __future__ import annotations
 
 import torch

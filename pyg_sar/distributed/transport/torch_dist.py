@@ -22,6 +22,7 @@ from pyg_sar.distributed.transport.base import (
     reducible,
     timeout_error,
 )
+from pyg_sar.distributed.transport.staging import Staging
 
 
 class _TorchWork(Work):
@@ -80,11 +81,16 @@ class _TorchWork(Work):
 class TorchCommunicator(Communicator):
     """torch.distributed (gloo or nccl) on a dedicated process group.
 
+    The backend sees tensors on ``device`` only (host memory for gloo, this rank's GPU for
+    nccl); a tensor elsewhere is staged there and back
+    (:class:`~pyg_sar.distributed.transport.staging.Staging`, attribute ``staging``).
+
     Args:
         group: the process group SAR traffic uses (e.g. from ``dist.new_group()``); destroyed
             by :meth:`close` when ``owns_group``.
         timeout: default deadline of blocking waits, in seconds.
-        device: where helper tensors live (``cuda`` for nccl).
+        device: the memory the backend carries, where helper tensors live (``cpu`` for gloo,
+            ``cuda:<i>`` for nccl).
     """
 
     def __init__(self, group, timeout: float = 120.0, device: torch.device | str = "cpu",
@@ -95,12 +101,7 @@ class TorchCommunicator(Communicator):
         self.backend = str(dist.get_backend(group))
         self.device = torch.device(device)
         self._owns_group = owns_group
-
-    def _staged(self, t: Tensor) -> tuple[Tensor, Optional[Callable[[], None]]]:
-        if t.is_contiguous():
-            return t.detach(), None
-        buf = t.detach().contiguous()
-        return buf, lambda: t.detach().copy_(buf)
+        self.staging = Staging(self.device)
 
     def _run(self, work, op: str, timeout: Optional[float], keep: tuple = ()) -> None:
         _TorchWork(self, work, op, None, None, None, keep).wait(timeout)
@@ -108,21 +109,22 @@ class TorchCommunicator(Communicator):
     def isend(self, tensor: Tensor, dst: int, tag: int = 0) -> Work:
         import torch.distributed as dist
         self._check_peer(dst, "isend")
-        buf = tensor.detach().contiguous()
+        buf = self.staging.outgoing(tensor)
         work = dist.isend(byte_view(buf), group=self.group, tag=tag, group_dst=dst)
         return _TorchWork(self, work, "isend", dst, tag, tensor, keep=(buf,))
 
     def irecv(self, tensor: Tensor, src: int, tag: int = 0) -> Work:
         import torch.distributed as dist
         self._check_peer(src, "irecv")
-        buf, finish = self._staged(tensor)
+        buf, finish = self.staging.incoming(tensor)
         work = dist.irecv(byte_view(buf), group=self.group, tag=tag, group_src=src)
         return _TorchWork(self, work, "irecv", src, tag, tensor, keep=(buf,), finish=finish)
 
     def all_reduce(self, tensor, op="sum", *, timeout=None):
         import torch.distributed as dist
         check_reduce(op)
-        buf, work_op = reducible(tensor, op)
+        work, work_op = reducible(tensor, op)
+        buf = self.staging.outgoing(work)
         reduce_op = {"sum": dist.ReduceOp.SUM, "prod": dist.ReduceOp.PRODUCT,
                      "max": dist.ReduceOp.MAX, "min": dist.ReduceOp.MIN}[work_op]
         self._run(dist.all_reduce(buf, op=reduce_op, group=self.group, async_op=True),
@@ -135,7 +137,9 @@ class TorchCommunicator(Communicator):
     def broadcast(self, tensor, src=0, *, timeout=None):
         import torch.distributed as dist
         self._check_peer(src, "broadcast")
-        buf, finish = self._staged(tensor)
+        buf, finish = self.staging.incoming(tensor)
+        if finish is not None and self.rank == src:
+            buf.copy_(tensor.detach())
         self._run(dist.broadcast(byte_view(buf), group=self.group, group_src=src,
                                  async_op=True), "broadcast", timeout)
         if finish is not None and self.rank != src:
@@ -147,8 +151,8 @@ class TorchCommunicator(Communicator):
         import torch.distributed as dist
         send_rows, recv_rows, row = all_to_all_layout(output, input, output_split_sizes,
                                                       input_split_sizes, self.world_size)
-        send = input.detach().contiguous()
-        recv, finish = self._staged(output)
+        send = self.staging.outgoing(input)
+        recv, finish = self.staging.incoming(output)
         if row == 0:  # rows without bytes (e.g. shape [n, 0]): nothing crosses
             return output
         # Rows as bytes: [rows, row_bytes] uint8 views, so any dtype crosses unchanged.
