@@ -122,19 +122,23 @@ def sample_bulk(source: RowSource, seeds: Sequence[Tensor], batch_keys: Sequence
         raise ValueError(f"sample_bulk: LADIES layer sizes must be >= 0 (got {list(sizes)})")
     k = len(seeds)
     n = source.num_nodes
-    ar = torch.arange(k)
-    hop_nodes = [torch.cat(list(seeds)).to(torch.int64) if k else torch.zeros(0, dtype=torch.int64)]
-    hop_ptr = [_ptr(torch.tensor([s.numel() for s in seeds], dtype=torch.int64))]
+    # Everything lives on the seeds' device (the row source's graph must be there too).
+    device = seeds[0].device if k else torch.device("cpu")
+    ar = torch.arange(k, device=device)
+    hop_nodes = [torch.cat(list(seeds)).to(torch.int64) if k
+                 else torch.zeros(0, dtype=torch.int64, device=device)]
+    hop_ptr = [_ptr(torch.tensor([s.numel() for s in seeds], dtype=torch.int64, device=device))]
     if hop_nodes[0].numel() and (int(hop_nodes[0].min()) < 0 or int(hop_nodes[0].max()) >= n):
         raise ValueError(f"sample_bulk: seed nodes must lie in [0, {n})")
-    held_before = torch.zeros(k, dtype=torch.int64)  # local id of the first frontier node
+    # local id of the first frontier node of every minibatch
+    held_before = torch.zeros(k, dtype=torch.int64, device=device)
     src_parts, dst_parts, eid_parts, edge_ptrs = [], [], [], []
     for hop, size in enumerate(sizes, start=1):
         frontier, f_ptr = hop_nodes[-1], hop_ptr[-1]
         f_counts = f_ptr.diff()
         row_batch = torch.repeat_interleave(ar, f_counts)
         frontier_local = held_before[row_batch] + _arange_segments(f_counts)
-        keys = hop_keys(batch_keys, hop)
+        keys = hop_keys(batch_keys, hop).to(device)
         if method == "sage":
             row_keys = combine_tensor(keys[row_batch], frontier)
             ptr, cols, eids = source.uniform(frontier, row_keys, int(size))
@@ -159,8 +163,8 @@ def sample_bulk(source: RowSource, seeds: Sequence[Tensor], batch_keys: Sequence
         edge_index, edge_ptr, edge_counts = _minibatch_major(pairs, edge_ptrs)
         e_id, _, _ = _minibatch_major(eid_parts, edge_ptrs)
     else:
-        edge_index = torch.zeros(2, 0, dtype=torch.int64)
-        e_id = torch.zeros(0, dtype=torch.int64)
-        edge_ptr = torch.zeros(k + 1, dtype=torch.int64)
-        edge_counts = torch.zeros(k, 0, dtype=torch.int64)
+        edge_index = torch.zeros(2, 0, dtype=torch.int64, device=device)
+        e_id = torch.zeros(0, dtype=torch.int64, device=device)
+        edge_ptr = torch.zeros(k + 1, dtype=torch.int64, device=device)
+        edge_counts = torch.zeros(k, 0, dtype=torch.int64, device=device)
     return BulkSample(n_id, node_ptr, node_counts, edge_index, e_id, edge_ptr, edge_counts)

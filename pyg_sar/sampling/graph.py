@@ -41,6 +41,24 @@ class SamplingGraph:
     _values: Optional[Tensor] = field(default=None, repr=False)
 
     @property
+    def device(self) -> torch.device:
+        """Where the rows live."""
+        return self.rowptr.device
+
+    def to(self, device: torch.device | str) -> SamplingGraph:
+        """A copy with every tensor on ``device`` (``self`` when already there); the native
+        bulk-sampling kernels run where the graph and the seeds are (CPU or CUDA)."""
+        device = torch.device(device)
+        if self.rowptr.device == device:
+            return self
+
+        def move(t: Optional[Tensor]) -> Optional[Tensor]:
+            return None if t is None else t.to(device)
+
+        return SamplingGraph(move(self.rowptr), move(self.col), move(self.e_id), self.num_nodes,
+                             move(self.row_ids), move(self._values))
+
+    @property
     def num_rows(self) -> int:
         return self.rowptr.numel() - 1
 

@@ -142,3 +142,50 @@ def require_native(device: str) -> torch.device:
 def supports_float64(device: str | torch.device) -> bool:
     """Whether ``device`` computes in float64 (CPU and CUDA do; MPS, for one, does not)."""
     return torch.device(device).type in ("cpu", "cuda")
+
+
+class NativeOpCounter:
+    """Counts the calls of ``torch.ops.pyg_sar.*`` inside a ``with`` block, by op and by the
+    device type of their tensor arguments (a ``TorchDispatchMode``: it sees the ops below
+    autograd, forward and backward). Shows that a test ran the native kernels on a device::
+
+        with NativeOpCounter() as ops:
+            model(x, graph).sum().backward()
+        assert ops.on("cuda") > 0
+
+    Attributes:
+        calls: ``{(op name, device type): count}``, e.g. ``("gather_aggregate", "cuda")``.
+    """
+
+    def __init__(self) -> None:
+        self.calls: dict[tuple[str, str], int] = {}
+        self._mode = None
+
+    def on(self, device_type: str, op: Optional[str] = None) -> int:
+        """Calls on ``device_type`` (of ``op`` only, when given)."""
+        return sum(n for (name, dev), n in self.calls.items()
+                   if dev == device_type and (op is None or name == op))
+
+    def __enter__(self) -> NativeOpCounter:
+        from torch.utils._python_dispatch import TorchDispatchMode
+        from torch.utils._pytree import tree_leaves
+        counter = self
+
+        class _Mode(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                kwargs = kwargs or {}
+                name = func.name()
+                if name.startswith("pyg_sar::"):
+                    devices = sorted({a.device.type for a in tree_leaves((args, kwargs))
+                                      if isinstance(a, torch.Tensor)})
+                    key = (name.split("::", 1)[1], ",".join(devices))
+                    counter.calls[key] = counter.calls.get(key, 0) + 1
+                return func(*args, **kwargs)
+
+        self._mode = _Mode()
+        self._mode.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        mode, self._mode = self._mode, None
+        mode.__exit__(*exc)
