@@ -76,10 +76,11 @@ def _launch_error(exc: RankFailure, lines: int = 12) -> dict:
 
 
 def run_world_size(parts: Path, world_size: int, cells: list[tuple[str, str]], work: Path,
-                   which: str = "all", timeout: float = LAUNCH_TIMEOUT_S
-                   ) -> tuple[dict[tuple[str, str], list[dict]], int]:
-    """Run ``cells`` on ``world_size`` ranks; returns per cell the per-rank records and the
-    number of launches it took."""
+                   which: str = "all", timeout: float = LAUNCH_TIMEOUT_S,
+                   target: str = _TARGET) -> tuple[dict[tuple[str, str], list[dict]], int]:
+    """Run ``cells`` on ``world_size`` ranks with the rank function ``target`` (the float64
+    zoo's by default); returns per cell the per-rank records and the number of launches it
+    took."""
     done: dict[tuple[str, str], list[dict]] = {}
     remaining = list(cells)
     launches = 0
@@ -89,7 +90,7 @@ def run_world_size(parts: Path, world_size: int, cells: list[tuple[str, str]], w
         launches += 1
         error: Optional[RankFailure] = None
         try:
-            run_on_ranks(_TARGET, world_size, timeout=timeout, comm_timeout=COMM_TIMEOUT_S,
+            run_on_ranks(target, world_size, timeout=timeout, comm_timeout=COMM_TIMEOUT_S,
                          kwargs={"parts": str(parts), "cells": [list(c) for c in remaining],
                                  "log_dir": str(log_dir), "recipes": which})
         except RankFailure as exc:
@@ -196,11 +197,13 @@ def classify(cells: dict[str, dict]) -> tuple[str, str]:
     return FAIL, "; ".join(bad)
 
 
-def partition(work: Path, world_sizes: Iterable[int]) -> dict[int, Path]:
-    """The zoo graph partitioned for every world size (random parts: many cut edges)."""
+def partition(work: Path, world_sizes: Iterable[int], data: Optional[Any] = None
+              ) -> dict[int, Path]:
+    """The zoo graph (or ``data``) partitioned for every world size (random parts: many cut
+    edges)."""
     from pyg_sar.testing.zoo_rank import make_graph
 
-    data = make_graph()
+    data = make_graph() if data is None else data
     out = {}
     for p in world_sizes:
         out[p] = work / f"parts-P{p}"

@@ -1,0 +1,301 @@
+"""Rank side of the bf16 zoo: every recipe in float32, under bf16 autocast and in pure bf16,
+single-process PyG on the whole graph and converted on this rank's part.
+
+Per recipe every rank builds the module in float32 (seeded as the float64 zoo does) and runs
+plain PyG in float32 on the whole graph (the oracle). Per cell (a mode and a precision variant,
+:data:`VARIANTS`) it converts a copy, runs it on its rows under that precision, back-propagates
+the oracle's weighted sum and all-reduces the parameter gradients. Its distance from the oracle
+is summed over the ranks (squared differences and squared oracle values of its output rows and
+input-gradient rows), so the distance of a P-rank run is the relative error of the whole
+graph's output, exactly as for one process. Rank 0 also runs single-process PyG under the same
+precision (the baseline) and records both distances; see :mod:`pyg_sar.testing.zoo_precision`
+for the criterion.
+
+The log format and the crash protocol are the float64 zoo's (:mod:`pyg_sar.testing.zoo_rank`).
+"""
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+import math
+import time
+from collections.abc import Iterator
+from typing import Any, Optional
+
+import torch
+from torch import Tensor
+from torch_geometric.data import Data
+
+import pyg_sar
+from pyg_sar.testing.zoo_rank import (
+    EDGE_INPUTS,
+    NODE_INPUTS,
+    SEED,
+    CellCrash,
+    Log,
+    _error,
+    _names_class,
+    _run_model,
+    check_partition,
+    graph_info,
+    local_inputs,
+    make_graph,
+    whole_inputs,
+)
+from pyg_sar.testing.zoo_recipes import Inputs, Recipe
+
+VARIANTS = ("autocast", "bf16")  # torch.autocast(bfloat16) around forward / model.bfloat16()
+GRAPH_NODES, GRAPH_EDGES = 60, 300  # the float64 zoo's graph
+PARAM_SCALE_FLOOR = 2.0 ** -6  # a parameter gradient's reference: >= this x all of them
+
+
+def make_graph_f32() -> Data:
+    """The float64 zoo's graph with every floating tensor cast to float32."""
+    data = make_graph(GRAPH_NODES, GRAPH_EDGES)
+    for key, value in data.items():
+        if isinstance(value, Tensor) and value.is_floating_point():
+            data[key] = value.float()
+    return data
+
+
+@contextlib.contextmanager
+def precision(variant: str) -> Iterator[None]:
+    """The context the forward runs in: bf16 autocast, or nothing (float32 / pure bf16)."""
+    if variant == "autocast":
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            yield
+    else:
+        yield
+
+
+def prepare(model: torch.nn.Module, inputs: Inputs, variant: str
+            ) -> tuple[torch.nn.Module, Inputs]:
+    """Model and fresh leaf inputs of ``variant`` (pure bf16: both cast with ``.bfloat16()``)."""
+    if variant != "bf16":
+        return model, inputs
+
+    def cast(value: Any) -> Any:
+        if isinstance(value, Tensor) and value.is_floating_point():
+            return value.detach().bfloat16().requires_grad_()
+        return value
+
+    fields = {f.name: cast(getattr(inputs, f.name)) for f in dataclasses.fields(inputs)}
+    return model.bfloat16(), Inputs(**fields)
+
+
+def _backward(out: Tensor, weight: Tensor) -> None:
+    if out.requires_grad:
+        (out.float() * weight).sum().backward()
+
+
+class WholeRun:
+    """Plain PyG on the whole graph in one precision: output, input and parameter gradients."""
+
+    def __init__(self, recipe: Recipe, pristine: torch.nn.Module, data: Data, variant: str,
+                 weight: Optional[Tensor] = None) -> None:
+        model, inputs = prepare(copy.deepcopy(pristine), whole_inputs(data), variant)
+        with precision(variant):
+            out = _run_model(recipe, model, inputs)
+        if weight is None:
+            gen = torch.Generator().manual_seed(3)
+            weight = torch.randn(out.shape, generator=gen, dtype=torch.float32)
+        self.weight = weight
+        self.out = out.detach().clone()
+        _backward(out, weight)
+        self.input_grads = {k: getattr(inputs, k).grad for k in NODE_INPUTS + EDGE_INPUTS}
+        self.param_grads = {n: p.grad for n, p in model.named_parameters()}
+
+
+def _sq(t: Optional[Tensor]) -> float:
+    return 0.0 if t is None else float(t.detach().double().pow(2).sum())
+
+
+def _sums(got: Optional[Tensor], want: Optional[Tensor]) -> Optional[list[float]]:
+    """[squared norm of the difference, squared norm of the reference]; ``None`` where
+    neither side has a tensor."""
+    if got is None and want is None:
+        return None
+    if got is None or want is None:
+        return [_sq(got if want is None else want), 0.0]
+    if got.shape != want.shape:
+        return [math.inf, 0.0]
+    return [_sq(got.detach().double() - want.detach().double()), _sq(want)]
+
+
+def row_sums(oracle: WholeRun, out: Tensor, grads: dict[str, Optional[Tensor]], part=None
+             ) -> dict[str, list[float]]:
+    """Squared sums of the output and the input gradients ``grads`` on these rows (``part``:
+    the rank's rows of the whole graph; ``None``: the whole graph)."""
+    nid = None if part is None else part.node_ids
+    eid = None if part is None else part.edge_ids
+
+    def rows(t: Optional[Tensor], idx: Optional[Tensor]) -> Optional[Tensor]:
+        return t if t is None or idx is None else t[idx]
+
+    sums = {"out": _sums(out, rows(oracle.out, nid))}
+    for key in NODE_INPUTS + EDGE_INPUTS:
+        want = rows(oracle.input_grads[key], nid if key in NODE_INPUTS else eid)
+        sums[f"grad:{key}"] = _sums(grads[key], want)
+    return {k: v for k, v in sums.items() if v is not None}
+
+
+def param_sums(oracle: WholeRun, grads: dict[str, Optional[Tensor]]
+               ) -> dict[str, list[float]]:
+    """Squared sums of every parameter gradient (identical on every rank after the
+    all-reduce). The reference of a parameter is its own gradient's squared norm, but at least
+    :data:`PARAM_SCALE_FLOOR` ^ 2 of all parameter gradients' squared norm: a gradient that is
+    zero in exact arithmetic (a bias before a batch norm, a key bias under a softmax) is
+    rounding residue in float32, and its own norm has no meaningful relative size."""
+    total = sum(_sq(g) for g in oracle.param_grads.values())
+    least = PARAM_SCALE_FLOOR ** 2 * total
+    sums = {}
+    for name in sorted(set(grads) | set(oracle.param_grads)):
+        if name not in grads or name not in oracle.param_grads:
+            pair: Optional[list[float]] = [math.inf, 0.0]  # a parameter only one side has
+        else:
+            pair = _sums(grads[name], oracle.param_grads[name])
+        if pair is not None:
+            sums[f"grad:{name}"] = [pair[0], max(pair[1], least)]
+    return sums
+
+
+def distances(sums: dict[str, list[float]]) -> dict[str, float]:
+    """Relative L2 distance per key: ||got - want|| / ||want|| (0 where both are zero,
+    infinite where only the reference is)."""
+    out = {}
+    for key, (diff, ref) in sums.items():
+        if diff == 0.0:
+            out[key] = 0.0
+        elif ref == 0.0:
+            out[key] = math.inf
+        else:
+            out[key] = math.sqrt(diff / ref)
+    return out
+
+
+def whole_distances(recipe: Recipe, pristine: torch.nn.Module, data: Data, oracle: WholeRun,
+                    variant: str) -> dict[str, Any]:
+    """Single-process PyG in ``variant``: its distances, or the error it raised."""
+    try:
+        run = WholeRun(recipe, pristine, data, variant, oracle.weight)
+        sums = row_sums(oracle, run.out, run.input_grads)
+        sums.update(param_sums(oracle, run.param_grads))
+    except Exception as exc:  # noqa: BLE001 - plain PyG failing in bf16 is a result
+        return {"error": _error(exc)}
+    return {"distances": distances(sums), "dtype": str(run.out.dtype)}
+
+
+def run_cell(ctx, part, recipe: Recipe, pristine: torch.nn.Module, mode: str, variant: str,
+             oracle: Optional[WholeRun], baseline: Optional[dict],
+             oracle_error: Optional[dict] = None) -> dict[str, Any]:
+    """One (recipe, mode, variant) cell on this rank; raises :class:`CellCrash` where the
+    launch must stop."""
+    model = copy.deepcopy(pristine)
+    cell: Optional[dict] = None
+    try:
+        converted = pyg_sar.convert(model, pyg_sar.SARConfig(mode=mode, check_loss=False))
+    except pyg_sar.UnsupportedLayerError as exc:
+        cell = {"status": "refused", "message": str(exc),
+                "names_class": _names_class(str(exc), recipe.refusal_names(pristine))}
+    except Exception as exc:  # noqa: BLE001 - every failure is a result
+        cell = {"status": "crash", "stage": "convert", "error": _error(exc)}
+    else:
+        model = model if converted is None else converted
+    if ctx.world_size > 1:
+        decisions = ctx.comm.allgather_object(None if cell is None else cell["status"])
+        if len(set(decisions)) > 1:
+            exc = RuntimeError(f"ranks disagree at convert: {decisions}")
+            raise CellCrash({"status": "crash", "stage": "convert", "error": _error(exc)})
+    if cell is not None:
+        return cell
+    if oracle is None:
+        return {"status": "no_oracle", "error": oracle_error}
+    stage = "cast"
+    try:
+        model, inputs = prepare(model, local_inputs(part), variant)
+        stage = "forward"
+        with precision(variant):
+            out = _run_model(recipe, model, inputs)
+        out_value = out.detach().clone()
+        stage = "backward"
+        weight = oracle.weight[part.node_ids]
+        if weight.shape == out.shape:  # else the output's distance is infinite
+            _backward(out, weight)
+        stage = "all_reduce_gradients"
+        pyg_sar.all_reduce_gradients(model)
+    except Exception as exc:  # noqa: BLE001 - every failure is a result
+        cell = {"status": "crash", "stage": stage, "error": _error(exc)}
+        if ctx.world_size > 1:
+            raise CellCrash(cell) from exc
+        return cell
+    try:
+        mine: Any = row_sums(oracle, out_value,
+                             {k: getattr(inputs, k).grad for k in NODE_INPUTS + EDGE_INPUTS},
+                             part)
+        params = param_sums(oracle, {n: p.grad for n, p in model.named_parameters()})
+    except Exception as exc:  # noqa: BLE001 - reported after the gather below
+        mine, params = _error(exc), {}
+    every = ctx.comm.allgather_object(mine) if ctx.world_size > 1 else [mine]
+    failed = [r for r in every if "type" in r]
+    if failed:
+        return {"status": "crash", "stage": "compare", "error": failed[0]}
+    total: dict[str, list[float]] = {}
+    for sums in every:
+        for key, (diff, ref) in sums.items():
+            acc = total.setdefault(key, [0.0, 0.0])
+            acc[0] += diff
+            acc[1] += ref
+    total.update(params)
+    return {"status": "ran", "distances": distances(total), "dtype": str(out_value.dtype),
+            "pyg": baseline}
+
+
+def run(ctx, parts: str, cells: list, log_dir: str, recipes: str = "all") -> dict:
+    """Rank target of :func:`pyg_sar.testing.run_on_ranks`: run ``cells`` = [[recipe,
+    "mode:variant"], ...] in order (cells of one recipe share its oracle) and log every
+    result."""
+    from pyg_sar.testing.zoo import recipe_table
+
+    table = recipe_table(recipes)
+    data = make_graph_f32()
+    info = graph_info(data)
+    part = pyg_sar.load_partition(parts, ctx.rank)
+    check_partition(part, data)
+    log = Log(log_dir, ctx.rank)
+    current = None
+    for name, key in cells:
+        mode, variant = key.split(":")
+        recipe = table[name]
+        log.write(event="start", recipe=name, mode=key)
+        started = time.perf_counter()
+        if name != current:  # a new recipe: build it and run the float32 oracle once
+            current, pristine, oracle, baselines = name, None, None, {}
+            build_error, oracle_error = None, None
+            torch.manual_seed(SEED)
+            try:
+                pristine = recipe.make(info).float().train(recipe.train)
+            except Exception as exc:  # noqa: BLE001 - recorded for every cell of the recipe
+                build_error = _error(exc)
+            if pristine is not None:
+                try:
+                    oracle = WholeRun(recipe, pristine, data, "float32")
+                except Exception as exc:  # noqa: BLE001 - plain PyG cannot run it: recorded
+                    oracle_error = _error(exc)
+        if build_error is not None:
+            cell = {"status": "crash", "stage": "build", "error": build_error}
+        else:
+            if ctx.rank == 0 and oracle is not None and variant not in baselines:
+                baselines[variant] = whole_distances(recipe, pristine, data, oracle, variant)
+            try:
+                cell = run_cell(ctx, part, recipe, pristine, mode, variant, oracle,
+                                baselines.get(variant), oracle_error)
+            except CellCrash as exc:
+                exc.cell["pyg"] = baselines.get(variant)
+                exc.cell["seconds"] = round(time.perf_counter() - started, 4)
+                log.write(event="end", recipe=name, mode=key, cell=exc.cell)
+                raise
+        cell.setdefault("pyg", baselines.get(variant))
+        cell["seconds"] = round(time.perf_counter() - started, 4)
+        log.write(event="end", recipe=name, mode=key, cell=cell)
+    return {"cells": len(cells)}
