@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+import torch
+
 MODES = ("sar", "sa", "halo")
 
 
@@ -33,6 +35,21 @@ class SARConfig:
             callable ``(name, index, num_layers) -> compressor or None`` such as
             :func:`~pyg_sar.compression.all_but_last`. Layers compress only in training mode
             unless the compressor says ``in_eval=True``.
+        wire_dtype: the dtype floating-point boundary rows and their gradients cross the
+            network in (forward fetch, backward re-fetch, halo all-to-all, gradient returns):
+            ``None`` (default: their own dtype, exact), ``torch.bfloat16`` or
+            ``torch.float32`` (strings ``"bfloat16"``/``"bf16"``/``"float32"`` are accepted and
+            normalised). Rows wider than it are cast (rounded to nearest even) before sending
+            and decoded to their own dtype on receipt; rows no wider (bf16 rows) cross as they
+            are. A float32 row under ``torch.bfloat16`` costs half the bytes, which the traffic
+            ledger counts; the result differs from the single-process one only by the rounding
+            of remote rows and of their returned gradients (a cast is deterministic, so modes
+            ``"sar"`` and ``"sa"`` still agree bit for bit). With a compressor the codec's
+            payload values are cast (the kept channels of ``Truncate`` / ``RandomSubset``);
+            ``Quantize``'s packed integer codes are left alone. Attention logits, which every
+            codec sends raw, are not cast either (see :mod:`pyg_sar.core.exchange`). Applies in
+            training and eval mode; one process sends nothing, so ``P = 1`` is unchanged.
+            float16 is refused (values beyond 65504 would arrive as infinities).
         sync_gradients: after every backward pass through the converted model, sum each
             parameter's new gradient over ranks (bucketed all-reduce at the end of the pass,
             as torch DDP does), so ``.grad`` holds the single-process gradient and no
@@ -65,6 +82,7 @@ class SARConfig:
     broadcast_parameters: bool = True
     check_parameters_every: int = 100
     check_loss: bool = True
+    wire_dtype: Optional[torch.dtype] = None
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -91,3 +109,5 @@ class SARConfig:
         object.__setattr__(self, "trusted_layers", tuple(trusted))
         from pyg_sar.compression.interface import check_spec
         check_spec(self.compression)
+        from pyg_sar.compression.transport import check_wire_dtype
+        object.__setattr__(self, "wire_dtype", check_wire_dtype(self.wire_dtype))

@@ -5,6 +5,16 @@ Examples::
     python -m pyg_sar.partition --dataset cora --num-parts 2 --out parts/cora-2
     mpiexec -n 2 python -m pyg_sar.train --parts parts/cora-2 --model gcn
     python -m pyg_sar.train --dataset cora --model gcn          # one process, no launcher
+    mpiexec -n 2 python -m pyg_sar.train --dataset cora --precision bf16-mixed \
+        --wire-dtype bfloat16                                   # bf16 compute and traffic
+
+``--precision`` takes Lightning's names: ``32`` (the ``--dtype`` throughout), ``bf16-mixed``
+(the forward passes under ``torch.autocast`` in bf16 on the features' device: matmuls in
+bf16, parameters, optimizer and loss in float32) and ``bf16-true`` (``model.bfloat16()`` and
+bf16 features: parameters and optimizer state in bf16 too). The loss is computed in float32
+from the output in both. ``--wire-dtype bfloat16`` sends boundary rows and their gradients as
+bf16 (``SARConfig(wire_dtype=torch.bfloat16)``); ``float32`` (the default) sends them in their
+own dtype, uncast.
 
 With ``--dataset`` and several ranks, rank 0 partitions the dataset into ``--parts-dir`` first.
 Only the public API is used here.
@@ -12,6 +22,7 @@ Only the public API is used here.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -30,6 +41,9 @@ from pyg_sar.partition.assign import METHODS
 
 MODELS = ("gcn", "sage", "gin", "gat")
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
+PRECISIONS = ("32", "bf16-mixed", "bf16-true")
+# --wire-dtype: SARConfig.wire_dtype ("float32": rows cross in their own dtype, no cast)
+WIRE_DTYPES = {"float32": None, "bfloat16": torch.bfloat16}
 PROGRESS = ("auto", "bar", "log")
 
 
@@ -83,7 +97,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pipeline-depth", type=int, default=None,
                    help="block fetches in flight ahead of the computation (default: 1 on "
                         "gloo/NCCL, 0 on MPI, where data moves only inside waits)")
-    p.add_argument("--dtype", choices=tuple(DTYPES), default="float32")
+    p.add_argument("--dtype", choices=tuple(DTYPES), default="float32",
+                   help="storage dtype of parameters and features (default float32)")
+    p.add_argument("--precision", choices=PRECISIONS, default="32",
+                   help="32: --dtype throughout; bf16-mixed: forward under torch.autocast "
+                        "(bf16 matmuls, float32 parameters); bf16-true: model and features "
+                        "in bf16. The loss is float32 in all (default 32)")
+    p.add_argument("--wire-dtype", choices=tuple(WIRE_DTYPES), default="float32",
+                   help="dtype of the boundary rows and gradients that cross the network: "
+                        "float32 sends them in their own dtype (no cast), bfloat16 rounds "
+                        "wider rows to bf16 (half the bytes of float32; default float32)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--backend", default=None, help="mpi, gloo or nccl (default: by launcher)")
     p.add_argument("--metrics", default=None, help="write per-epoch metrics JSON here")
@@ -126,7 +149,32 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
                      "it does not take --parts")
     from pyg_sar.compression.cli import check_arguments as check_compression_arguments
     check_compression_arguments(parser, args)
+    if args.precision != "32" and args.dtype != "float32":
+        parser.error(f"--precision {args.precision} computes in bf16 from float32 storage; it "
+                     f"does not combine with --dtype {args.dtype}")
+    if args.wire_dtype != "float32" and args.reference:
+        parser.error(f"--wire-dtype {args.wire_dtype} casts what crosses the network between "
+                     f"ranks; --reference trains plain PyG in one process")
+    if args.sampler is not None:
+        for flag, value, default in (("--precision", args.precision, "32"),
+                                     ("--wire-dtype", args.wire_dtype, "float32")):
+            if value != default:
+                parser.error(f"{flag} {value} applies to full-batch training, not to "
+                             f"--sampler")
     return args
+
+
+def forward_precision(args: argparse.Namespace, device: torch.device):
+    """The context of a forward pass under ``--precision``: ``torch.autocast`` in bf16 on
+    ``device``'s type for ``bf16-mixed``, nothing otherwise."""
+    if args.precision == "bf16-mixed":
+        return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def _loss_input(args: argparse.Namespace, out: torch.Tensor) -> torch.Tensor:
+    """The model's output as the loss reads it: float32 under a bf16 ``--precision``."""
+    return out if args.precision == "32" else out.float()
 
 
 def build_model(args: argparse.Namespace, in_channels: int, num_classes: int) -> torch.nn.Module:
@@ -234,15 +282,20 @@ def run(args: argparse.Namespace) -> dict:
     num_classes = int(part.meta.get("num_classes") or int(part.y.max()) + 1)
     torch.manual_seed(args.seed)  # identical initial parameters on every rank
     model = build_model(args, part.x.shape[1], num_classes).to(dtype)
+    if args.precision == "bf16-true":
+        model = model.bfloat16()
     if not args.reference:
         from pyg_sar.compression.cli import compressor_from_args
         config = pyg_sar.SARConfig(mode=args.mode, pipeline_depth=args.pipeline_depth,
-                                   compression=compressor_from_args(args))
+                                   compression=compressor_from_args(args),
+                                   wire_dtype=WIRE_DTYPES[args.wire_dtype])
         pyg_sar.convert(model, config)
         pyg_sar.broadcast_parameters(model, ctx=ctx)
     torch.manual_seed(args.seed + 1 + ctx.rank)  # independent dropout masks per rank
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
     x, y, graph = part.x.to(dtype), part.y, part.graph
+    if args.precision == "bf16-true":
+        x = x.bfloat16()
     lead = ctx.rank == 0
     fingerprinted = part if hasattr(part, "fingerprint") else None
     history, best_val, test_at_best, test_acc, first_epoch = [], -1.0, float("nan"), \
@@ -261,8 +314,10 @@ def run(args: argparse.Namespace) -> dict:
     if lead:
         where = ("plain PyG, whole graph, 1 process" if args.reference else
                  f"{ctx.world_size} rank(s), mode={args.mode}, backend={ctx.backend}")
+        wire = "" if args.reference else f", wire {args.wire_dtype}"
         print(f"training {args.model} ({args.layers} layers, hidden {args.hidden}) on {where}, "
-              f"threads/rank={ctx.num_threads}", flush=True)
+              f"threads/rank={ctx.num_threads}, precision {args.precision} "
+              f"(storage {args.dtype}){wire}", flush=True)
 
     bar = _progress_bar(args, lead, first_epoch)
     epoch = first_epoch
@@ -275,8 +330,9 @@ def run(args: argparse.Namespace) -> dict:
             traffic.start()
             model.train()
             optimizer.zero_grad()
-            out = model(x, graph)
-            loss = cross_entropy(out, y, part.train_mask, context=ctx)
+            with forward_precision(args, x.device):
+                out = model(x, graph)
+            loss = cross_entropy(_loss_input(args, out), y, part.train_mask, context=ctx)
             loss.backward()
             pyg_sar.all_reduce_gradients(model, ctx)
             optimizer.step()
@@ -290,8 +346,9 @@ def run(args: argparse.Namespace) -> dict:
                 record["compression_ratio"] = ratios
             if epoch % args.eval_every == 0 or epoch == args.epochs:
                 model.eval()
-                with torch.no_grad():
+                with torch.no_grad(), forward_precision(args, x.device):
                     out = model(x, graph)
+                out = _loss_input(args, out)
                 train_acc = accuracy(out, y, part.train_mask, context=ctx)
                 val_acc = accuracy(out, y, part.val_mask, context=ctx)
                 test_acc = accuracy(out, y, part.test_mask, context=ctx)

@@ -6,6 +6,8 @@ arXiv 2406.17611; docs/compression.md).
   compressor, a callable, :func:`all_but_last`), advanced with :meth:`Compressor.step`.
 * Codecs (:mod:`.codecs`): :class:`Truncate` (VARCO), :class:`RandomSubset`,
   :class:`Quantize` (stochastic rounding, per-row scale, packed bits).
+* Wire dtype (:mod:`.transport`): ``SARConfig(wire_dtype=torch.bfloat16)`` sends floating
+  rows and gradients as bf16, alone or after a codec (:class:`Transport`).
 * Schedules (:mod:`.schedules`): :class:`Fixed`, :class:`Linear` (:func:`varco`),
   :class:`Exponential`, :class:`Step`.
 """
@@ -40,8 +42,15 @@ from pyg_sar.compression.schedules import (
     Step,
     varco,
 )
+from pyg_sar.compression.transport import (
+    WIRE_DTYPES,
+    Transport,
+    check_wire_dtype,
+    payload_dtype,
+)
 
-__all__ = ["CODECS", "SCHEDULES", "BoundCodec", "Codec", "Compressor", "Exponential", "Fixed",
-           "Linear", "MessageKey", "Quantize", "RandomSubset", "Schedule", "Step", "Truncate",
-           "all_but_last", "compressors_of", "kept_channels", "make_compressor",
-           "make_schedule", "quantization_bits", "resolve", "roundtrip", "step_all", "varco"]
+__all__ = ["CODECS", "SCHEDULES", "WIRE_DTYPES", "BoundCodec", "Codec", "Compressor",
+           "Exponential", "Fixed", "Linear", "MessageKey", "Quantize", "RandomSubset", "Schedule",
+           "Step", "Transport", "Truncate", "all_but_last", "check_wire_dtype", "compressors_of",
+           "kept_channels", "make_compressor", "make_schedule", "payload_dtype",
+           "quantization_bits", "resolve", "roundtrip", "step_all", "varco"]

@@ -19,6 +19,16 @@ GAT's attention logits ``alpha_src``, a few values a row) are sent raw, rows and
 alike. A channel codec on a ``[H]`` logit row would zero whole heads' logits on receipt, which
 changes the attention weights themselves rather than adding noise to a feature, and saves
 little. Their bytes are still counted in the ledger.
+
+A wire dtype (``SARConfig(wire_dtype=torch.bfloat16)``, :attr:`Wire.wire_dtype`) narrows the
+floating-point values of every feature tensor's payload, rows and gradients, raw or after the
+codec (:class:`~pyg_sar.compression.transport.Transport`); they are decoded to the tensor's own
+dtype on receipt, and the ledger counts the narrower bytes actually sent. The ``exact`` tensors
+are not cast either: a logit enters ``exp`` in the softmax, so bf16's relative rounding
+(up to ``2**-8``) of a logit ``a`` becomes an error of up to ``|a| * 2**-8`` in the exponent, a
+relative error of the attention weight that grows with the logit's magnitude instead of staying
+at bf16's rounding of a feature; and the logits are ``H`` values a row next to the ``H * C``
+feature values, so casting them would save little (``1 / (C + 1)`` of the layer's traffic).
 """
 from __future__ import annotations
 
@@ -28,9 +38,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Optional
 
+import torch
 from torch import Tensor
 
 from pyg_sar.compression.interface import BoundCodec
+from pyg_sar.compression.transport import Transport
 from pyg_sar.distributed.streaming import ring_peers, start_exchange
 from pyg_sar.graph import DistGraph
 
@@ -42,13 +54,13 @@ ROW_TAG, GRAD_TAG = 0, 64
 
 @dataclass(frozen=True)
 class Wire:
-    """How one propagate call's traffic is labelled and compressed.
+    """How one propagate call's traffic is labelled, compressed and cast.
 
     Attributes:
         label: the layer's name in ``comm.traffic`` (``None``: not labelled).
         codec: the compression of its rows and gradients (``None``: none).
-        exact: indices of the source tensors sent raw whatever the codec (attention logits;
-            see the module docstring).
+        exact: indices of the source tensors sent raw whatever the codec and the wire dtype
+            (attention logits; see the module docstring).
         halo: halo mode's rows already fetched in this call, by tensor index (``None``: not
             kept): a source tensor that two steps of one layer call read (GATv2's ``x_l`` in
             its scores and its messages) crosses the network once
@@ -59,10 +71,19 @@ class Wire:
     codec: Optional[BoundCodec] = None
     exact: frozenset = frozenset()
     halo: Optional[dict] = field(default=None, compare=False, repr=False)
+    wire_dtype: Optional[torch.dtype] = None
 
-    def codec_of(self, tensor: int) -> Optional[BoundCodec]:
-        """The codec of source tensor ``tensor``'s rows and gradients (``None``: raw)."""
-        return None if tensor in self.exact else self.codec
+    @property
+    def transforms(self) -> bool:
+        """Whether any tensor's messages are encoded (a codec or a wire dtype)."""
+        return self.codec is not None or self.wire_dtype is not None
+
+    def codec_of(self, tensor: int) -> Optional[Transport]:
+        """The encoding of source tensor ``tensor``'s rows and gradients: the codec, then the
+        wire dtype (``None``: raw)."""
+        if tensor in self.exact or not self.transforms:
+            return None
+        return Transport(self.codec, self.wire_dtype)
 
 
 NO_WIRE = Wire()
@@ -157,7 +178,7 @@ def decode_rows(graph: DistGraph, wire: Wire, step: int, payloads: Sequence[Tens
     """Rows of ``tensors`` (shape and dtype) from the payloads this rank received at ring
     step ``step``, keyed as they were sent. Decoding depends only on the payload and its key,
     so decoding a kept payload again in backward gives the forward's rows bit for bit."""
-    if wire.codec is None:
+    if not wire.transforms:
         return list(payloads)
     owner, me = ring_peers(graph.rank, graph.world_size, step)[1], graph.rank
     out = []
@@ -268,7 +289,7 @@ class GradReturner:
         live = [i for i, gr in enumerate(self.grads) if gr is not None]
         send = [block_grads[i] for i in live]
         like = [self.grads[i] for i in live]
-        if self.wire.codec is not None:
+        if self.wire.transforms:
             # The gradients go back to the rows' owner (recv_from) and come to me from the
             # user of my rows (send_to): the keys of the rows' messages, direction "grads".
             codecs = [self.wire.codec_of(self.ids[i]) for i in live]
@@ -288,7 +309,7 @@ class GradReturner:
         t = time.perf_counter()
         got_all = [p.wait() for p in pending]
         count(self.graph.context.comm, 0, 0, 0, time.perf_counter() - t)
-        if self.wire.codec is not None:
+        if self.wire.transforms:
             me = self.graph.rank
             codecs = [self.wire.codec_of(self.ids[i]) for i in live]
             got_all = [got if c is None else

@@ -6,7 +6,8 @@ backward, so its memory does not fall with P on dense graphs.
 With a compressing :class:`~pyg_sar.core.exchange.Wire`, every peer's chunk is encoded with
 the key of its message (owner, user, tensor), as the block walk's fetcher and returner do, and
 decoded on receipt; gradients of the halo rows go back the same way (direction ``"grads"``).
-Tensors the wire marks ``exact`` (attention logits) go raw (:meth:`Wire.codec_of`).
+Tensors the wire marks ``exact`` (attention logits) go raw (:meth:`Wire.codec_of`). A wire
+dtype alone (no codec) needs no key: all peers' chunks are cast at once.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-from pyg_sar.compression.interface import BoundCodec
+from pyg_sar.compression.transport import Transport
 from pyg_sar.core.exchange import NO_WIRE, Wire, count
 from pyg_sar.graph import DistGraph
 
@@ -35,40 +36,46 @@ def _send_index(graph: DistGraph) -> Tensor:
     return graph.cached(("halo_send_index",), lambda: torch.cat(list(graph.send_idx)))
 
 
-def _encode(codec: Optional[BoundCodec], rows: Tensor, counts: list[int], tensor: int,
+def _encode(codec: Optional[Transport], rows: Tensor, counts: list[int], tensor: int,
             keys) -> Tensor:
     """``rows`` (chunks of ``counts`` rows, one per peer) encoded chunk by chunk; ``keys(q)``
     is the (owner, user, direction) of peer ``q``'s chunk."""
     if codec is None or codec.is_raw(rows):
         return rows.contiguous()
+    if not codec.keyed:
+        return codec.encode(rows, None).contiguous()
     chunks = rows.split(counts)
     return torch.cat([codec.encode(c, codec.key(tensor, *keys(q)))
                       for q, c in enumerate(chunks)]).contiguous()
 
 
-def _encode_rows(codec: Optional[BoundCodec], x: Tensor, graph: DistGraph, tensor: int,
+def _encode_rows(codec: Optional[Transport], x: Tensor, graph: DistGraph, tensor: int,
                  keys) -> Tensor:
     """The rows of ``x`` each peer reads, encoded peer by peer without first gathering them
     at full size (``keys`` as in :func:`_encode`)."""
     if codec is None or codec.is_raw(x):
         return x.index_select(0, _send_index(graph))
+    if not codec.keyed:
+        return codec.encode_rows(x, _send_index(graph), None).contiguous()
     return torch.cat([codec.encode_rows(x, idx, codec.key(tensor, *keys(q)))
                       for q, idx in enumerate(graph.send_idx)]).contiguous()
 
 
-def _decode(codec: Optional[BoundCodec], payload: Tensor, counts: list[int], like: Tensor,
+def _decode(codec: Optional[Transport], payload: Tensor, counts: list[int], like: Tensor,
             tensor: int, keys) -> Tensor:
     """Rows shaped like ``like``'s from the peers' chunks of ``payload``, each decoded
     straight into its place in the output."""
     if codec is None or codec.is_raw(like):
         return payload
+    if not codec.keyed:
+        return codec.decode(payload, tuple(like.shape[1:]), like.dtype, None)
     out = like.new_empty((sum(counts), *like.shape[1:]))
     for q, (dst, chunk) in enumerate(zip(out.split(counts), payload.split(counts))):
         codec.decode_into(dst, chunk, codec.key(tensor, *keys(q)))
     return out
 
 
-def _buffer(codec: Optional[BoundCodec], like: Tensor, rows: int) -> Tensor:
+def _buffer(codec: Optional[Transport], like: Tensor, rows: int) -> Tensor:
     wire = like if codec is None else codec.wire_like(like)
     return wire.new_empty((rows, *wire.shape[1:]))
 

@@ -1,5 +1,6 @@
 """The :class:`~pyg_sar.core.exchange.Wire` of a converted layer's propagate call: its name in
-the traffic ledger and, when the layer is compressed and in training mode (or the compressor
+the traffic ledger, the wire dtype of its configuration (``SARConfig.wire_dtype``, in every
+mode) and, when the layer is compressed and in training mode (or the compressor
 says ``in_eval``), its compressor bound for this call (ratio and key fixed now, kept with the
 propagation for its backward pass).
 
@@ -30,10 +31,13 @@ def layer_wire(layer: MessagePassing, exact: Iterable[int] = ()) -> Wire:
         return held
     label = getattr(layer, "_sar_name", None)
     comp = getattr(layer, "_sar_compressor", None)
+    config = getattr(layer, "_sar_config", None)
+    wire_dtype = None if config is None else config.wire_dtype
     exact = frozenset(int(i) for i in exact)
     if comp is None or not comp.applies(layer.training):
-        return Wire(label, exact=exact, halo={})
-    return Wire(label, comp.bind(layer._sar_layer_index), exact, halo={})
+        return Wire(label, exact=exact, halo={}, wire_dtype=wire_dtype)
+    return Wire(label, comp.bind(layer._sar_layer_index), exact, halo={},
+                wire_dtype=wire_dtype)
 
 
 def hold_wire(layer: MessagePassing, wire: Wire) -> None:

@@ -11,6 +11,7 @@
 * ``halo``: one forward of a halo-mode GAT/GATv2 layer binds its compressor once and sends
   each source tensor once, so halo draws the same keys as sar/sa: equal results under random
   codecs, equal bytes in the traffic ledger, one bind per layer call.
+* ``wire_dtype``: bf16 on the wire (``wire_dtype_cases.py``).
 """
 from __future__ import annotations
 
@@ -254,6 +255,9 @@ GROUPS = {
     "sa_memory": lambda ctx, part, data, parts: sa_memory(ctx, part, data),
     "logits": logits,
     "halo": lambda ctx, part, data, parts: halo(ctx, part, data),
+    # SARConfig(wire_dtype=...): wire_dtype_cases.py (imported when run: it imports this file)
+    "wire_dtype": lambda ctx, part, data, parts: __import__("wire_dtype_cases").wire_dtype(
+        ctx, part, data, parts),
 }
 
 

@@ -60,3 +60,40 @@ def test_two_ranks_under_torchrun(tmp_path):
     out = json.loads(metrics.read_text())
     assert out["world_size"] == 2 and out["backend"] == "gloo"
     assert out["history"][-1]["loss"] < out["history"][0]["loss"]
+
+
+def _two_ranks() -> list[str]:
+    mpiexec = find_mpiexec()
+    if mpiexec is not None:
+        return [mpiexec, "-n", "2", sys.executable]
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes=1",
+            "--nproc-per-node=2"]
+
+
+def test_two_ranks_with_bf16_on_the_wire_and_bf16_mixed_precision(tmp_path):
+    """--wire-dtype bfloat16 halves every epoch's bytes exactly (float32 rows as bf16) and
+    still learns Cora; with --precision bf16-mixed (autocast) too. Each run is partitioned
+    alike (METIS, seed 0), so the bytes per epoch only depend on the dtypes."""
+    runs = {"f32": ("--epochs", "2"),
+            "wire": ("--epochs", "30", "--wire-dtype", "bfloat16"),
+            "mixed": ("--epochs", "30", "--wire-dtype", "bfloat16", "--precision",
+                      "bf16-mixed")}
+    out, stdout = {}, {}
+    for name, extra in runs.items():
+        metrics = tmp_path / f"{name}.json"
+        proc = _run([*_two_ranks(), *_train("--metrics", str(metrics), "--parts-dir",
+                                            str(tmp_path / f"parts-{name}"), *extra)],
+                    tmp_path)
+        out[name], stdout[name] = json.loads(metrics.read_text()), proc.stdout
+    full = out["f32"]["history"][0]["bytes_sent"]
+    assert full > 0
+    for name in ("wire", "mixed"):
+        got = out[name]
+        assert got["world_size"] == 2
+        assert got["config"]["wire_dtype"] == "bfloat16"
+        assert all(2 * r["bytes_sent"] == full for r in got["history"]), (name, full)
+        assert got["history"][-1]["loss"] < 0.6 * got["history"][0]["loss"], name
+        assert got["final_test_acc"] > 0.7, (name, got["final_test_acc"])  # float32: ~0.8
+    assert out["mixed"]["config"]["precision"] == "bf16-mixed"
+    assert "precision bf16-mixed (storage float32), wire bfloat16" in stdout["mixed"]
+    assert "precision 32 (storage float32), wire float32" in stdout["f32"]

@@ -137,3 +137,28 @@ def test_one_process_on_a_two_part_folder_fails_at_load_not_in_forward(tmp_path)
             f"(world size)") in proc.stderr, proc.stderr[-3000:]
     assert "load_partition" in proc.stderr and "DistGraph was partitioned" not in proc.stderr
     assert "training" not in proc.stdout
+
+
+def test_precision_and_wire_dtype_flags_are_checked_by_the_parser():
+    args = parse_args(["--precision", "bf16-mixed", "--wire-dtype", "bfloat16"])
+    assert args.precision == "bf16-mixed" and args.wire_dtype == "bfloat16"
+    defaults = parse_args([])
+    assert defaults.precision == "32" and defaults.wire_dtype == "float32"
+    refused = [["--precision", "bf16-true", "--dtype", "float64"],
+               ["--precision", "bf16-mixed", "--dtype", "float64"],
+               ["--wire-dtype", "bfloat16", "--reference"],
+               ["--precision", "bf16-mixed", "--sampler", "sage"],
+               ["--wire-dtype", "bfloat16", "--sampler", "sage"],
+               ["--precision", "16-mixed"], ["--wire-dtype", "float16"]]
+    for argv in refused:
+        with pytest.raises(SystemExit) as exc:
+            parse_args(argv)
+        assert exc.value.code == 2, argv
+
+
+def test_precision_with_float64_storage_is_one_line_naming_both_flags(tmp_path):
+    proc = _cli(["--precision", "bf16-true", "--dtype", "float64"], tmp_path)
+    assert proc.returncode == 2
+    assert _error_lines(proc.stderr) == [
+        f"{PROG}: error: --precision bf16-true computes in bf16 from float32 storage; it does "
+        f"not combine with --dtype float64"]
