@@ -133,11 +133,23 @@ def _gcn_norm(graph: DistGraph, weight: Optional[Tensor], loops: bool, fill: flo
                              torch.full_like(existing, fill, dtype=w.dtype))
         w = view.edge_tensor(w, loop_value=loop_w)
     rows = torch.cat([b.row for b in view.blocks])
-    deg = torch.zeros(graph.num_nodes, dtype=w.dtype, device=w.device).index_add(0, rows, w)
+    # Degrees, their powers and the products in at least float32 (bf16 / f16 weights: a
+    # bf16 running sum stops counting at 256), the weights returned in the weights' dtype as
+    # PyG's gcn_norm returns them.
+    wide = wide_dtype(w.dtype)
+    w_wide = w.to(wide)
+    deg = torch.zeros(graph.num_nodes, dtype=wide, device=w.device).index_add(0, rows, w_wide)
     dinv = deg.pow(-0.5).masked_fill(deg == 0, 0.0)
     dinv_ext = with_halo(graph, dinv.view(-1, 1)).view(-1)
     cols = view.edge_index(halo_offsets(graph))[0]  # sources in [local; halo] numbering
-    return view, dinv_ext.index_select(0, cols) * w * dinv.index_select(0, rows)
+    norm = dinv_ext.index_select(0, cols) * w_wide * dinv.index_select(0, rows)
+    return view, norm.to(w.dtype)
+
+
+def wide_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype a degree or normalisation statistic of ``dtype`` values is computed in:
+    float32 for bfloat16 / float16, the dtype itself for float32 / float64."""
+    return torch.promote_types(dtype, torch.float32)
 
 
 def cluster_gcn_forward(self, x: Tensor, edge_index) -> Tensor:

@@ -30,6 +30,7 @@ from pyg_sar.core.halo import halo_offsets, with_halo
 from pyg_sar.core.reduce import global_max, sum_to_owners
 from pyg_sar.core.views import self_loop_view, stored_view
 from pyg_sar.graph import DistGraph
+from pyg_sar.nn.families import wide_dtype
 
 LambdaMax = Union[None, float, Tensor]
 
@@ -60,7 +61,9 @@ def _inv(deg: Tensor, power: float) -> Tensor:
 
 def laplacian(graph: DistGraph, weight: Optional[Tensor], normalization: Optional[str],
               dtype: Optional[torch.dtype]) -> Tensor:
-    """``get_laplacian`` weights of the graph in self-loop-view order."""
+    """``get_laplacian`` weights of the graph in self-loop-view order, computed (and returned)
+    in at least float32 (:func:`~pyg_sar.nn.families.wide_dtype`: degrees of bf16 weights
+    are summed in float32)."""
     if normalization not in (None, "sym", "rw"):
         raise ValueError(f"laplacian: normalization must be None, 'sym' or 'rw' "
                          f"(got {normalization!r})")
@@ -68,7 +71,7 @@ def laplacian(graph: DistGraph, weight: Optional[Tensor], normalization: Optiona
     w = weight if weight is not None else torch.ones(graph.num_edges, dtype=dtype,
                                                      device=graph.device)
     # get_laplacian removes the stored self-loops before summing degrees.
-    w = w.masked_fill(_stored_loops(graph), 0.0)
+    w = w.to(wide_dtype(w.dtype)).masked_fill(_stored_loops(graph), 0.0)
     deg = out_degree(graph, w)
     rows = torch.cat([b.row for b in graph.blocks])
     if normalization is None:
@@ -88,8 +91,11 @@ def laplacian(graph: DistGraph, weight: Optional[Tensor], normalization: Optiona
 
 def scaled_laplacian(graph: DistGraph, weight: Optional[Tensor], normalization: Optional[str],
                      lambda_max: LambdaMax, dtype: Optional[torch.dtype]) -> Tensor:
-    """ChebConv's edge weights ``2 L / lambda_max - I`` in self-loop-view order."""
+    """ChebConv's edge weights ``2 L / lambda_max - I`` in self-loop-view order (in the
+    weights' dtype, or ``dtype`` for an unweighted graph, as PyG's; computed in at least
+    float32)."""
     lap = laplacian(graph, weight, normalization, dtype)
+    narrow = weight.dtype if weight is not None else dtype
     if lambda_max is None:
         lambda_max = 2.0 * global_max(graph, lap)
     elif not isinstance(lambda_max, Tensor):
@@ -97,7 +103,10 @@ def scaled_laplacian(graph: DistGraph, weight: Optional[Tensor], normalization: 
     out = (2.0 * lap) / lambda_max
     out = out.masked_fill(out == float("inf"), 0.0)
     is_loop = self_loop_view(graph).stored_index < 0
-    return out - is_loop.to(out.dtype)
+    out = out - is_loop.to(out.dtype)
+    if narrow is not None and wide_dtype(narrow) != narrow:
+        out = out.to(narrow)  # bf16 / f16 weights: back to their dtype once, at the end
+    return out
 
 
 def cheb_norm(self, edge_index, num_nodes: Optional[int], edge_weight: Optional[Tensor],
