@@ -1,9 +1,11 @@
 """Builds the native operators ``pyg_sar._C`` from csrc/ (sources listed in csrc/sources.txt).
 
 CUDA sources are compiled when torch has CUDA and nvcc is found (``CUDA_HOME``), or when
-``FORCE_CUDA=1``; ``FORCE_ONLY_CPU=1`` skips them. ``PYG_SAR_NO_EXTENSION=1`` installs the Python
-package alone (``.ci/setup`` builds the extension itself, incrementally). Metadata lives in
-pyproject.toml.
+``FORCE_CUDA=1`` (an error naming what is missing when torch is CPU-only or no CUDA toolkit is
+found); ``FORCE_ONLY_CPU=1`` skips them. ``TORCH_CUDA_ARCH_LIST`` (e.g. ``9.0``) restricts the
+GPU architectures compiled for (``.ci/gpu`` sets the present GPU's).
+``PYG_SAR_NO_EXTENSION=1`` installs the Python package alone (``.ci/setup`` builds the extension
+itself, incrementally). Metadata lives in pyproject.toml.
 
 Built wheels leave out the repository's own test harness (:data:`HARNESS_MODULES`); a source
 checkout and an editable install keep it, since the tests run there.
@@ -61,6 +63,20 @@ def build_extensions() -> tuple[list, dict]:
     sources = read_sources(ROOT / SOURCES_FILE)
     with_cuda = not env_flag("FORCE_ONLY_CPU") and (
         env_flag("FORCE_CUDA") or (torch.version.cuda is not None and CUDA_HOME is not None))
+    if with_cuda and env_flag("FORCE_CUDA"):
+        # A CUDA build links torch's CUDA libraries and compiles with nvcc: say which is missing
+        # instead of failing deep inside the compiler or the linker.
+        if torch.version.cuda is None:
+            raise RuntimeError(f"setup.py: FORCE_CUDA=1 needs a CUDA build of torch (torch "
+                               f"{torch.__version__} is CPU-only)")
+        if CUDA_HOME is None:
+            raise RuntimeError("setup.py: FORCE_CUDA=1 but no CUDA toolkit was found (set "
+                               "CUDA_HOME or put nvcc on PATH)")
+    if with_cuda:
+        # TORCH_CUDA_ARCH_LIST picks the GPU architectures (e.g. "9.0"; .ci/gpu sets the present
+        # GPU's). Unset, torch targets the visible GPUs, or every architecture it knows.
+        archs = os.environ.get("TORCH_CUDA_ARCH_LIST") or "torch's default (the visible GPUs)"
+        print(f"pyg_sar: CUDA architectures: {archs}", file=sys.stderr)
 
     cxx_flags = ["-O3", "-std=c++20", "-fopenmp"]
     link_flags = ["-fopenmp"]
