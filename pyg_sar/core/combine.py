@@ -10,6 +10,14 @@ edges at once:
   backward pass splits each gradient evenly between all tied messages across blocks, exactly as
   ``torch.scatter_reduce(..., "amax", include_self=False)`` does in single-process PyG. Rows with
   no messages are 0.
+
+Precision: messages in bfloat16 / float16 are folded into float32 accumulators (sums, a mean's
+degree scaling, sums of squares, tie counts, the online softmax's ``m``, ``l`` and accumulator;
+:func:`pyg_sar.core.precision.accumulate_dtype`); extremes are kept in the messages' dtype (a
+max is exact in any dtype). ``finalize`` casts the result to the dtype PyG's propagate would
+return: the messages' dtype (for attention, that of ``scores * values``). The backward formulas
+run in float32 too and hand each message its gradient in the message's dtype. A rule instance
+serves one propagate call: ``init`` records the messages' dtype.
 """
 from __future__ import annotations
 
@@ -18,9 +26,15 @@ from typing import Optional
 import torch
 from torch import Tensor
 
+from pyg_sar.core.precision import accumulate_dtype, to_accumulate
+
 
 def _expand(index: Tensor, like: Tensor) -> Tensor:
     return index.view(-1, *([1] * (like.dim() - 1))).expand_as(like)
+
+
+def _cast(t: Tensor, dtype: Optional[torch.dtype]) -> Tensor:
+    return t if dtype is None or t.dtype == dtype else t.to(dtype)
 
 
 class SumRule:
@@ -31,12 +45,20 @@ class SumRule:
     def __init__(self, mean: bool, in_degree: Tensor) -> None:
         self.mean = mean
         self.in_degree = in_degree
+        self.dtype: Optional[torch.dtype] = None  # the messages' (the output's) dtype
 
     def init(self, num_nodes: int, msgs: Tensor) -> Tensor:
-        return msgs.new_zeros((num_nodes, *msgs.shape[1:]))
+        self.dtype = msgs.dtype
+        return msgs.new_zeros((num_nodes, *msgs.shape[1:]), dtype=accumulate_dtype(msgs.dtype))
+
+    def adopt(self, partial: Tensor, dtype: torch.dtype) -> Tensor:
+        """Start from a block's already-aggregated partial (fused kernel path, accumulated in
+        ``accumulate_dtype(dtype)``) of messages of ``dtype``."""
+        self.dtype = dtype
+        return to_accumulate(partial)
 
     def fold(self, acc: Tensor, msgs: Tensor, row: Tensor) -> Tensor:
-        return acc.index_add_(0, row, msgs)
+        return acc.index_add_(0, row, _cast(msgs, acc.dtype))
 
     def fold_partial(self, acc: Tensor, partial: Tensor) -> Tensor:
         """Add a block's already-aggregated partial (fused kernel path)."""
@@ -48,14 +70,18 @@ class SumRule:
 
     def finalize(self, acc: Tensor) -> Tensor:
         # acc is the propagate's own accumulator (a sum keeps no state for backward)
-        return acc.div_(self._scale(acc)) if self.mean else acc
+        return _cast(acc.div_(self._scale(acc)) if self.mean else acc, self.dtype)
 
     def node_grad(self, grad_out: Tensor) -> Tensor:
-        """Gradient with respect to each block's partial sum."""
-        return grad_out / self._scale(grad_out) if self.mean else grad_out
+        """Gradient with respect to each block's partial sum (a mean's scaling computed in the
+        accumulation dtype, returned in ``grad_out``'s)."""
+        if not self.mean:
+            return grad_out
+        g = to_accumulate(grad_out)
+        return _cast(g / self._scale(g), grad_out.dtype)
 
     def message_grad(self, grad_out: Tensor, msgs: Tensor, row: Tensor, state) -> Tensor:
-        return self.node_grad(grad_out).index_select(0, row)
+        return _cast(self.node_grad(grad_out).index_select(0, row), msgs.dtype)
 
     def state(self, out: Tensor, acc) -> list[Tensor]:
         """Local tensors the backward pass needs (none for a sum)."""
@@ -73,7 +99,8 @@ class ExtremeRule:
     def init(self, num_nodes: int, msgs: Tensor):
         fill = float("-inf") if self.largest else float("inf")
         value = msgs.new_full((num_nodes, *msgs.shape[1:]), fill)
-        count = msgs.new_zeros((num_nodes, *msgs.shape[1:]))
+        # tie counts in the accumulation dtype: bfloat16 counts only up to 256 exactly
+        count = msgs.new_zeros((num_nodes, *msgs.shape[1:]), dtype=accumulate_dtype(msgs.dtype))
         return value, count
 
     def fold(self, acc, msgs: Tensor, row: Tensor):
@@ -83,7 +110,7 @@ class ExtremeRule:
         fill = float("-inf") if self.largest else float("inf")
         block = msgs.new_full(value.shape, fill).scatter_reduce_(
             0, _expand(row, msgs), msgs, reduce=self._reduce, include_self=True)
-        ties = (msgs == block.index_select(0, row)).to(msgs.dtype)
+        ties = (msgs == block.index_select(0, row)).to(count.dtype)
         block_count = torch.zeros_like(count).index_add_(0, row, ties)
         better = block > value if self.largest else block < value
         equal = block == value
@@ -101,7 +128,7 @@ class ExtremeRule:
     def message_grad(self, grad_out: Tensor, msgs: Tensor, row: Tensor, state) -> Tensor:
         out, count = state
         winner = (msgs == out.index_select(0, row)) & (count.index_select(0, row) > 0)
-        share = grad_out / count.clamp(min=1)
+        share = _cast(to_accumulate(grad_out) / count.clamp(min=1), msgs.dtype)
         return torch.where(winner, share.index_select(0, row), torch.zeros_like(msgs))
 
 
@@ -128,30 +155,36 @@ class StatsRule:
         self.stats = tuple(dict.fromkeys(stats))
         self.finish = finish
         self._extreme = {"max": ExtremeRule(True), "min": ExtremeRule(False)}
+        self.dtype: Optional[torch.dtype] = None  # the messages' (the output's) dtype
 
     def init(self, num_nodes: int, msgs: Tensor) -> dict:
+        self.dtype = msgs.dtype
+        wide = accumulate_dtype(msgs.dtype)
         return {s: self._extreme[s].init(num_nodes, msgs) if s in self._extreme
-                else msgs.new_zeros((num_nodes, *msgs.shape[1:])) for s in self.stats}
+                else msgs.new_zeros((num_nodes, *msgs.shape[1:]), dtype=wide)
+                for s in self.stats}
 
     def fold(self, acc: dict, msgs: Tensor, row: Tensor) -> dict:
+        wide = None
         for s in self.stats:
-            if s == "sum":
-                acc[s] = acc[s].index_add_(0, row, msgs)
-            elif s == "sumsq":
-                acc[s] = acc[s].index_add_(0, row, msgs * msgs)
+            if s in ("sum", "sumsq"):
+                wide = _cast(msgs, acc[s].dtype) if wide is None else wide
+                acc[s] = acc[s].index_add_(0, row, wide if s == "sum" else wide * wide)
             else:
                 acc[s] = self._extreme[s].fold(acc[s], msgs, row)
         return acc
 
     def _values(self, acc: dict) -> dict:
-        return {s: self._extreme[s].finalize(acc[s]) if s in self._extreme else acc[s]
-                for s in self.stats}
+        # finish sees every statistic in the accumulation dtype (extremes are exact in it)
+        return {s: to_accumulate(self._extreme[s].finalize(acc[s])) if s in self._extreme
+                else acc[s] for s in self.stats}
 
     def finalize(self, acc: dict) -> Tensor:
         values = self._values(acc)
         out = self.finish(values)
         # a statistic returned as it is would be saved for backward and be the output
-        return out.clone() if any(out is v for v in values.values()) else out
+        out = out.clone() if any(out is v for v in values.values()) else out
+        return _cast(out, self.dtype)
 
     def state(self, out: Tensor, acc: dict) -> list[Tensor]:
         values, state = self._values(acc), []
@@ -168,22 +201,25 @@ class StatsRule:
             values[s] = next(it)
             if s in self._extreme:
                 counts[s] = next(it)
-        leaves = {s: v.detach().requires_grad_() for s, v in values.items()}
+        leaves = {s: to_accumulate(v).detach().requires_grad_() for s, v in values.items()}
         with torch.enable_grad():
             out = self.finish(leaves)
-        grads = torch.autograd.grad(out, list(leaves.values()), grad_out, allow_unused=True)
-        total = torch.zeros_like(msgs)
+        grads = torch.autograd.grad(out, list(leaves.values()), _cast(grad_out, out.dtype),
+                                    allow_unused=True)
+        wide = to_accumulate(msgs)
+        total = torch.zeros_like(wide)
         for s, g in zip(leaves, grads):
             if g is None:
                 continue
             if s == "sum":
                 total = total + g.index_select(0, row)
             elif s == "sumsq":
-                total = total + 2 * msgs * g.index_select(0, row)
+                total = total + 2 * wide * g.index_select(0, row)
             else:
+                value = _cast(values[s], msgs.dtype)  # the extreme, exact in msgs' dtype
                 total = total + self._extreme[s].message_grad(g, msgs, row,
-                                                              [values[s], counts[s]])
-        return total
+                                                              [value, counts[s]])
+        return _cast(total, msgs.dtype)
 
 
 class SoftmaxRule:
@@ -202,19 +238,24 @@ class SoftmaxRule:
 
     def __init__(self, semi_grad: bool = False) -> None:
         self.semi_grad = semi_grad  # treat the attention weights as constants in backward
+        self.dtype: Optional[torch.dtype] = None  # the output's: that of scores * values
 
     def init(self, num_nodes: int, msgs):
-        scores, values, _ = msgs
+        scores, values = msgs[0], msgs[1]
+        self.dtype = torch.promote_types(scores.dtype, values.dtype)
+        wide = accumulate_dtype(self.dtype)
         heads = scores.shape[1:]
-        m = scores.new_full((num_nodes, *heads), float("-inf"))
-        return m, scores.new_zeros((num_nodes, *heads)), values.new_zeros(
-            (num_nodes, *values.shape[1:]))
+        m = scores.new_full((num_nodes, *heads), float("-inf"), dtype=wide)
+        return m, scores.new_zeros((num_nodes, *heads), dtype=wide), values.new_zeros(
+            (num_nodes, *values.shape[1:]), dtype=wide)
 
     def fold(self, acc, msgs, row: Tensor):
         m, l, total = acc
         scores, values, drop = msgs
         if scores.numel() == 0:
             return acc
+        scores, values = _cast(scores, m.dtype), _cast(values, m.dtype)
+        drop = None if drop is None else _cast(drop, m.dtype)
         block_max = scores.new_full(m.shape, float("-inf")).scatter_reduce_(
             0, _expand(row, scores), scores, reduce="amax", include_self=True)
         m_new = torch.maximum(m, block_max)
@@ -227,29 +268,37 @@ class SoftmaxRule:
             0, row, weight.unsqueeze(-1) * values)
         return m_new, l, total
 
-    def finalize(self, acc) -> Tensor:
+    def _wide(self, acc) -> Tensor:
+        """The output in the accumulation dtype."""
         _, l, total = acc
         safe = torch.where(l > 0, l, torch.ones_like(l))
         return total / safe.unsqueeze(-1)
 
+    def finalize(self, acc) -> Tensor:
+        return _cast(self._wide(acc), self.dtype)
+
     def state(self, out: Tensor, acc) -> list[Tensor]:
-        return [out, acc[0], acc[1]]
+        # the output as accumulated (not rounded to a low-precision dtype) for the backward
+        return [out if out.dtype == acc[0].dtype else self._wide(acc), acc[0], acc[1]]
 
     def message_grad(self, grad_out: Tensor, msgs, row: Tensor, state):
         out, m, l = state
         scores, values, drop = msgs
+        wide = m.dtype
+        grad_out = _cast(grad_out, wide)
         g = grad_out.index_select(0, row)
         safe = torch.where(l > 0, l, torch.ones_like(l))
-        a = torch.exp(scores - m.index_select(0, row)) / safe.index_select(0, row)
+        a = torch.exp(_cast(scores, wide) - m.index_select(0, row)) / safe.index_select(0, row)
+        drop = None if drop is None else _cast(drop, wide)
         ad = a if drop is None else a * drop
-        grad_values = ad.unsqueeze(-1) * g
-        dot = (g * values).sum(-1)
+        grad_values = _cast(ad.unsqueeze(-1) * g, values.dtype)
+        dot = (g * _cast(values, wide)).sum(-1)
         if drop is not None:
             dot = dot * drop
         if self.semi_grad:
             return None, grad_values, None
         big_d = (grad_out * out).sum(-1).index_select(0, row)
-        grad_scores = a * (dot - big_d)
+        grad_scores = _cast(a * (dot - big_d), scores.dtype)
         return grad_scores, grad_values, None
 
 
@@ -296,11 +345,12 @@ class GroupedSoftmaxRule:
         return self.inner.fold(acc, msgs[:3], self._key(row, msgs[3]))
 
     def _grouped(self, acc) -> Tensor:
-        return self.inner.finalize(acc)  # [N * G, H, C]
+        return self.inner._wide(acc)  # [N * G, H, C], in the accumulation dtype
 
     def finalize(self, acc) -> Tensor:
         grouped = self._grouped(acc)
-        return grouped.view(-1, self.num_groups, *grouped.shape[1:]).sum(1)
+        return _cast(grouped.view(-1, self.num_groups, *grouped.shape[1:]).sum(1),
+                     self.inner.dtype)
 
     def state(self, out: Tensor, acc) -> list[Tensor]:
         return [self._grouped(acc), acc[0], acc[1]]
@@ -310,13 +360,16 @@ class GroupedSoftmaxRule:
         # is grad_out[i], so SoftmaxRule's formulas apply with it and the group's key.
         grouped, m, l = state
         scores, values, drop, group = msgs
+        wide = m.dtype
         key = self._key(row, group)
-        g = grad_out.index_select(0, row)
+        g = _cast(grad_out, wide).index_select(0, row)
         safe = torch.where(l > 0, l, torch.ones_like(l))
-        a = torch.exp(scores - m.index_select(0, key)) / safe.index_select(0, key)
+        a = torch.exp(_cast(scores, wide) - m.index_select(0, key)) / safe.index_select(0, key)
+        drop = None if drop is None else _cast(drop, wide)
         ad = a if drop is None else a * drop
-        dot = (g * values).sum(-1)
+        dot = (g * _cast(values, wide)).sum(-1)
         if drop is not None:
             dot = dot * drop
         big_d = (g * grouped.index_select(0, key)).sum(-1)
-        return a * (dot - big_d), ad.unsqueeze(-1) * g, None, None
+        return (_cast(a * (dot - big_d), scores.dtype), _cast(ad.unsqueeze(-1) * g, values.dtype),
+                None, None)

@@ -23,6 +23,18 @@ fresh one); the ids are the original node ids the graph carries (``DistGraph.nod
 :func:`pyg_sar.load_partition`; else the partition's new ids ``node_offsets[rank] + local id``),
 exchanged once through the ranks' send lists. With original ids and the same torch seed on all
 ranks the mask does not depend on P or on the partitioning.
+
+Precision: the kernels compute in one dtype, the promotion of all inputs' dtypes
+(:func:`compute_dtype`; PyG's ``x_j * alpha`` promotes the same way). Under ``torch.autocast``
+GAT's ``x`` is bfloat16 while its logits, computed with float32 parameters, are float32: the
+rows cross the network in their own dtype and each block's rows are read in float32 (an exact
+cast), so the attention is computed as PyG computes it under autocast, in float32. Inputs that
+are all bfloat16 / float16 (``model.bfloat16()``) run the kernels in that dtype with a float32
+``(m, l, acc)`` state where the build supports it (:func:`fused_dtype`); otherwise the caller
+takes the plain-torch path, which accumulates in float32 too. The output has the compute
+dtype; the edge term's product runs with autocast off (in the compute dtype), in forward and
+backward alike, and every gradient is summed over blocks in float32 and returned in its
+input's dtype.
 """
 from __future__ import annotations
 
@@ -33,6 +45,7 @@ import torch
 from torch import Tensor
 
 from pyg_sar.core.exchange import NO_WIRE, RowFetcher, Wire
+from pyg_sar.core.precision import accumulate_dtype, is_low_precision
 from pyg_sar.core.views import GraphView, ViewBlock
 from pyg_sar.core.walk import BlockWalk
 from pyg_sar.graph import DistGraph
@@ -93,14 +106,88 @@ def _transposed(spec: FusedAttention, s: int) -> Tensor:
         lambda: ops.gat_transpose(block.rowptr, block.col, block.num_src))
 
 
+_KERNEL_DTYPES = (torch.float32, torch.float64)
+_low_ok: dict[tuple[str, torch.dtype], bool] = {}
+
+
+def compute_dtype(tensors) -> torch.dtype:
+    """The dtype the kernels compute in: the promotion of the given tensors' dtypes."""
+    dtype = None
+    for t in tensors:
+        if t is not None:
+            dtype = t.dtype if dtype is None else torch.promote_types(dtype, t.dtype)
+    return dtype
+
+
+def _kernels_take_low(dtype: torch.dtype, device: torch.device) -> bool:
+    """Whether this build runs the attention ops on ``dtype`` inputs with a float32 state: one
+    tiny GAT block through forward, finalize and backward, tried once per dtype and device
+    (a build without the dtype raises its documented dtype error)."""
+    key = (torch.device(device).type, dtype)
+    if key not in _low_ok:
+        rowptr = torch.tensor([0, 1], device=device)
+        col = torch.zeros(1, dtype=torch.long, device=device)
+        x = torch.ones((1, 1, 1), dtype=dtype, device=device)
+        a = torch.zeros((1, 1), dtype=dtype, device=device)
+        try:
+            m, l, acc = _state(1, 1, 1, x)
+            ops.gat_block_forward_(rowptr, col, x, a, a, None, m, l, acc)
+            out = ops.gat_finalize(acc, l)
+            grads = ops.gat_block_backward(out.to(out.dtype), out, m, l, rowptr, col, x, a, a,
+                                           None)
+            _low_ok[key] = float(out.flatten()[0]) == 1.0 and grads[0].dtype == dtype
+        except (RuntimeError, ValueError):  # the op's dtype error (either kind)
+            _low_ok[key] = False
+    return _low_ok[key]
+
+
+def fused_dtype(tensors, device: torch.device) -> Optional[torch.dtype]:
+    """The compute dtype of the fused kernels for these inputs, or ``None`` if this build
+    cannot run it (the caller then takes the plain-torch attention path). Mixed dtypes run
+    in their promotion (see the module docstring); float32 / float64 always, bfloat16 /
+    float16 where the build's kernels take them with a float32 state."""
+    dtype = compute_dtype(tensors)
+    if dtype in _KERNEL_DTYPES:
+        return dtype
+    if is_low_precision(dtype) and ops.fused_attention_available(device):
+        return dtype if _kernels_take_low(dtype, device) else None
+    return None
+
+
+def _state(num_dst: int, heads: int, channels: int, like: Tensor):
+    """Fresh ``(m, l, acc)`` in the accumulation dtype of ``like`` (float32 for bf16 / f16)."""
+    wide = like.new_empty(0, dtype=accumulate_dtype(like.dtype))
+    return ops.attention_state(num_dst, heads, channels, wide)
+
+
+def _no_autocast(device: torch.device):
+    return torch.autocast(torch.device(device).type, enabled=False)
+
+
 def _edge_term(spec: FusedAttention, edge_attr: Optional[Tensor], w_edge: Optional[Tensor],
                block: ViewBlock) -> Optional[Tensor]:
     if edge_attr is None or w_edge is None:
         return None
-    term = edge_attr[block.edge_slice] @ w_edge.t()
+    with _no_autocast(edge_attr.device):  # the same product in forward and backward
+        term = edge_attr[block.edge_slice] @ w_edge.t()
     if spec.kind == "gatv2":
         term = term.view(-1, spec.heads, spec.channels)
     return term.contiguous()
+
+
+def _rows(rows: list[Tensor], dtype: torch.dtype) -> list[Tensor]:
+    """A block's source rows in the compute dtype (rows cross in their own dtype)."""
+    return [r if r.dtype == dtype else r.to(dtype) for r in rows]
+
+
+def _cast_all(dtype: torch.dtype, *tensors: Optional[Tensor]) -> list[Optional[Tensor]]:
+    return [None if t is None else t.to(dtype).contiguous() for t in tensors]
+
+
+def _grad_in(grad: Optional[Tensor], like: Optional[Tensor]) -> Optional[Tensor]:
+    if grad is None or like is None or grad.dtype == like.dtype:
+        return grad
+    return grad.to(like.dtype)
 
 
 class FusedAttentionFunction(torch.autograd.Function):
@@ -112,81 +199,96 @@ class FusedAttentionFunction(torch.autograd.Function):
                 w_edge: Optional[Tensor]) -> Tensor:
         g = spec.view.graph
         src = [t.contiguous() for t in (x_src, a_src) if t is not None]
-        dst = dst.contiguous()
-        att = None if att is None else att.contiguous()
+        dtype = compute_dtype((x_src, a_src, dst, att, edge_attr, w_edge))
+        dst_c, att_c, ea_c, w_c = _cast_all(dtype, dst, att, edge_attr, w_edge)
         ids = global_source_ids(g) if spec.dropout > 0 else None
-        m, l, acc = ops.attention_state(g.num_nodes, spec.heads, spec.channels, x_src)
+        m, l, acc = _state(g.num_nodes, spec.heads, spec.channels, x_src.new_empty(0, dtype=dtype))
         walk = BlockWalk(spec.view, src, spec.mode, spec.pipeline_depth, spec.wire)
         for step in walk.forward():
             block = step.block
             if block.num_edges == 0:
                 continue
-            _block_forward(spec, block, step.rows, dst, att,
-                           _edge_term(spec, edge_attr, w_edge, block), m, l, acc, ids,
-                           step.src_rank)
+            _block_forward(spec, block, _rows(step.rows, dtype), dst_c, att_c,
+                           _edge_term(spec, ea_c, w_c, block), m, l, acc, ids, step.src_rank)
         kept = walk.kept
-        out = ops.gat_finalize(acc, l)
+        out = ops.gat_finalize(acc, l)  # in the state's dtype; the backward reads it so
         ctx.spec, ctx.n_kept = spec, len(kept)
         ctx.save_for_backward(x_src, a_src, dst, att, edge_attr, w_edge, *kept, out, m, l)
-        return out
+        return out if out.dtype == dtype else out.to(dtype)
 
     @staticmethod
     def backward(ctx: Any, grad_out: Tensor):
-        spec: FusedAttention = ctx.spec
-        saved = ctx.saved_tensors
-        x_src, a_src, dst, att, edge_attr, w_edge = saved[:6]
-        kept = saved[6:6 + ctx.n_kept]
-        out, m, l = saved[6 + ctx.n_kept:]
-        g = spec.view.graph
-        world = g.world_size
-        src = [t.contiguous() for t in (x_src, a_src) if t is not None]
-        grad_out = grad_out.contiguous()
-        ids = global_source_ids(g) if spec.dropout > 0 else None
-        # With one rank the local block's gradients are taken as they come (no zero-filled
-        # buffer and add); with several, GradReturner adds into the source buffers.
-        grad_src: list[Optional[Tensor]] = ([torch.zeros_like(t) for t in src] if world > 1
-                                            else [None] * len(src))
-        grad_dst: Optional[Tensor] = None
-        grad_att: Optional[Tensor] = None
-        need_edge = edge_attr is not None and w_edge is not None
-        grad_ea = torch.zeros_like(edge_attr) if need_edge and ctx.needs_input_grad[5] else None
-        grad_w = torch.zeros_like(w_edge) if need_edge and ctx.needs_input_grad[6] else None
-        walk = BlockWalk(spec.view, src, spec.mode, spec.pipeline_depth, spec.wire)
-        for step in walk.backward(grad_src, kept=kept):
-            block, k = step.block, step.k
-            if block.num_edges == 0:  # the local block (remote ones without edges are skipped)
-                continue
-            term = _edge_term(spec, edge_attr, w_edge, block)
-            g_src, g_dst, g_term, g_att = _block_backward(spec, block, grad_out, out, m, l,
-                                                          step.rows, dst, att, term, ids,
-                                                          step.src_rank)
-            grad_dst = _accumulate(grad_dst, g_dst)
-            if att is not None:
-                grad_att = _accumulate(grad_att, g_att)
-            if term is not None:
-                g_term = g_term.reshape(block.num_edges, -1)
-                if grad_ea is not None:
-                    grad_ea[block.edge_slice] = g_term @ w_edge
-                if grad_w is not None:
-                    grad_w.add_(g_term.t() @ edge_attr[block.edge_slice])
-            if k == 0 and world == 1:
-                grad_src[:] = g_src
-            elif k == 0:
-                for acc, got in zip(grad_src, g_src):
-                    acc.add_(got)
-            else:
-                walk.give_back(step, g_src)
-        grad_src = [torch.zeros_like(t) if got is None else got for t, got in zip(src, grad_src)]
-        grad_dst = torch.zeros_like(dst) if grad_dst is None else grad_dst
-        if att is not None and grad_att is None:
-            grad_att = torch.zeros_like(att)
-        grad_a_src = grad_src[1] if a_src is not None else None
-        return (None, grad_src[0], grad_a_src, grad_dst, grad_att, grad_ea, grad_w)
+        with _no_autocast(grad_out.device):  # backward's products in the compute dtype
+            return _backward(ctx, grad_out)
+
+
+def _backward(ctx: Any, grad_out: Tensor):
+    spec: FusedAttention = ctx.spec
+    saved = ctx.saved_tensors
+    x_src, a_src, dst, att, edge_attr, w_edge = saved[:6]
+    kept = saved[6:6 + ctx.n_kept]
+    out, m, l = saved[6 + ctx.n_kept:]
+    g = spec.view.graph
+    world = g.world_size
+    src = [t.contiguous() for t in (x_src, a_src) if t is not None]
+    dtype = compute_dtype((x_src, a_src, dst, att, edge_attr, w_edge))
+    dst_c, att_c, ea_c, w_c = _cast_all(dtype, dst, att, edge_attr, w_edge)
+    grad_out = grad_out.to(out.dtype).contiguous()  # the kernels read it with the saved out
+    ids = global_source_ids(g) if spec.dropout > 0 else None
+    # With one rank the local block's gradients are taken as they come (no zero-filled
+    # buffer and add); with several, GradReturner adds into the source buffers (float32 for
+    # low-precision rows).
+    grad_src: list[Optional[Tensor]] = (
+        [torch.zeros_like(t, dtype=accumulate_dtype(t.dtype)) for t in src] if world > 1
+        else [None] * len(src))
+    grad_dst: Optional[Tensor] = None
+    grad_att: Optional[Tensor] = None
+    need_edge = edge_attr is not None and w_edge is not None
+    wide = accumulate_dtype(dtype)
+    grad_ea = (torch.zeros_like(edge_attr) if need_edge and ctx.needs_input_grad[5] else None)
+    grad_w = (torch.zeros_like(w_edge, dtype=wide) if need_edge and ctx.needs_input_grad[6]
+              else None)
+    walk = BlockWalk(spec.view, src, spec.mode, spec.pipeline_depth, spec.wire)
+    for step in walk.backward(grad_src, kept=kept):
+        block, k = step.block, step.k
+        if block.num_edges == 0:  # the local block (remote ones without edges are skipped)
+            continue
+        term = _edge_term(spec, ea_c, w_c, block)
+        g_src, g_dst, g_term, g_att = _block_backward(spec, block, grad_out, out, m, l,
+                                                      _rows(step.rows, dtype), dst_c, att_c,
+                                                      term, ids, step.src_rank)
+        grad_dst = _accumulate(grad_dst, g_dst)
+        if att is not None:
+            grad_att = _accumulate(grad_att, g_att)
+        if term is not None:
+            g_term = g_term.reshape(block.num_edges, -1)
+            if grad_ea is not None:
+                grad_ea[block.edge_slice] = g_term @ w_c
+            if grad_w is not None:
+                grad_w.add_(g_term.t() @ ea_c[block.edge_slice])
+        if k == 0 and world == 1:
+            grad_src[:] = g_src
+        elif k == 0:
+            for acc, got in zip(grad_src, g_src):
+                acc.add_(got)
+        else:
+            walk.give_back(step, g_src)
+    grad_src = [torch.zeros_like(t) if got is None else _grad_in(got, t)
+                for t, got in zip(src, grad_src)]
+    grad_dst = torch.zeros_like(dst) if grad_dst is None else _grad_in(grad_dst, dst)
+    if att is not None:
+        grad_att = torch.zeros_like(att) if grad_att is None else _grad_in(grad_att, att)
+    grad_a_src = grad_src[1] if a_src is not None else None
+    return (None, grad_src[0], grad_a_src, grad_dst, grad_att, grad_ea,
+            _grad_in(grad_w, w_edge))
 
 
 def _accumulate(total: Optional[Tensor], part: Tensor) -> Tensor:
-    # The kernels return fresh tensors, so the first part can be kept and added to in place.
-    return part if total is None else total.add_(part)
+    # The kernels return fresh tensors, so the first part can be kept and added to in place;
+    # a low-precision part starts a float32 sum.
+    if total is None:
+        return part if not is_low_precision(part.dtype) else part.float()
+    return total.add_(part)
 
 
 def _ids(ids: Optional[list[Tensor]], g: DistGraph, s: int):

@@ -1,6 +1,13 @@
 """The engine's use of the fused gather-aggregate op (sum over a CSR block, no E x F tensor).
 
 Falls back to an index_select + index_add pair when the native library is not built.
+
+Precision: bfloat16 / float16 rows are summed in float32 and the block sums are returned in
+float32 (the engine folds the blocks in float32 and casts the final result). The native op
+takes them directly where the build supports the dtype (it then returns its float32
+accumulator, :func:`native_accepts` asks once per dtype and device); otherwise the rows are
+read in float32 (an exact cast) by the native float32 op or the pure-torch fallback. The
+backward sums read a low-precision ``grad_out`` in float32 the same way.
 """
 from __future__ import annotations
 
@@ -8,6 +15,11 @@ from typing import Optional
 
 import torch
 from torch import Tensor
+
+from pyg_sar.core.precision import accumulate_dtype, is_low_precision
+
+_NATIVE_DTYPES = (torch.float32, torch.float64)
+_accepts: dict[tuple[str, torch.dtype], bool] = {}
 
 
 def _native() -> bool:
@@ -18,14 +30,46 @@ def _native() -> bool:
     return native_available()
 
 
+def native_accepts(dtype: torch.dtype, device: torch.device) -> bool:
+    """Whether the native ``gather_aggregate`` sums ``dtype`` rows on ``device``'s backend with
+    the accumulator the engine needs (float32 output for bfloat16 / float16 input).
+
+    float32 / float64 need only a built library. A low-precision dtype is tried once on a
+    one-edge block and remembered: a build without it raises the op's documented dtype error
+    (a ``RuntimeError``), and a result in any dtype other than float32 is not used either.
+    """
+    if not _native():
+        return False
+    if dtype in _NATIVE_DTYPES:
+        return True
+    if not is_low_precision(dtype):
+        return False
+    key = (torch.device(device).type, dtype)
+    if key not in _accepts:
+        rowptr = torch.tensor([0, 1], device=device)
+        col = torch.zeros(1, dtype=torch.long, device=device)
+        x = torch.ones((1, 1), dtype=dtype, device=device)
+        try:
+            out, _ = torch.ops.pyg_sar.gather_aggregate(rowptr, col, x, None, "sum")
+            _accepts[key] = out.dtype == accumulate_dtype(dtype) and float(out[0, 0]) == 1.0
+        except (RuntimeError, ValueError):  # the op's dtype error (either kind)
+            _accepts[key] = False
+    return _accepts[key]
+
+
 def _flat(x: Tensor) -> Tensor:
     return x.reshape(x.shape[0], -1).contiguous()
 
 
 def block_sum(rowptr: Tensor, col: Tensor, x_src: Tensor, weight: Optional[Tensor]) -> Tensor:
-    """``out[i] = sum_e w_e * x_src[col[e]]`` over the row's edges (``[num_dst, *x.shape[1:]]``)."""
+    """``out[i] = sum_e w_e * x_src[col[e]]`` over the row's edges (``[num_dst, *x.shape[1:]]``),
+    in ``accumulate_dtype(x_src.dtype)`` (float32 for bfloat16 / float16 rows)."""
     num_dst = rowptr.numel() - 1
-    if _native() and x_src.dtype in (torch.float32, torch.float64):
+    wide = accumulate_dtype(x_src.dtype)
+    if wide != x_src.dtype and not native_accepts(x_src.dtype, x_src.device):
+        # no native low-precision sum: read the rows (and weights) in float32, exactly
+        x_src = x_src.to(wide)
+    if native_accepts(x_src.dtype, x_src.device):
         w = None if weight is None else weight.to(x_src.dtype).contiguous()
         out, _ = torch.ops.pyg_sar.gather_aggregate(rowptr, col, _flat(x_src), w, "sum")
         return out.view(num_dst, *x_src.shape[1:])
@@ -63,9 +107,11 @@ def block_sum_transpose(grad_out: Tensor, rowptr: Tensor, col: Tensor,
     cached transposed block, in the same summation order as the native backward.
     ``row_scale`` (``[num_dst]``) scales ``grad_out``'s rows first (a mean's ``1 / degree``);
     with ``transposed`` it is folded into the edge weights, so no scaled copy of ``grad_out``
-    is made.
+    is made. A low-precision ``grad_out`` is read in float32; the result is in
+    ``accumulate_dtype(grad_out.dtype)``.
     """
-    native = _native() and grad_out.dtype in (torch.float32, torch.float64)
+    grad_out = grad_out.to(accumulate_dtype(grad_out.dtype))
+    native = _native() and grad_out.dtype in _NATIVE_DTYPES
     if native and transposed is not None:
         colptr, row_t, perm = transposed
         w = None if row_scale is None else row_scale.to(grad_out.dtype).index_select(0, row_t)

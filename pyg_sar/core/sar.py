@@ -14,6 +14,14 @@ sum or mean, forward runs the fused gather-aggregate kernel and backward needs n
 
 Parameters used inside ``message`` are explicit inputs, so their gradients are returned by
 ``backward`` (visible to DDP, hooks and ``torch.autograd.grad``).
+
+Precision: the ``torch.autocast`` state of the forward call is recorded and re-entered for
+every block recomputed in backward (:class:`~pyg_sar.core.precision.AutocastState`), so the
+recomputed messages are bit for bit the forward's whatever surrounds ``backward()``; modes
+``sar`` and ``sa`` then give identical gradients. Low-precision (bfloat16 / float16) messages
+are folded in float32 (:mod:`pyg_sar.core.combine`), and the gradients of low-precision source,
+destination and parameter tensors are summed over blocks in float32 and returned in the
+tensor's own dtype.
 """
 from __future__ import annotations
 
@@ -26,6 +34,7 @@ from torch import Tensor
 
 from pyg_sar.core.exchange import NO_WIRE, Wire
 from pyg_sar.core.kernels import block_sum, block_sum_transpose, edge_weight_grad, transpose_csr
+from pyg_sar.core.precision import AutocastState, accumulate_dtype, to_accumulate
 from pyg_sar.core.views import GraphView, ViewBlock
 from pyg_sar.core.walk import BlockWalk
 
@@ -114,8 +123,10 @@ class SARPropagate(torch.autograd.Function):
             block, rows = step.block, step.rows
             if linear is not None:
                 w = None if linear.weight is None else edge[linear.weight][block.edge_slice]
+                # accumulated in float32 for low-precision rows; the output in their dtype
                 partial = block_sum(block.rowptr, block.col, rows[linear.src], w)
-                acc = partial if acc is None else rule.fold_partial(acc, partial)
+                acc = (rule.adopt(partial, src[linear.src].dtype) if acc is None
+                       else rule.fold_partial(acc, partial))
                 continue
             if prop.replay_rng:
                 rng[step.k] = _rng_state(rows[0].device if rows else g.device)
@@ -128,6 +139,7 @@ class SARPropagate(torch.autograd.Function):
             out = out.detach()
         state = [] if linear is not None else rule.state(out, acc)
         ctx.prop, ctx.counts, ctx.rng = prop, (n_src, n_dst, n_edge, len(walk.kept)), rng
+        ctx.autocast = AutocastState.capture()
         ctx.save_for_backward(*inputs, *walk.kept, *state)
         return out
 
@@ -150,20 +162,33 @@ class SARPropagate(torch.autograd.Function):
         grad_out = grad_out.contiguous()
 
         # The linear path writes its local block's gradient straight into grad_src (no zeros).
+        # Gradients summed over blocks are accumulated in float32 for low-precision tensors.
         lazy = -1 if prop.program.linear is None else prop.program.linear.src
-        grad_src = [torch.zeros_like(t) if n and i != lazy else None
+        grad_src = [_zeros_acc(t) if n and i != lazy else None
                     for i, (t, n) in enumerate(zip(src, need_src))]
-        grad_dst = [torch.zeros_like(t) if n else None for t, n in zip(dst, need_dst)]
+        grad_dst = [_zeros_acc(t) if n else None for t, n in zip(dst, need_dst)]
         grad_edge = [torch.zeros_like(t) if n else None for t, n in zip(edge, need_edge)]
-        grad_par = [torch.zeros_like(t) if n else None for t, n in zip(params, need_par)]
+        grad_par = [_zeros_acc(t) if n else None for t, n in zip(params, need_par)]
 
         if prop.program.linear is not None:
             _linear_backward(prop, grad_out, src, edge, kept, grad_src, grad_edge,
                              bool(need_src[lazy]))
         else:
-            _generic_backward(prop, ctx.rng, grad_out, src, dst, edge, params, kept, state,
-                              grad_src, grad_dst, grad_edge, grad_par)
-        return (None, None, None, None, *grad_src, *grad_dst, *grad_edge, *grad_par)
+            _generic_backward(prop, ctx.rng, ctx.autocast, grad_out, src, dst, edge, params,
+                              kept, state, grad_src, grad_dst, grad_edge, grad_par)
+        return (None, None, None, None, *_as_dtypes(grad_src, src), *_as_dtypes(grad_dst, dst),
+                *grad_edge, *_as_dtypes(grad_par, params))
+
+
+def _zeros_acc(t: Tensor) -> Tensor:
+    """A zero gradient buffer for ``t`` in its accumulation dtype."""
+    return torch.zeros_like(t, dtype=accumulate_dtype(t.dtype))
+
+
+def _as_dtypes(grads: list[Optional[Tensor]], like: Sequence[Tensor]) -> list[Optional[Tensor]]:
+    """Each gradient in its tensor's dtype (accumulators of low-precision tensors are float32)."""
+    return [gr if gr is None or gr.dtype == t.dtype else gr.to(t.dtype)
+            for gr, t in zip(grads, like)]
 
 
 def _linear_backward(prop: Propagation, grad_out, src, edge, kept, grad_src, grad_edge,
@@ -174,13 +199,15 @@ def _linear_backward(prop: Propagation, grad_out, src, edge, kept, grad_src, gra
     need_w = linear.weight is not None and grad_edge[linear.weight] is not None
     # A mean's 1 / degree goes into the kernel's edge weights unless the edge-weight gradient
     # needs the scaled gradient anyway: no N x F copy of grad_out.
+    # Low-precision gradients are read in float32 (an exact cast), so the sums below run in
+    # float32 and a mean's 1 / degree is not rounded to the low precision.
     inv_deg = None
     if need_w:
-        node_grad = rule.node_grad(grad_out)
+        node_grad = rule.node_grad(to_accumulate(grad_out))
     else:
-        node_grad = grad_out
+        node_grad = to_accumulate(grad_out)
         if getattr(rule, "mean", False):  # only sum/mean rules take the linear path
-            inv_deg = 1.0 / rule.in_degree.clamp(min=1).to(grad_out.dtype)
+            inv_deg = 1.0 / rule.in_degree.clamp(min=1).to(node_grad.dtype)
     # Only the source tensor of the message is walked; its rows are needed only for the
     # edge-weight gradient.
     walk = BlockWalk(view, [src[linear.src]], prop.mode, prop.pipeline_depth, prop.wire,
@@ -210,8 +237,8 @@ def _transposed(graph, block: ViewBlock) -> tuple[Tensor, Tensor, Tensor]:
     return graph.cached(key, lambda: transpose_csr(block.rowptr, block.col, block.num_src))
 
 
-def _generic_backward(prop: Propagation, rng, grad_out, src, dst, edge, params, kept, state,
-                      grad_src, grad_dst, grad_edge, grad_par) -> None:
+def _generic_backward(prop: Propagation, rng, autocast: AutocastState, grad_out, src, dst, edge,
+                      params, kept, state, grad_src, grad_dst, grad_edge, grad_par) -> None:
     rule, program = prop.rule, prop.program
     walk = BlockWalk(prop.view, src, prop.mode, prop.pipeline_depth, prop.wire)
     dst_leaf = [t.detach().requires_grad_(gr is not None) for t, gr in zip(dst, grad_dst)]
@@ -223,7 +250,8 @@ def _generic_backward(prop: Propagation, rng, grad_out, src, dst, edge, params, 
                         for t, gr in zip(rows, grad_src)]
             edge_leaf = [e.detach().requires_grad_(gr is not None)
                          for e, gr in zip(_slices(edge, block), grad_edge)]
-            with _Replay(rng[step.k], prop.view.graph.device):
+            # the forward's RNG state and autocast state: the messages are the forward's
+            with _Replay(rng[step.k], prop.view.graph.device), autocast.replay():
                 msgs = program.messages(block, src_leaf, dst_leaf, edge_leaf)
             grad_msgs = rule.message_grad(grad_out, _detach(msgs), block.row, state)
             wrt = [t for t in (*src_leaf, *dst_leaf, *edge_leaf) if t.requires_grad]

@@ -19,6 +19,11 @@ The walk owns everything that crosses the network, so anything applied to that t
 given the propagation's :class:`~pyg_sar.core.exchange.Wire` (its layer label and its codec,
 bound at forward time). A SAR re-fetch is labelled ``refetch`` in the traffic ledger but keyed
 like the forward fetch, so it receives exactly the rows the forward pass received.
+
+Gradients of low-precision (bfloat16 / float16) source rows are summed over blocks in float32:
+the consumer's gradient buffers are float32 (:func:`pyg_sar.core.precision.accumulate_dtype`),
+and a remote block's gradients are returned in that dtype (:meth:`BlockWalk.give_back`), the
+dtype its owner adds them into.
 """
 from __future__ import annotations
 
@@ -36,6 +41,7 @@ from pyg_sar.core.exchange import (
     decode_rows,
     tensor_ids,
 )
+from pyg_sar.core.precision import accumulate_dtype
 from pyg_sar.core.views import GraphView, ViewBlock
 
 
@@ -140,12 +146,14 @@ class BlockWalk:
             self._returner.flush()
 
     def give_back(self, step: Step, block_grads: Sequence[Optional[Tensor]]) -> None:
-        """Return the gradients of a remote step's rows to their owner (``None``: zeros)."""
+        """Return the gradients of a remote step's rows to their owner (``None``: zeros), in
+        the accumulation dtype of the rows (the owner's gradient buffers' dtype)."""
         rows = step.block.num_src
-        self._returner.send(step.k, [_empty_like(t, rows) if gr is None else gr
+        self._returner.send(step.k, [_empty_like(t, rows) if gr is None
+                                     else gr.to(accumulate_dtype(t.dtype))
                                      for gr, t in zip(block_grads, self.src)])
 
 
 def _empty_like(t: Tensor, rows: int) -> Tensor:
     """A zero gradient for ``rows`` fetched rows of ``t`` (only shape and dtype matter)."""
-    return t.new_zeros((rows, *t.shape[1:]))
+    return t.new_zeros((rows, *t.shape[1:]), dtype=accumulate_dtype(t.dtype))

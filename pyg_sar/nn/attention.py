@@ -26,8 +26,9 @@ With ``SARConfig.use_kernels`` (the default), GATConv and GATv2Conv in modes ``s
 the fused attention kernels instead (:mod:`pyg_sar.core.fused_attention`): one kernel call per
 block, no per-edge tensor built or kept, attention dropout from a counter-based generator keyed
 by (seed, global source id, global destination id, head), so its mask does not depend on P.
-The plain-torch path above stays the fallback (``use_kernels=False``, other dtypes, or no
-native kernel for the device).
+The plain-torch path above stays the fallback (``use_kernels=False``, a dtype the build's
+kernels lack (:func:`pyg_sar.core.fused_attention.fused_dtype`), or no native kernel for the
+device).
 """
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ from torch_geometric.nn.conv import GATConv, GATv2Conv, MessagePassing
 from pyg_sar.config import SARConfig
 from pyg_sar.core.combine import SoftmaxRule
 from pyg_sar.core.exchange import Wire
-from pyg_sar.core.fused_attention import FusedAttention, fused_attention
+from pyg_sar.core.fused_attention import FusedAttention, fused_attention, fused_dtype
 from pyg_sar.core.halo import halo_offsets, with_halo
 from pyg_sar.core.sar import Propagation, sar_propagate
 from pyg_sar.core.views import GraphView, ViewBlock, self_loop_view, stored_view
@@ -223,10 +224,10 @@ def _fused_inputs(layer: MessagePassing, kwargs: dict) -> Optional[dict]:
         inputs["edge_attr"] = edge_attr.view(-1, 1) if edge_attr.dim() == 1 else edge_attr
     tensors = [t for t in (inputs["x_src"], inputs["a_src"], inputs["dst"], inputs["att"],
                            inputs.get("edge_attr"), inputs.get("w_edge")) if t is not None]
-    dtype = inputs["x_src"].dtype
-    if (dtype not in (torch.float32, torch.float64) or inputs["dst"] is None
-            or inputs["x_src"].dim() != 3 or any(t.dtype != dtype for t in tensors)
-            or not fused_attention_available(inputs["x_src"].device)):
+    # mixed dtypes (autocast) run in their promotion; bf16 / f16 where the build has them
+    if (inputs["dst"] is None or inputs["x_src"].dim() != 3
+            or not fused_attention_available(inputs["x_src"].device)
+            or fused_dtype(tensors, inputs["x_src"].device) is None):
         return None
     inputs["view"] = deferred.view
     return inputs

@@ -30,6 +30,12 @@ through a converted model's output that comes from none of these raises (see
 Every function takes ``context``: the ranks to reduce over, a
 :class:`~pyg_sar.distributed.DistContext` or the :class:`~pyg_sar.DistGraph` the model ran on
 (default: :func:`pyg_sar.init`'s context; one process when there is none).
+
+Precision: the per-element losses are torch's, in the dtype torch computes them in (under CPU
+or CUDA ``torch.autocast`` the class-index losses run in float32, as autocast decides); when they
+are bfloat16 / float16 (a ``model.bfloat16()`` model), the local sum and the global sums are
+taken in float32 and the loss is returned in the per-element losses' dtype, the dtype torch's
+own reduction returns for that input. Global sums of counts are float64 throughout.
 """
 from __future__ import annotations
 
@@ -41,6 +47,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from pyg_sar.core.collectives import sum_over_ranks
+from pyg_sar.core.precision import accumulate_dtype, is_low_precision
 from pyg_sar.distributed.grad_sync import mark_global_loss
 
 REDUCTIONS = ("mean", "sum", "none")
@@ -102,9 +109,29 @@ class _RankShare(torch.autograd.Function):
         return grad, None
 
 
-def _reduce(local_sum: Tensor, count: Any, reduction: str, comm, name: str) -> Tensor:
+def _local_sum(fn, *args, **kwargs) -> tuple[Tensor, Optional[torch.dtype]]:
+    """``fn(*args, reduction="sum")``; for low-precision per-element losses their sum in
+    float32, with the dtype to return the loss in (``None``: the sum's own)."""
+    per = fn(*args, reduction="none", **kwargs) if _low(args[0]) else None
+    if per is None or not is_low_precision(per.dtype):
+        return fn(*args, reduction="sum", **kwargs), None
+    return per.sum(dtype=accumulate_dtype(per.dtype)), per.dtype
+
+
+def _low(t: Tensor) -> bool:
+    return is_low_precision(t.dtype)
+
+
+def _reduce(local_sum: Tensor, count: Any, reduction: str, comm, name: str,
+            dtype: Optional[torch.dtype] = None) -> Tensor:
     """The global loss from this rank's sum of per-element losses and its part ``count`` of
-    the denominator (ignored for ``"sum"``); its gradient is ``local_sum / D``."""
+    the denominator (ignored for ``"sum"``); its gradient is ``local_sum / D``. ``dtype``:
+    the dtype to return it in when ``local_sum`` is a float32 sum of low-precision losses."""
+    loss = _reduce_wide(local_sum, count, reduction, comm, name)
+    return loss if dtype is None else loss.to(dtype)
+
+
+def _reduce_wide(local_sum: Tensor, count: Any, reduction: str, comm, name: str) -> Tensor:
     if reduction == "sum":
         if comm is None:
             return local_sum
@@ -138,7 +165,9 @@ def global_loss(share: Tensor, *, context: Any = None) -> Tensor:
     comm = _comm(context)
     if comm is None:
         return share
-    return _RankShare.apply(share, sum_over_ranks(share.detach(), comm))
+    # a low-precision share is summed over ranks in float32, then returned in its dtype
+    return _RankShare.apply(share, sum_over_ranks(share.detach().to(
+        accumulate_dtype(share.dtype)), comm))
 
 
 def global_mean(values: Tensor, mask: Optional[Tensor] = None, *, context: Any = None
@@ -160,7 +189,9 @@ def global_mean(values: Tensor, mask: Optional[Tensor] = None, *, context: Any =
     """
     comm = _comm(context)
     values, _ = _select(values, None, mask, "global_mean")
-    return _reduce(values.sum(), values.numel(), "mean", comm, "global_mean")
+    dtype = values.dtype if _low(values) else None  # summed in float32, returned in its dtype
+    return _reduce(values.sum(dtype=accumulate_dtype(values.dtype)), values.numel(), "mean",
+                   comm, "global_mean", dtype)
 
 
 def _class_index_loss(name: str, fn, out: Tensor, target: Tensor, mask: Optional[Tensor],
@@ -172,8 +203,8 @@ def _class_index_loss(name: str, fn, out: Tensor, target: Tensor, mask: Optional
     if reduction == "none":
         return fn(out, target, weight=weight, ignore_index=ignore_index, reduction="none",
                   **kwargs)
-    local = fn(out, target, weight=weight, ignore_index=ignore_index, reduction="sum",
-               **kwargs)
+    local, dtype = _local_sum(fn, out, target, weight=weight, ignore_index=ignore_index,
+                              **kwargs)
     if target.is_floating_point():  # class probabilities: torch divides by the rows
         count = out.numel() // out.shape[1] if out.dim() > 1 else 1
     else:
@@ -182,7 +213,7 @@ def _class_index_loss(name: str, fn, out: Tensor, target: Tensor, mask: Optional
             count = valid.sum()
         else:
             count = weight.to(torch.float64)[target[valid]].sum()
-    return _reduce(local, count, reduction, comm, name)
+    return _reduce(local, count, reduction, comm, name, dtype)
 
 
 def cross_entropy(out: Tensor, target: Tensor, mask: Optional[Tensor] = None, *,
@@ -243,9 +274,9 @@ def _elementwise(name: str, fn, out: Tensor, target: Tensor, mask: Optional[Tens
         kwargs["weight"] = weight
     if reduction == "none":
         return fn(out, target, reduction="none", **kwargs)
-    local = fn(out, target, reduction="sum", **kwargs)
+    local, dtype = _local_sum(fn, out, target, **kwargs)
     count = math.prod(torch.broadcast_shapes(out.shape, target.shape))
-    return _reduce(local, count, reduction, comm, name)
+    return _reduce(local, count, reduction, comm, name, dtype)
 
 
 def binary_cross_entropy(out: Tensor, target: Tensor, mask: Optional[Tensor] = None, *,
@@ -328,12 +359,12 @@ def kl_div(out: Tensor, target: Tensor, mask: Optional[Tensor] = None, *,
     out, target = _select(out, target, mask, "kl_div")
     if reduction == "none":
         return F.kl_div(out, target, reduction="none", log_target=log_target)
-    local = F.kl_div(out, target, reduction="sum", log_target=log_target)
+    local, dtype = _local_sum(F.kl_div, out, target, log_target=log_target)
     if reduction == "batchmean":
         count = out.shape[0] if out.dim() > 0 else 1
-        return _reduce(local, count, "mean", comm, "kl_div")
+        return _reduce(local, count, "mean", comm, "kl_div", dtype)
     count = math.prod(torch.broadcast_shapes(out.shape, target.shape))
-    return _reduce(local, count, reduction, comm, "kl_div")
+    return _reduce(local, count, reduction, comm, "kl_div", dtype)
 
 
 def accuracy(out: Tensor, target: Tensor, mask: Optional[Tensor] = None, *,

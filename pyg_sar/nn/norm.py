@@ -1,12 +1,21 @@
-"""Batch normalisation with statistics over the nodes of all ranks."""
+"""Batch normalisation with statistics over the nodes of all ranks.
+
+Precision: a bfloat16 / float16 input (under ``torch.autocast`` or in a ``model.bfloat16()``
+model) is normalised with statistics computed and summed over ranks in float32, as torch's own
+batch norm computes them for such an input; the output has the input's dtype (what
+:class:`torch.nn.BatchNorm1d` returns for it, with or without autocast) and the parameters'
+gradients their own dtype.
+"""
 from __future__ import annotations
 
 import math
+from typing import Optional
 
 import torch
 from torch import Tensor
 
 from pyg_sar.core.collectives import sum_over_ranks
+from pyg_sar.core.precision import accumulate_dtype, is_low_precision
 
 _CHUNK_ELEMENTS = 1 << 21  # temporaries of (a * b) are at most this many elements
 
@@ -29,50 +38,81 @@ class _DistributedBatchNormFn(torch.autograd.Function):
     Forward computes the global mean, then the global sum of squared deviations from it (two
     passes: numerically stable). Backward needs two global sums per channel:
     ``dx = invstd * (dx_hat - mean(dx_hat) - x_hat * mean(dx_hat * x_hat))``.
+
+    A low-precision input is read in float32 (statistics, ``x_hat``, the backward sums); then
+    the input itself, the mean and ``1 / std`` are saved instead of a float32 ``x_hat``, which
+    backward recomputes.
     """
 
     @staticmethod
     def forward(ctx, x: Tensor, weight, bias, eps: float, comm, dims: list[int],
                 stats: list):
-        count = torch.tensor([float(x.numel() // x.shape[1])], dtype=x.dtype, device=x.device)
-        total = sum_over_ranks(torch.cat([x.sum(dims), count]), comm)
+        low = is_low_precision(x.dtype)
+        wide = accumulate_dtype(x.dtype)
+        xw = x.to(wide)
+        count = torch.tensor([float(x.numel() // x.shape[1])], dtype=wide, device=x.device)
+        total = sum_over_ranks(torch.cat([xw.sum(dims), count]), comm)
         n = total[-1]
         if float(n) <= 1:
             raise ValueError(f"DistributedBatchNorm: expected more than 1 value per channel "
                              f"over all ranks (got {int(n)})")
         shape = [1, -1] + [1] * (x.dim() - 2)
         mean = total[:-1] / n
-        centered = x - mean.view(shape)
+        centered = xw - mean.view(shape)
         var = sum_over_ranks(_product_sum(centered, centered, dims), comm) / n
         invstd = torch.rsqrt(var + eps)
         x_hat = centered.mul_(invstd.view(shape))
-        out = (torch.addcmul(bias.view(shape), x_hat, weight.view(shape))
+        out = (torch.addcmul(bias.to(wide).view(shape), x_hat, weight.to(wide).view(shape))
                if weight is not None else x_hat)
         ctx.comm, ctx.dims, ctx.n, ctx.shape = comm, dims, n, shape
-        ctx.save_for_backward(x_hat, invstd, weight)
+        if low:
+            ctx.save_for_backward(x, invstd, weight, mean)
+        else:
+            ctx.save_for_backward(x_hat, invstd, weight)
         stats.extend([mean, var * n / (n - 1)])  # for the running statistics
+        if low:
+            return out.to(x.dtype)
         return out if weight is not None else out.clone()
 
     @staticmethod
     def backward(ctx, grad: Tensor):
-        x_hat, invstd, weight = ctx.saved_tensors
-        dims, shape = ctx.dims, ctx.shape
-        # With dx_hat = grad * weight: sum(dx_hat) = weight * sum(grad) and
-        # sum(dx_hat * x_hat) = weight * sum(grad * x_hat), so no N x C temporary is needed;
-        # dx = invstd * (dx_hat - mean(dx_hat) - x_hat * mean(dx_hat * x_hat)) is then built
-        # in one output tensor.
-        grad_sum = grad.sum(dims)
-        grad_xhat_sum = _product_sum(grad, x_hat, dims)
-        grad_w = grad_xhat_sum if weight is not None else None
-        grad_b = grad_sum if weight is not None else None
-        scale = weight if weight is not None else torch.ones_like(invstd)
-        sums = sum_over_ranks(torch.cat([grad_sum * scale, grad_xhat_sum * scale]), ctx.comm)
-        c = x_hat.shape[1]
-        mean_dx, mean_dx_xhat = sums[:c] / ctx.n, sums[c:] / ctx.n
-        dx = grad * (scale * invstd).view(shape)
-        dx.sub_((mean_dx * invstd).view(shape))
-        dx.addcmul_(x_hat, (mean_dx_xhat * invstd).view(shape), value=-1)
+        x_hat, invstd, weight, *mean = ctx.saved_tensors
+        shape = ctx.shape
+        if mean:  # a low-precision input: x_hat again in float32, as forward computed it
+            x_dtype = x_hat.dtype
+            x_hat = (x_hat.to(invstd.dtype) - mean[0].view(shape)).mul_(invstd.view(shape))
+            grad = grad.to(invstd.dtype)
+            dx, grad_w, grad_b = _backward(ctx, grad, x_hat, invstd,
+                                           None if weight is None else weight.to(invstd.dtype))
+            return (dx.to(x_dtype), _like(grad_w, weight), _like(grad_b, weight),
+                    None, None, None, None)
+        dx, grad_w, grad_b = _backward(ctx, grad, x_hat, invstd, weight)
         return dx, grad_w, grad_b, None, None, None, None
+
+
+def _like(grad: Optional[Tensor], param: Optional[Tensor]) -> Optional[Tensor]:
+    return None if grad is None else grad.to(param.dtype)
+
+
+def _backward(ctx, grad: Tensor, x_hat: Tensor, invstd: Tensor, weight: Optional[Tensor]):
+    """``(dx, grad weight, grad bias)`` of the normalisation (see the Function's docstring)."""
+    dims, shape = ctx.dims, ctx.shape
+    # With dx_hat = grad * weight: sum(dx_hat) = weight * sum(grad) and
+    # sum(dx_hat * x_hat) = weight * sum(grad * x_hat), so no N x C temporary is needed;
+    # dx = invstd * (dx_hat - mean(dx_hat) - x_hat * mean(dx_hat * x_hat)) is then built
+    # in one output tensor.
+    grad_sum = grad.sum(dims)
+    grad_xhat_sum = _product_sum(grad, x_hat, dims)
+    grad_w = grad_xhat_sum if weight is not None else None
+    grad_b = grad_sum if weight is not None else None
+    scale = weight if weight is not None else torch.ones_like(invstd)
+    sums = sum_over_ranks(torch.cat([grad_sum * scale, grad_xhat_sum * scale]), ctx.comm)
+    c = x_hat.shape[1]
+    mean_dx, mean_dx_xhat = sums[:c] / ctx.n, sums[c:] / ctx.n
+    dx = grad * (scale * invstd).view(shape)
+    dx.sub_((mean_dx * invstd).view(shape))
+    dx.addcmul_(x_hat, (mean_dx_xhat * invstd).view(shape), value=-1)
+    return dx, grad_w, grad_b
 
 
 class DistributedBatchNorm(torch.nn.BatchNorm1d):

@@ -45,13 +45,13 @@ def sage_forward(self: SAGEConv, x: Union[Tensor, tuple[Tensor, Optional[Tensor]
         out_channels = self.lin_l.weight.shape[0]
         both = F.linear(x[0], torch.cat([self.lin_l.weight, self.lin_r.weight]))
         projected, root = both[:, :out_channels].contiguous(), both[:, out_channels:]
-        if self.lin_r.bias is not None:
-            root = root + self.lin_r.bias
+        if self.lin_r.bias is not None:  # added in the product's dtype, as F.linear does
+            root = root + self.lin_r.bias.to(root.dtype)
     else:
         projected = F.linear(x[0], self.lin_l.weight)
     out = self.propagate(edge_index, x=(projected, x_r), size=size)
-    if self.lin_l.bias is not None:
-        out = out + self.lin_l.bias
+    if self.lin_l.bias is not None:  # (under autocast PyG's lin_l returns its bf16 dtype)
+        out = out + self.lin_l.bias.to(out.dtype)
     if root is not None:
         out = out + root
     elif self.root_weight and x_r is not None:
