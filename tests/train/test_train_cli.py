@@ -97,3 +97,20 @@ def test_two_ranks_with_bf16_on_the_wire_and_bf16_mixed_precision(tmp_path):
     assert out["mixed"]["config"]["precision"] == "bf16-mixed"
     assert "precision bf16-mixed (storage float32), wire bfloat16" in stdout["mixed"]
     assert "precision 32 (storage float32), wire float32" in stdout["f32"]
+
+
+def test_one_rank_bf16_true_learns_and_resumes_bit_identically(tmp_path):
+    """--precision bf16-true (bf16 parameters, optimizer state and features): the loss falls,
+    and a run resumed from its checkpoint follows the uninterrupted one exactly."""
+    common = ("--epochs", "4", "--precision", "bf16-true", "--parts-dir", str(tmp_path / "p"))
+    _run([sys.executable, *_train(*common[:1], "2", *common[2:], "--checkpoint", "ck",
+                                  "--checkpoint-every", "1")], tmp_path)
+    _run([sys.executable, *_train(*common, "--checkpoint", "ck", "--resume", "--metrics",
+                                  "resumed.json")], tmp_path)
+    proc = _run([sys.executable, *_train(*common, "--metrics", "straight.json")], tmp_path)
+    assert "precision bf16-true (storage float32), wire float32" in proc.stdout
+    resumed, straight = (json.loads((tmp_path / f"{n}.json").read_text())
+                         for n in ("resumed", "straight"))
+    assert straight["config"]["precision"] == "bf16-true"
+    assert [r["loss"] for r in resumed["history"]] == [r["loss"] for r in straight["history"]]
+    assert straight["history"][-1]["loss"] < 0.9 * straight["history"][0]["loss"]
