@@ -167,6 +167,9 @@ class NativeOpCounter:
                    if dev == device_type and (op is None or name == op))
 
     def __enter__(self) -> NativeOpCounter:
+        # TorchDispatchMode lives in a private-looking module but is PyTorch's documented way to
+        # see every operator call (the __torch_dispatch__ extension point); it is used here
+        # only, in the test helpers.
         from torch.utils._python_dispatch import TorchDispatchMode
         from torch.utils._pytree import tree_leaves
         counter = self
