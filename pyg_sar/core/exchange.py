@@ -264,9 +264,13 @@ class GradReturner:
     """
 
     def __init__(self, graph: DistGraph, grads: list[Optional[Tensor]], wire: Wire = NO_WIRE,
-                 ids: Optional[Sequence[int]] = None) -> None:
+                 ids: Optional[Sequence[int]] = None,
+                 dtypes: Optional[Sequence[torch.dtype]] = None) -> None:
         self.graph = graph
         self.wire, self.ids = wire, tensor_ids(ids, len(grads))
+        # The dtype each tensor's gradients cross in (its rows' dtype), where it differs from
+        # the buffer's: bf16 rows' gradients cross as bf16 and are added into float32 buffers.
+        self.dtypes = dtypes
         self.traffic = (wire.label, "grads")
         # The caller's list, read when gradients arrive: an entry may be filled in after this
         # returner is made (the local block's gradient, computed first).
@@ -288,7 +292,7 @@ class GradReturner:
         idx = g.send_idx[send_to]  # my rows that the peer of this step used
         live = [i for i, gr in enumerate(self.grads) if gr is not None]
         send = [block_grads[i] for i in live]
-        like = [self.grads[i] for i in live]
+        like = [self._like(i) for i in live]
         if self.wire.transforms:
             # The gradients go back to the rows' owner (recv_from) and come to me from the
             # user of my rows (send_to): the keys of the rows' messages, direction "grads".
@@ -313,11 +317,18 @@ class GradReturner:
             me = self.graph.rank
             codecs = [self.wire.codec_of(self.ids[i]) for i in live]
             got_all = [got if c is None else
-                       c.decode(got, self.grads[i].shape[1:], self.grads[i].dtype,
+                       c.decode(got, self.grads[i].shape[1:], self._like(i).dtype,
                                 c.key(self.ids[i], me, self._user, "grads"))
                        for i, c, got in zip(live, codecs, got_all)]
         for i, got in zip(live, got_all):
             if got.shape[0]:
-                self.grads[i].index_add_(0, idx, got)
+                self.grads[i].index_add_(0, idx, got.to(self.grads[i].dtype))
         self.pending = None
+
+    def _like(self, i: int) -> Tensor:
+        """A tensor with the shape of tensor ``i``'s gradient rows and the dtype they cross in."""
+        buf = self.grads[i]
+        if self.dtypes is None or self.dtypes[i] == buf.dtype:
+            return buf
+        return buf.new_empty((0, *buf.shape[1:]), dtype=self.dtypes[i])
 

@@ -21,9 +21,9 @@ bound at forward time). A SAR re-fetch is labelled ``refetch`` in the traffic le
 like the forward fetch, so it receives exactly the rows the forward pass received.
 
 Gradients of low-precision (bfloat16 / float16) source rows are summed over blocks in float32:
-the consumer's gradient buffers are float32 (:func:`pyg_sar.core.precision.accumulate_dtype`),
-and a remote block's gradients are returned in that dtype (:meth:`BlockWalk.give_back`), the
-dtype its owner adds them into.
+the consumer's gradient buffers are float32 (:func:`pyg_sar.core.precision.accumulate_dtype`);
+a remote block's gradients cross in the rows' own dtype (:meth:`BlockWalk.give_back`), as the
+rows did, and their owner adds them into its float32 buffer.
 """
 from __future__ import annotations
 
@@ -41,7 +41,6 @@ from pyg_sar.core.exchange import (
     decode_rows,
     tensor_ids,
 )
-from pyg_sar.core.precision import accumulate_dtype
 from pyg_sar.core.views import GraphView, ViewBlock
 
 
@@ -124,7 +123,9 @@ class BlockWalk:
         if need_rows and self.mode == "sar" and world > 1 and self.src:
             fetcher = RowFetcher(g, self.src, self.depth, self.wire, self.ids,
                                  direction="refetch").start()
-        self._returner = GradReturner(g, grads, self.wire, self.ids) if world > 1 else None
+        self._returner = (GradReturner(g, grads, self.wire, self.ids,
+                                       dtypes=[t.dtype for t in self.src])
+                          if world > 1 else None)
         n = len(self.src)
         for k, s, block in self._order():
             if self._returner is not None:
@@ -147,13 +148,12 @@ class BlockWalk:
 
     def give_back(self, step: Step, block_grads: Sequence[Optional[Tensor]]) -> None:
         """Return the gradients of a remote step's rows to their owner (``None``: zeros), in
-        the accumulation dtype of the rows (the owner's gradient buffers' dtype)."""
+        the rows' dtype (a float32 block sum of bf16 rows is rounded to bf16 once, here)."""
         rows = step.block.num_src
-        self._returner.send(step.k, [_empty_like(t, rows) if gr is None
-                                     else gr.to(accumulate_dtype(t.dtype))
+        self._returner.send(step.k, [_empty_like(t, rows) if gr is None else gr.to(t.dtype)
                                      for gr, t in zip(block_grads, self.src)])
 
 
 def _empty_like(t: Tensor, rows: int) -> Tensor:
     """A zero gradient for ``rows`` fetched rows of ``t`` (only shape and dtype matter)."""
-    return t.new_zeros((rows, *t.shape[1:]), dtype=accumulate_dtype(t.dtype))
+    return t.new_zeros((rows, *t.shape[1:]))

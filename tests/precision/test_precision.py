@@ -51,20 +51,23 @@ SLACK, FLOOR = 1.25, 2.0 ** -9
 PARAM_SLACK, PARAM_FLOOR = 4.0, 2.0 ** -6
 
 # [model, variant, mode, use_kernels, loss]; mode "sar+sa": sar, and sa compared bit for bit
+# (P = 3 only: with one rank there is no remote block for sa to keep). The P = 3 list is the
+# subset that keeps the test's wall time small: every model under autocast at P = 1 and P = 3
+# except where P = 1 covers a path P = 3 would repeat with nothing new crossing the wire.
 ALL = list(pc.MODELS)
-CASES_P1 = ([[m, "autocast", "sar+sa", True, None] for m in ALL]
-            + [[m, "bf16", "sar", True, None] for m in ALL]
-            + [[m, "autocast", "sar+sa", False, None] for m in ("gat", "gatv2")]
-            + [[m, "autocast16", "sar", True, None] for m in ("gcn", "gat")]
-            + [["gcn", v, "sar", True, loss] for v in ("autocast", "bf16")
-               for loss in ("cross_entropy", "nll_loss")])
-CASES_P3 = ([[m, "autocast", "sar+sa", True, None] for m in ALL]
-            + [[m, "bf16", "sar", True, None] for m in ("gcn", "sage_mean", "gat", "gin",
-                                                         "softmax_aggr", "gcn_bn")]
+CASES_P1 = ([[m, v, "sar", True, None] for v in ("autocast", "bf16") for m in ALL]
             + [[m, "autocast", "sar", False, None] for m in ("gat", "gatv2")]
-            + [[m, "autocast", "halo", True, None] for m in ("gcn", "sage_max", "gat")]
-            + [["gcn", v, "sar", True, "cross_entropy"] for v in ("autocast", "bf16")]
-            + [["sage_bn", "autocast", "sar", True, "nll_loss"]])
+            + [[m, "autocast16", "sar", True, None] for m in ("gcn", "gat")]
+            + [["gcn", "autocast", "sar", True, "nll_loss"],
+               ["gcn", "bf16", "sar", True, "cross_entropy"]])
+CASES_P3 = ([[m, "autocast", "sar+sa", True, None] for m in ("gcn", "sage_mean", "gat", "gatv2",
+                                                             "softmax_aggr", "sage_bn")]
+            + [[m, "autocast", "sar", True, None] for m in ("sage_max", "gin", "graphconv",
+                                                          "gcn_bn")]
+            + [[m, "bf16", "sar", True, None] for m in ("gcn", "sage_max", "gat", "gin",
+                                                        "graphconv", "gcn_bn")]
+            + [["gatv2", "autocast", "sar", False, None], ["gat", "autocast", "halo", True, None],
+               ["gcn", "bf16", "sar", True, "cross_entropy"]])
 
 
 @pytest.fixture(scope="module")
