@@ -49,6 +49,8 @@ VARIANTS = ("autocast", "bf16")  # torch.autocast(bfloat16) around forward / mod
 GRAPH_NODES, GRAPH_EDGES = 60, 300  # the float64 zoo's graph
 PARAM_SCALE_FLOOR = 2.0 ** -6  # a parameter gradient's reference: >= this x all of them
 STRUCTURAL_ZERO = 1e-5  # float32 residue of a gradient that is zero in exact arithmetic
+JITTER = 2.0 ** -8  # relative size of the perturbation of PyG's other baselines (one bf16 u)
+PERTURBED_SEEDS = (11, 12, 13)  # one perturbed graph each
 
 
 def make_graph_f32() -> Data:
@@ -179,23 +181,95 @@ def distances(sums: dict[str, list[float]]) -> dict[str, float]:
     return out
 
 
+@dataclasses.dataclass(frozen=True)
+class Perturbed:
+    """The graph with its nodes relabelled, its edges reordered and every floating input
+    multiplied by ``1 + JITTER * r``, ``r`` uniform in [-1, 1] (one bf16 rounding of the
+    input): a graph that bf16 cannot tell from the original, with other summation orders.
+    ``data`` and the permutations (new position -> old index)."""
+
+    data: Data
+    node_perm: Tensor
+    edge_perm: Tensor
+
+    @staticmethod
+    def of(data: Data, seed: int = 11) -> Perturbed:
+        g = torch.Generator().manual_seed(seed)
+        n, e = data.num_nodes, data.edge_index.size(1)
+        node_perm, edge_perm = torch.randperm(n, generator=g), torch.randperm(e, generator=g)
+        new_id = torch.empty_like(node_perm)
+        new_id[node_perm] = torch.arange(n)
+        out = data.clone()
+        out.edge_index = new_id[data.edge_index[:, edge_perm]]
+        for keys, perm in ((NODE_INPUTS + ("node_type", "y", "train_mask"), node_perm),
+                           (EDGE_INPUTS + ("edge_type",), edge_perm)):
+            for key in keys:
+                value = data[key][perm]
+                if value.is_floating_point():
+                    r = torch.rand(value.shape, generator=g, dtype=value.dtype) * 2 - 1
+                    value = value * (1 + JITTER * r)
+                out[key] = value
+        return Perturbed(out, node_perm, edge_perm)
+
+    def restore(self, t: Optional[Tensor], edges: bool = False) -> Optional[Tensor]:
+        """Rows of a result on the perturbed graph back in the original order."""
+        if t is None:
+            return None
+        perm = self.edge_perm if edges else self.node_perm
+        out = torch.empty_like(t)
+        out[perm] = t
+        return out
+
+
 def whole_distances(recipe: Recipe, pristine: torch.nn.Module, data: Data, oracle: WholeRun,
-                    variant: str) -> dict[str, Any]:
-    """Single-process PyG in ``variant``: its distances, or the error it raised."""
+                    variant: str, perturbed: Optional[Perturbed] = None) -> dict[str, Any]:
+    """Single-process PyG in ``variant`` (on the perturbed graph where given): its distances,
+    or the error it raised."""
     try:
-        run = WholeRun(recipe, pristine, data, variant, oracle.weight)
-        sums = row_sums(oracle, run.out, run.input_grads)
+        if perturbed is None:
+            run = WholeRun(recipe, pristine, data, variant, oracle.weight)
+            out, grads = run.out, run.input_grads
+        else:
+            run = WholeRun(recipe, pristine, perturbed.data, variant,
+                           oracle.weight[perturbed.node_perm])
+            out = perturbed.restore(run.out)
+            grads = {k: perturbed.restore(g, edges=k in EDGE_INPUTS)
+                     for k, g in run.input_grads.items()}
+        sums = row_sums(oracle, out, grads)
         sums.update(param_sums(oracle, run.param_grads))
     except Exception as exc:  # noqa: BLE001 - plain PyG failing in bf16 is a result
         return {"error": _error(exc)}
     return {"distances": distances(sums), "dtype": str(run.out.dtype)}
 
 
+def baseline(recipe: Recipe, pristine: torch.nn.Module, data: Data, oracle: WholeRun,
+             variant: str, perturbed: tuple[Perturbed, ...]) -> dict[str, Any]:
+    """PyG's distances in ``variant``: per tensor the largest of PyG on the graph and PyG on
+    each perturbed graph (its spread under other summation orders and one bf16 rounding of
+    the inputs: near a kink, e.g. a ReLU input within rounding of 0, that spread is what any
+    other bf16 computation may land on), all recorded."""
+    plain = whole_distances(recipe, pristine, data, oracle, variant)
+    if "error" in plain:
+        return plain
+    spread = dict(plain["distances"])
+    others = []
+    for graph in perturbed:
+        other = whole_distances(recipe, pristine, data, oracle, variant, graph)
+        if "error" in other:
+            return {**plain, "perturbed_error": other["error"]}
+        others.append(other["distances"])
+        for key, value in other["distances"].items():
+            spread[key] = max(spread.get(key, 0.0), value)
+    return {"distances": spread, "dtype": plain["dtype"], "plain": plain["distances"],
+            "perturbed": others}
+
+
 def run_cell(ctx, part, recipe: Recipe, pristine: torch.nn.Module, mode: str, variant: str,
              oracle: Optional[WholeRun], baseline: Optional[dict],
-             oracle_error: Optional[dict] = None) -> dict[str, Any]:
+             oracle_error: Optional[dict] = None, skip_run: bool = False) -> dict[str, Any]:
     """One (recipe, mode, variant) cell on this rank; raises :class:`CellCrash` where the
-    launch must stop."""
+    launch must stop. ``skip_run``: convert only (a refusal is still recorded), status
+    ``not_run``."""
     model = copy.deepcopy(pristine)
     cell: Optional[dict] = None
     try:
@@ -216,6 +290,8 @@ def run_cell(ctx, part, recipe: Recipe, pristine: torch.nn.Module, mode: str, va
         return cell
     if oracle is None:
         return {"status": "no_oracle", "error": oracle_error}
+    if skip_run:
+        return {"status": "not_run", "reason": "single-process PyG raises in this precision"}
     stage = "cast"
     try:
         model, inputs = prepare(model, local_inputs(part), variant)
@@ -264,6 +340,7 @@ def run(ctx, parts: str, cells: list, log_dir: str, recipes: str = "all") -> dic
 
     table = recipe_table(recipes)
     data = make_graph_f32()
+    perturbed = tuple(Perturbed.of(data, seed) for seed in PERTURBED_SEEDS)
     info = graph_info(data)
     part = pyg_sar.load_partition(parts, ctx.rank)
     check_partition(part, data)
@@ -275,7 +352,7 @@ def run(ctx, parts: str, cells: list, log_dir: str, recipes: str = "all") -> dic
         log.write(event="start", recipe=name, mode=key)
         started = time.perf_counter()
         if name != current:  # a new recipe: build it and run the float32 oracle once
-            current, pristine, oracle, baselines = name, None, None, {}
+            current, pristine, oracle, baselines, pyg_fails = name, None, None, {}, {}
             build_error, oracle_error = None, None
             torch.manual_seed(SEED)
             try:
@@ -290,11 +367,19 @@ def run(ctx, parts: str, cells: list, log_dir: str, recipes: str = "all") -> dic
         if build_error is not None:
             cell = {"status": "crash", "stage": "build", "error": build_error}
         else:
-            if ctx.rank == 0 and oracle is not None and variant not in baselines:
-                baselines[variant] = whole_distances(recipe, pristine, data, oracle, variant)
+            if oracle is not None and variant not in baselines:
+                base = baseline(recipe, pristine, data, oracle, variant, perturbed) \
+                    if ctx.rank == 0 else None
+                # Where PyG itself raises, a multi-rank launch does not run the converted
+                # copy (P = 1 does): a crash there would cost a launch and prove nothing.
+                fails = "error" in base if ctx.rank == 0 else None
+                if ctx.world_size > 1:
+                    fails = ctx.comm.allgather_object(fails)[0]
+                baselines[variant], pyg_fails[variant] = base, fails
             try:
                 cell = run_cell(ctx, part, recipe, pristine, mode, variant, oracle,
-                                baselines.get(variant), oracle_error)
+                                baselines.get(variant), oracle_error,
+                                skip_run=ctx.world_size > 1 and bool(pyg_fails.get(variant)))
             except CellCrash as exc:
                 exc.cell["pyg"] = baselines.get(variant)
                 exc.cell["seconds"] = round(time.perf_counter() - started, 4)
