@@ -7,13 +7,16 @@
 * :func:`global_max` is ``t.max()`` over the union of every rank's ``t``; like ``Tensor.max()``
   its gradient is split evenly between all elements (on all ranks) that attain the maximum.
 
-Both return their input unchanged in meaning for a single process.
+Both return their input unchanged in meaning for a single process. Low-precision (bfloat16 /
+float16) values are summed in float32 (the owners' sums, the tie counts and the gradient sums
+over ranks) and returned in their own dtype.
 """
 from __future__ import annotations
 
 import torch
 from torch import Tensor
 
+from pyg_sar.core.precision import accumulate_dtype
 from pyg_sar.graph import DistGraph
 
 
@@ -26,7 +29,9 @@ def _to_owners(graph: DistGraph, halo: Tensor) -> Tensor:
     back = halo.new_empty((int(idx.numel()), *halo.shape[1:]))
     graph.context.comm.all_to_all_single(back, halo.contiguous(), graph.send_counts,
                                          graph.recv_counts)
-    return halo.new_zeros((graph.num_nodes, *halo.shape[1:])).index_add_(0, idx, back)
+    wide = accumulate_dtype(halo.dtype)
+    total = halo.new_zeros((graph.num_nodes, *halo.shape[1:]), dtype=wide)
+    return total.index_add_(0, idx, back.to(wide)).to(halo.dtype)
 
 
 def _from_owners(graph: DistGraph, x: Tensor) -> Tensor:
@@ -72,7 +77,7 @@ class _GlobalMax(torch.autograd.Function):
         peak = local.detach().clone().reshape(1)
         if comm is not None:
             comm.all_reduce(peak, op="max")
-        winners = (t == peak).to(t.dtype)
+        winners = (t == peak).to(accumulate_dtype(t.dtype))  # a bf16 count stops at 256
         ties = winners.sum().reshape(1)
         if comm is not None:
             comm.all_reduce(ties, op="sum")
@@ -83,10 +88,10 @@ class _GlobalMax(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad: Tensor):
         winners, ties = ctx.saved_tensors
-        total = grad.detach().clone().reshape(1)
+        total = grad.detach().to(ties.dtype, copy=True).reshape(1)
         if ctx.comm is not None:
             ctx.comm.all_reduce(total, op="sum")
-        return None, winners * (total / ties)
+        return None, (winners * (total / ties)).to(grad.dtype)
 
 
 def global_max(graph: DistGraph, t: Tensor) -> Tensor:

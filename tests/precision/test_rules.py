@@ -228,3 +228,20 @@ def test_global_loss_of_bf16_logits_sums_in_float32():
     assert out.grad.dtype == BF16
     mean = SF.global_mean(per)
     assert mean.dtype == BF16 and torch.equal(mean, (per.float().sum() / 3000).to(BF16))
+
+
+def test_global_max_counts_bf16_ties_in_float32(tmp_path):
+    """``global_max`` (graph preprocessing) splits the gradient between 300 tied bf16 maxima:
+    the count is float32 (a bf16 count stops at 256), the gradient bf16."""
+    from torch_geometric.data import Data
+
+    from pyg_sar.core.reduce import global_max
+    data = Data(x=torch.zeros(4, 1), edge_index=torch.tensor([[0, 1], [1, 2]]))
+    pyg_sar.partition_graph(data, 1, tmp_path / "p1")
+    part = pyg_sar.load_partition(tmp_path / "p1", 0, world_size=1)
+    t = torch.ones(DEG, dtype=BF16, requires_grad=True)
+    peak = global_max(part.graph, t)
+    assert peak.dtype == BF16
+    peak.backward()
+    assert t.grad.dtype == BF16
+    assert torch.equal(t.grad, torch.full((DEG,), 1.0 / DEG).to(BF16))
