@@ -77,10 +77,11 @@ def _launch_error(exc: RankFailure, lines: int = 12) -> dict:
 
 def run_world_size(parts: Path, world_size: int, cells: list[tuple[str, str]], work: Path,
                    which: str = "all", timeout: float = LAUNCH_TIMEOUT_S,
-                   target: str = _TARGET) -> tuple[dict[tuple[str, str], list[dict]], int]:
+                   target: str = _TARGET, extra: Optional[dict] = None
+                   ) -> tuple[dict[tuple[str, str], list[dict]], int]:
     """Run ``cells`` on ``world_size`` ranks with the rank function ``target`` (the float64
-    zoo's by default); returns per cell the per-rank records and the number of launches it
-    took."""
+    zoo's by default; ``extra``: more keyword arguments for it); returns per cell the
+    per-rank records and the number of launches it took."""
     done: dict[tuple[str, str], list[dict]] = {}
     remaining = list(cells)
     launches = 0
@@ -92,7 +93,8 @@ def run_world_size(parts: Path, world_size: int, cells: list[tuple[str, str]], w
         try:
             run_on_ranks(target, world_size, timeout=timeout, comm_timeout=COMM_TIMEOUT_S,
                          kwargs={"parts": str(parts), "cells": [list(c) for c in remaining],
-                                 "log_dir": str(log_dir), "recipes": which})
+                                 "log_dir": str(log_dir), "recipes": which,
+                                 **(extra or {})})
         except RankFailure as exc:
             error = exc
         logs = _read_logs(log_dir, world_size)

@@ -49,6 +49,9 @@ precision than PyG's is wrong however close it is). Why these values:
   a wrong result (a missing edge, a wrong normaliser or a dropped block moves a tensor by 5 % or
   more on this graph).
 
+PyG's baselines are single-process, so the same at every P: the first launch computes them
+(rank 0) and records them in the work folder, later launches read them.
+
 A cell where single-process PyG raises in a variant is recorded as ``pyg_fails`` (not a failure
 of pyg_sar's) and listed; at P = 1 the converted copy still runs there (its result recorded), at
 P > 1 it is not run (a crash on several ranks would end the launch and prove nothing more). One
@@ -197,8 +200,9 @@ def run_precision_zoo(work: str | Path, which: str = "all",
     per_p, launches, seconds = {}, {}, {}
     for p in world_sizes:
         begun = time.monotonic()
-        per_p[p], launches[p] = run_world_size(parts[p], p, cells, work, which, timeout,
-                                               target=_TARGET)
+        per_p[p], launches[p] = run_world_size(
+            parts[p], p, cells, work, which, timeout, target=_TARGET,
+            extra={"baselines": str(work / "baselines.jsonl")})
         seconds[str(p)] = round(time.monotonic() - begun, 1)
     recipes = []
     for rec in chosen:

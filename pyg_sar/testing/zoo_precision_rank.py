@@ -18,9 +18,11 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import json
 import math
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Optional
 
 import torch
@@ -332,11 +334,28 @@ def run_cell(ctx, part, recipe: Recipe, pristine: torch.nn.Module, mode: str, va
             "pyg": baseline}
 
 
-def run(ctx, parts: str, cells: list, log_dir: str, recipes: str = "all") -> dict:
+def _load_baselines(path: Optional[str]) -> dict[tuple[str, str], dict]:
+    known: dict[tuple[str, str], dict] = {}
+    if path and Path(path).exists():
+        for line in Path(path).read_text(encoding="utf-8").splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue  # a line cut off by a killed rank
+            known[(record["recipe"], record["variant"])] = record["baseline"]
+    return known
+
+
+def run(ctx, parts: str, cells: list, log_dir: str, recipes: str = "all",
+        baselines: Optional[str] = None) -> dict:
     """Rank target of :func:`pyg_sar.testing.run_on_ranks`: run ``cells`` = [[recipe,
     "mode:variant"], ...] in order (cells of one recipe share its oracle) and log every
-    result."""
+    result. ``baselines``: a JSON-lines file of PyG's baselines (single-process, so the same
+    for every P): rank 0 takes those it finds there and appends those it computes."""
     from pyg_sar.testing.zoo import recipe_table
+
+    known = _load_baselines(baselines) if ctx.rank == 0 else {}
+    store = open(baselines, "a", encoding="utf-8") if baselines and ctx.rank == 0 else None
 
     table = recipe_table(recipes)
     data = make_graph_f32()
@@ -368,8 +387,15 @@ def run(ctx, parts: str, cells: list, log_dir: str, recipes: str = "all") -> dic
             cell = {"status": "crash", "stage": "build", "error": build_error}
         else:
             if oracle is not None and variant not in baselines:
-                base = baseline(recipe, pristine, data, oracle, variant, perturbed) \
-                    if ctx.rank == 0 else None
+                base = None
+                if ctx.rank == 0:
+                    base = known.get((name, variant))
+                    if base is None:
+                        base = baseline(recipe, pristine, data, oracle, variant, perturbed)
+                        if store is not None:
+                            store.write(json.dumps({"recipe": name, "variant": variant,
+                                                    "baseline": base}) + "\n")
+                            store.flush()
                 # Where PyG itself raises, a multi-rank launch does not run the converted
                 # copy (P = 1 does): a crash there would cost a launch and prove nothing.
                 fails = "error" in base if ctx.rank == 0 else None
@@ -388,4 +414,6 @@ def run(ctx, parts: str, cells: list, log_dir: str, recipes: str = "all") -> dic
         cell.setdefault("pyg", baselines.get(variant))
         cell["seconds"] = round(time.perf_counter() - started, 4)
         log.write(event="end", recipe=name, mode=key, cell=cell)
+    if store is not None:
+        store.close()
     return {"cells": len(cells)}
