@@ -7,9 +7,12 @@ plain PyG in float32 on the whole graph (the oracle). Per cell (a mode and a pre
 the oracle's weighted sum and all-reduces the parameter gradients. Its distance from the oracle
 is summed over the ranks (squared differences and squared oracle values of its output rows and
 input-gradient rows), so the distance of a P-rank run is the relative error of the whole
-graph's output, exactly as for one process. Rank 0 also runs single-process PyG under the same
-precision (the baseline) and records both distances; see :mod:`pyg_sar.testing.zoo_precision`
-for the criterion.
+graph's output, exactly as for one process. In the pure bf16 variant the converted module is
+cast after ``convert`` (``pyg_sar.convert(model).bfloat16()``) and given bf16 inputs. Rank 0
+also runs single-process PyG in the same precision on the graph and on perturbed copies of it
+(the baseline, :func:`baseline`; read from the launch's baselines file when an earlier launch
+computed it) and records both sides' distances; see :mod:`pyg_sar.testing.zoo_precision` for
+the criterion.
 
 The log format and the crash protocol are the float64 zoo's (:mod:`pyg_sar.testing.zoo_rank`).
 """
