@@ -28,6 +28,10 @@ the same function lands anywhere in that spread, and on this graph such tensors 
 times PyG's single-run distance under the perturbation alone (measured: ``DeepGCNLayer`` with
 batch norm, one ReLU flip of 480 moves a norm bias gradient from 0.3 % to 4-5 %).
 
+A recipe listed in :data:`~pyg_sar.testing.zoo_precision_rank.ILL_CONDITIONED` (with the
+measurement that put it there) takes 20 perturbed copies instead of three: same criterion, a
+larger sample of PyG's spread where three under-sample it.
+
 **Criterion**, per tensor: ``d_pyg_sar <= SLACK * d_pyg + FLOOR`` with :data:`SLACK` = 2 and
 :data:`FLOOR` = 2^-7, and the output dtype must be PyG's (a converted layer computing in another
 precision than PyG's is wrong however close it is). Why these values:

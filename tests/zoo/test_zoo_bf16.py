@@ -25,6 +25,7 @@ from pyg_sar.testing.zoo_precision import (
     REFUSED,
     run_precision_zoo,
 )
+from pyg_sar.testing.zoo_precision_rank import ILL_CONDITIONED
 from pyg_sar.testing.zoo_recipes import CONV_RECIPES
 
 RECIPES = CONV_RECIPES + MODEL_RECIPES
@@ -53,6 +54,8 @@ def test_summary(zoo):
     measurably off float32 somewhere, i.e. bf16 really ran, and PyG's too); the recipes where
     single-process PyG raises are listed."""
     results = zoo["results"]
+    unknown = set(ILL_CONDITIONED) - {rec.name for rec in RECIPES}
+    assert not unknown, f"ILL_CONDITIONED names recipes that do not exist: {sorted(unknown)}"
     expected = {f"P{p}/{mode}:{variant}" for p in results["world_sizes"]
                 for mode in results["modes"] for variant in results["variants"]}
     outcomes: dict[str, list[str]] = {}
