@@ -245,3 +245,39 @@ def test_global_max_counts_bf16_ties_in_float32(tmp_path):
     peak.backward()
     assert t.grad.dtype == BF16
     assert torch.equal(t.grad, torch.full((DEG,), 1.0 / DEG).to(BF16))
+
+
+@pytest.mark.parametrize("dtype", [BF16, torch.float16])
+def test_bf16_gat_takes_the_fused_kernels_where_built(tmp_path, monkeypatch, dtype):
+    """A pure bf16 / f16 GATConv runs the fused kernels (float32 state) where the build has
+    them, and agrees with the plain-torch path (also float32-accumulating) to the dtype's
+    rounding; the output and gradients keep the dtype."""
+    from torch_geometric.data import Data
+    from torch_geometric.nn import GATConv
+
+    from pyg_sar.core import fused_attention
+    if fused_attention.fused_dtype([torch.zeros(1, dtype=dtype)], torch.device("cpu")) is None:
+        pytest.skip(f"this build's attention kernels lack {dtype} (the plain path runs it)")
+    g = torch.Generator().manual_seed(3)
+    data = Data(x=torch.randn(50, 6, generator=g),
+                edge_index=torch.randint(0, 50, (2, 300), generator=g))
+    pyg_sar.partition_graph(data, 1, tmp_path / "p1")
+    part = pyg_sar.load_partition(tmp_path / "p1", 0, world_size=1)
+    calls = []
+    real = fused_attention.FusedAttentionFunction.apply
+    monkeypatch.setattr(fused_attention.FusedAttentionFunction, "apply",
+                        lambda *a: calls.append(1) or real(*a))
+    results = []
+    for kernels in (True, False):
+        torch.manual_seed(0)
+        model = GATConv(6, 4, heads=2).to(dtype)
+        pyg_sar.convert(model, pyg_sar.SARConfig(use_kernels=kernels, check_loss=False))
+        x = part.x.to(dtype).requires_grad_()
+        out = model(x, part.graph)
+        out.float().square().sum().backward()
+        results.append([out, x.grad] + [p.grad for p in model.parameters()])
+    assert len(calls) == 1  # the kernels' run only
+    for a, b in zip(*results):
+        assert a.dtype == b.dtype == dtype
+        assert torch.allclose(a.float(), b.float(), rtol=2 ** -6, atol=2 ** -6 * float(
+            b.float().abs().max()))
