@@ -13,9 +13,15 @@ module after ``pyg_sar.convert`` on a one-rank ``DistGraph`` (P = 1, mode "sar")
   ``VmRSS`` before), with glibc told to unmap large blocks on free (``MALLOC_MMAP_THRESHOLD_``)
   so that RSS follows live memory; the script re-executes itself with that set.
 
+``--kernel-dtypes float32 bfloat16`` (opt-in) also times the fused op alone
+(``pyg_sar.ops.gat_attention``, forward + backward, same graph and head shapes, inputs drawn in
+each dtype; bfloat16 is computed in float32 with float32 softmax state) in the same run, with the
+time ratio against float32 and the output's largest distance from a float64 run.
+
 Writes ``benchmarks/results/attention.json`` and prints a table::
 
     python benchmarks/attention.py [--edges 100000 1000000 4000000 --heads 1 4 8 --repeats 3]
+        [--kernel-dtypes float32 bfloat16] [--no-layers]
 """
 from __future__ import annotations
 
@@ -98,11 +104,55 @@ def measure(model, x, edge_index, repeats: int) -> dict:
             "peak_rss_bytes": peak}
 
 
+def measure_kernel(graph, n: int, heads: int, dtypes: list[str], repeats: int) -> dict:
+    """forward + backward of ``pyg_sar.ops.gat_attention`` alone, per dtype (median time) and its
+    output's largest distance from the float64 result of the same inputs."""
+    block = graph.blocks[0]
+    rowptr, col = block.rowptr, block.col
+    channels = 64 // heads
+    g = torch.Generator().manual_seed(3)
+    base = [torch.randn(n, heads, channels, generator=g, dtype=torch.float64),
+            torch.randn(n, heads, generator=g, dtype=torch.float64),
+            torch.randn(n, heads, generator=g, dtype=torch.float64)]
+    exact = None
+    out: dict = {}
+    for name in ["float64", *dtypes]:
+        dtype = getattr(torch, name)
+        inputs = [t.to(dtype).requires_grad_() for t in base]
+
+        def run(inputs=inputs):
+            res = pyg_sar.ops.gat_attention(rowptr, col, *inputs)
+            res.sum().backward()
+            return res
+
+        res = run().detach()
+        if name == "float64":
+            exact = res
+            continue
+        times = []
+        for _ in range(repeats):
+            for t in inputs:
+                t.grad = None
+            t0 = time.perf_counter()
+            run()
+            times.append(time.perf_counter() - t0)
+        out[name] = {"time_s": statistics.median(times), "times_s": times,
+                     "max_abs_err_vs_float64": (res.double() - exact).abs().max().item()}
+    if "float32" in out:
+        for row in out.values():
+            row["time_ratio_vs_float32"] = row["time_s"] / out["float32"]["time_s"]
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--edges", type=int, nargs="+", default=[100_000, 1_000_000, 4_000_000])
     parser.add_argument("--heads", type=int, nargs="+", default=[1, 4, 8])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--kernel-dtypes", nargs="+", default=[],
+                        choices=["float32", "float64", "bfloat16", "float16"])
+    parser.add_argument("--no-layers", action="store_true",
+                        help="skip the GATConv comparison (with --kernel-dtypes: kernels only)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     if any(os.environ.get(k) != v for k, v in MALLOC_ENV.items()):
@@ -123,6 +173,17 @@ def main() -> None:
         x.requires_grad_()
         for heads in args.heads:
             load_before = os.getloadavg()[0]
+            if args.kernel_dtypes:
+                kern = measure_kernel(graph, n, heads, args.kernel_dtypes, args.repeats)
+                print(f"{num_edges:>9} {heads:>5} | kernel alone: " + ", ".join(
+                    f"{k} {v['time_s']:.3f} s ({v.get('time_ratio_vs_float32', 1.0):.2f}x "
+                    f"float32, err {v['max_abs_err_vs_float64']:.1e})" for k, v in kern.items()),
+                    flush=True)
+                if args.no_layers:
+                    cases.append({"edges": num_edges, "nodes": n, "heads": heads,
+                                  "channels_per_head": 64 // heads, "kernel": kern,
+                                  "load_avg_1min": [load_before, os.getloadavg()[0]]})
+                    continue
             torch.manual_seed(0)
             ref = GATConv(IN_CHANNELS, 64 // heads, heads=heads)
             ours = pyg_sar.convert(copy.deepcopy(ref), pyg_sar.SARConfig(mode="sar"))
@@ -133,6 +194,8 @@ def main() -> None:
                     "speedup": pyg["time_s"] / fused["time_s"],
                     "saved_ratio": pyg["saved_bytes"] / max(fused["saved_bytes"], 1),
                     "load_avg_1min": [load_before, os.getloadavg()[0]]}
+            if args.kernel_dtypes:
+                case["kernel"] = kern
             cases.append(case)
             mb = 1 / 2**20
             print(f"{case['edges']:>9} {heads:>5} | {pyg['time_s']:>7.3f} {fused['time_s']:>7.3f} "
@@ -145,6 +208,7 @@ def main() -> None:
     result = {"benchmark": "attention", "torch": torch.__version__,
               "threads": torch.get_num_threads(), "machine": platform.machine(),
               "processor": platform.processor(), "dtype": "float32",
+              "kernel_dtypes": args.kernel_dtypes, "layers": not args.no_layers,
               "in_channels": IN_CHANNELS, "avg_degree": AVG_DEGREE, "repeats": args.repeats,
               "cases": cases}
     args.out.parent.mkdir(parents=True, exist_ok=True)

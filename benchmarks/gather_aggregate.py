@@ -6,9 +6,13 @@ torch-sparse: ``x_j = x.index_select(0, src); scatter(x_j * w, dst, reduce=...)`
 E x F tensors. Reported per case: the median time of ``--repeats`` runs after one warm-up, and the
 peak memory growth of a run (``VmHWM`` from /proc/self/status after
 ``echo 5 > /proc/self/clear_refs``, minus ``VmRSS`` before the run).
+``--dtypes float32 bfloat16`` also times bfloat16 rows and weights (the fused kernel sums them in
+float32 and returns bfloat16; PyG's path runs its ops in bfloat16) in the same run, with the
+bfloat16 / float32 time ratio of each path and each output's distance from a float64 result.
 Writes benchmarks/results/gather_aggregate.json.
 
     python benchmarks/gather_aggregate.py [--nodes 100000 --edges 1000000 --feats 64 256]
+        [--dtypes float32 bfloat16]
 """
 from __future__ import annotations
 
@@ -77,6 +81,8 @@ def main() -> None:
     p.add_argument("--reduces", nargs="+", default=["sum", "max"])
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--threads", type=int, nargs="+", default=[1, os.cpu_count() or 1])
+    p.add_argument("--dtypes", nargs="+", default=["float32"],
+                   choices=["float32", "float64", "bfloat16", "float16"])
     p.add_argument("--out", type=Path, default=RESULTS)
     args = p.parse_args()
     if not native_available():
@@ -88,20 +94,27 @@ def main() -> None:
     rows = []
     for threads in dict.fromkeys(args.threads):
         torch.set_num_threads(threads)
-        for feat in args.feats:
+        for feat, dtype_name in [(f, d) for f in args.feats for d in args.dtypes]:
+            dtype = getattr(torch, dtype_name)
             x = torch.randn(args.nodes, feat, generator=torch.Generator().manual_seed(2))
-            x.requires_grad_()
+            x = x.to(dtype).requires_grad_()
+            wd = w.to(dtype)
             for reduce in args.reduces:
-                fused = measure(run_fused, (rowptr, col, x, w, reduce), x, args.repeats)
+                fused = measure(run_fused, (rowptr, col, x, wd, reduce), x, args.repeats)
                 grad_fused = x.grad.clone()
-                pyg = measure(run_pyg, (dst, src, x, w, reduce), x, args.repeats)
+                pyg = measure(run_pyg, (dst, src, x, wd, reduce), x, args.repeats)
                 with torch.no_grad():
-                    diff = (gather_aggregate(rowptr, col, x, w, reduce)
-                            - scatter(x[src] * w.view(-1, 1), dst, 0, dim_size=args.nodes,
-                                      reduce=reduce)).abs().max().item()
-                grad_diff = (grad_fused - x.grad).abs().max().item()
-                row = {"threads": threads, "feat": feat, "reduce": reduce,
-                       "fused": fused, "pyg": pyg,
+                    ours = gather_aggregate(rowptr, col, x, wd, reduce)
+                    theirs = scatter(x[src] * wd.view(-1, 1), dst, 0, dim_size=args.nodes,
+                                     reduce=reduce)
+                    exact = scatter(x.double()[src] * wd.double().view(-1, 1), dst, 0,
+                                    dim_size=args.nodes, reduce=reduce)
+                    diff = (ours.double() - theirs.double()).abs().max().item()
+                    err = {"fused": (ours.double() - exact).abs().max().item(),
+                           "pyg": (theirs.double() - exact).abs().max().item()}
+                grad_diff = (grad_fused.double() - x.grad.double()).abs().max().item()
+                row = {"threads": threads, "feat": feat, "reduce": reduce, "dtype": dtype_name,
+                       "fused": fused, "pyg": pyg, "max_abs_err_vs_float64_out": err,
                        "speedup": pyg["time_s"] / fused["time_s"],
                        # a ratio only where the fused growth is above measurement noise
                        "memory_ratio": (pyg["peak_growth_mib"] / fused["peak_growth_mib"]
@@ -110,18 +123,32 @@ def main() -> None:
                 rows.append(row)
                 ratio = row["memory_ratio"]
                 ratio_txt = f"{ratio:.1f}x" if ratio is not None else "n/a"
-                print(f"threads={threads:2d} F={feat:4d} {reduce:4s} | fused "
+                print(f"threads={threads:2d} F={feat:4d} {dtype_name:8s} {reduce:4s} | fused "
                       f"{fused['time_s']:.3f} s {fused['peak_growth_mib']:8.1f} MiB | pyg "
                       f"{pyg['time_s']:.3f} s {pyg['peak_growth_mib']:8.1f} MiB | speedup "
                       f"{row['speedup']:.2f}x, memory ratio {ratio_txt} | max diff out "
                       f"{diff:.1e}, grad {grad_diff:.1e}", flush=True)
             del x
 
+    # bfloat16 / float16 columns: time ratio against float32 of the same case and run
+    base = {(r["threads"], r["feat"], r["reduce"]): r for r in rows if r["dtype"] == "float32"}
+    for r in rows:
+        ref = base.get((r["threads"], r["feat"], r["reduce"]))
+        if ref is not None and r["dtype"] != "float32":
+            r["time_ratio_vs_float32"] = {k: r[k]["time_s"] / ref[k]["time_s"]
+                                          for k in ("fused", "pyg")}
+            print(f"threads={r['threads']:2d} F={r['feat']:4d} {r['reduce']:4s} {r['dtype']} / "
+                  f"float32 time: fused {r['time_ratio_vs_float32']['fused']:.2f}, pyg "
+                  f"{r['time_ratio_vs_float32']['pyg']:.2f}")
+
     result = {"benchmark": "gather_aggregate", "nodes": args.nodes, "edges": args.edges,
               "repeats": args.repeats, "torch": torch.__version__, "machine": platform.machine(),
               "cpu_count": os.cpu_count(),
+              "dtypes": args.dtypes,
               "note": "forward + backward (grad of x, weights constant); time = median; memory = "
-                      "median peak RSS growth of one run (VmHWM after clear_refs minus VmRSS)",
+                      "median peak RSS growth of one run (VmHWM after clear_refs minus VmRSS); "
+                      "bfloat16/float16: rows and weights in that dtype, the fused kernel "
+                      "accumulating in float32",
               "rows": rows}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile("w", dir=args.out.parent, delete=False, suffix=".tmp") as f:

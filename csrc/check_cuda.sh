@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Compile-checks the CUDA code under csrc/ on a machine without a GPU or a CUDA build of torch:
-#  1. every *.cu file (torch-free kernel bodies) with `nvcc -c -std=c++20 -o /dev/null`;
+#  1. every *.cu file (torch-free kernel bodies) with `nvcc -c -std=c++20 -o /dev/null`, under the
+#     half / bfloat16 defines torch's CUDA build uses;
 #  2. every CUDA binding (*_cuda.cpp, which includes ATen/c10 CUDA headers) with
 #     `c++ -fsyntax-only` against the installed torch's headers, where torch ships them; a CPU-only
 #     torch lacks the one header a CUDA build generates (c10/cuda/impl/cuda_cmake_macros.h), so a
@@ -23,10 +24,15 @@ for c in "${CUDA_HOME:-}" "${CUDA_PATH:-}" "$(dirname "$(readlink -f "$NVCC")")/
 done
 echo "check_cuda: $("$NVCC" --version | tail -1)"
 
+# The defines torch's CUDAExtension passes to nvcc (torch.utils.cpp_extension.COMMON_NVCC_FLAGS):
+# they remove the implicit half / bfloat16 conversions and operators, so a kernel that relies on
+# them fails here as it would in the real build.
+TORCH_NVCC_DEFINES=(-D__CUDA_NO_HALF_OPERATORS__ -D__CUDA_NO_HALF_CONVERSIONS__
+  -D__CUDA_NO_BFLOAT16_CONVERSIONS__ -D__CUDA_NO_HALF2_OPERATORS__)
 mapfile -t CU_FILES < <(find csrc -name '*.cu' | sort)
 for f in "${CU_FILES[@]}"; do
   # shellcheck disable=SC2086
-  "$NVCC" -c -std=c++20 -Icsrc ${NVCC_FLAGS:-} -o /dev/null "$f"
+  "$NVCC" -c -std=c++20 -Icsrc "${TORCH_NVCC_DEFINES[@]}" ${NVCC_FLAGS:-} -o /dev/null "$f"
   echo "check_cuda: nvcc OK  $f"
 done
 

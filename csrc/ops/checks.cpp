@@ -53,9 +53,46 @@ void check_same_device(const char* op, const at::Tensor& ref, const char* ref_na
               " must be on the same device (got ", t.device(), " and ", ref.device(), ")");
 }
 
-void check_float_dtype(const char* op, const at::Tensor& t, const char* name) {
-  TORCH_CHECK_VALUE(t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble, op, ": ",
-                    name, " must be float32 or float64 (got ", t.scalar_type(), ")");
+std::string dtype_name(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat: return "float32";
+    case at::kDouble: return "float64";
+    case at::kBFloat16: return "bfloat16";
+    case at::kHalf: return "float16";
+    case at::kByte: return "uint8";
+    case at::kChar: return "int8";
+    case at::kShort: return "int16";
+    case at::kInt: return "int32";
+    case at::kLong: return "int64";
+    case at::kBool: return "bool";
+    case at::kComplexHalf: return "complex32";
+    case at::kComplexFloat: return "complex64";
+    case at::kComplexDouble: return "complex128";
+    default: return c10::toString(t);
+  }
+}
+
+bool is_kernel_dtype(at::ScalarType t) {
+  return t == at::kFloat || t == at::kDouble || t == at::kBFloat16 || t == at::kHalf;
+}
+
+bool is_low_precision(at::ScalarType t) { return t == at::kBFloat16 || t == at::kHalf; }
+
+at::ScalarType accumulate_type(at::ScalarType t) { return is_low_precision(t) ? at::kFloat : t; }
+
+void check_kernel_dtype(const char* op, at::ScalarType dtype, const char* name) {
+  TORCH_CHECK(is_kernel_dtype(dtype), op, ": ", name, " has dtype ", dtype_name(dtype),
+              ", which the native kernels do not support (supported: ", kKernelDtypes, ")");
+}
+
+void check_kernel_dtype(const char* op, const at::Tensor& t, const char* name) {
+  check_kernel_dtype(op, t.scalar_type(), name);
+}
+
+void check_dtype_is(const char* op, const at::Tensor& t, const char* name, at::ScalarType want,
+                    const std::string& why) {
+  TORCH_CHECK(t.scalar_type() == want, op, ": ", name, " must be ", dtype_name(want), ", ", why,
+              " (got ", dtype_name(t.scalar_type()), ")");
 }
 
 void check_index(const char* op, const at::Tensor& t, const char* name) {

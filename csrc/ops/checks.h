@@ -24,8 +24,32 @@ namespace ops {
 void check_same_device(const char* op, const at::Tensor& ref, const char* ref_name,
                        const at::Tensor& t, const char* name);
 
-// float32 or float64 (ValueError otherwise).
-void check_float_dtype(const char* op, const at::Tensor& t, const char* name);
+// The floating dtypes every native kernel takes, as the error messages spell them. bfloat16 and
+// float16 are computed in float32 (at::opmath_type): see accumulate_type.
+constexpr const char* kKernelDtypes = "float32, float64, bfloat16, float16";
+
+// torch's name of a dtype ("float32", "bfloat16", "int32", "complex64", ...).
+std::string dtype_name(at::ScalarType t);
+
+// Whether `t` is one of kKernelDtypes.
+bool is_kernel_dtype(at::ScalarType t);
+
+// Whether `t` is a low-precision dtype (bfloat16 or float16) that the kernels widen to float32.
+bool is_low_precision(at::ScalarType t);
+
+// The dtype the kernels accumulate `t` in: float32 for bfloat16 / float16, `t` itself otherwise
+// (at::opmath_type).
+at::ScalarType accumulate_type(at::ScalarType t);
+
+// `t` (named `name`) has one of kKernelDtypes; otherwise a RuntimeError naming the op, the tensor,
+// its dtype and the supported set.
+void check_kernel_dtype(const char* op, const at::Tensor& t, const char* name);
+void check_kernel_dtype(const char* op, at::ScalarType dtype, const char* name);
+
+// `t` (named `name`) has dtype `want` (RuntimeError naming both tensors and dtypes otherwise);
+// `why` says where the rule comes from, e.g. "the accumulator dtype of x_src (bfloat16)".
+void check_dtype_is(const char* op, const at::Tensor& t, const char* name, at::ScalarType want,
+                    const std::string& why);
 
 // A defined, 1-D int64 tensor (ValueError otherwise).
 void check_index(const char* op, const at::Tensor& t, const char* name);

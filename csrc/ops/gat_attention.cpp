@@ -34,15 +34,27 @@ std::string shape_str(std::initializer_list<int64_t> dims) {
   return s + "]";
 }
 
-// `t` must be defined with exactly the shape `dims`, the dtype and device of `ref`.
+// `t` must be defined with exactly the shape `dims` and the device of `ref`; an input (`state`
+// false) has ref's dtype (ValueError otherwise), the softmax state (m, l, acc / out) ref's
+// accumulator dtype (RuntimeError naming both dtypes otherwise).
 void check_tensor(const char* op, const at::Tensor& t, const char* name,
-                  std::initializer_list<int64_t> dims, const at::Tensor& ref) {
+                  std::initializer_list<int64_t> dims, const at::Tensor& ref, bool state = false) {
   TORCH_CHECK_VALUE(t.defined(), op, ": ", name, " is required");
   TORCH_CHECK_VALUE(t.sizes().equals(at::IntArrayRef(dims)), op, ": ", name, " must have shape ",
                     shape_str(dims), " (got ", t.sizes(), ")");
-  TORCH_CHECK_VALUE(t.scalar_type() == ref.scalar_type(), op, ": ", name,
-                    " and x_src must have the same dtype (got ", t.scalar_type(), " and ",
-                    ref.scalar_type(), ")");
+  const at::ScalarType xt = ref.scalar_type(), acc = accumulate_type(xt);
+  if (!state) {
+    TORCH_CHECK_VALUE(t.scalar_type() == xt, op, ": ", name,
+                      " and x_src must have the same dtype (got ", dtype_name(t.scalar_type()),
+                      " and ", dtype_name(xt), ")");
+  } else if (acc == xt) {
+    TORCH_CHECK(t.scalar_type() == xt, op, ": ", name, " and x_src must have the same dtype (got ",
+                dtype_name(t.scalar_type()), " and ", dtype_name(xt), ")");
+  } else {
+    TORCH_CHECK(t.scalar_type() == acc, op, ": ", name, " must be ", dtype_name(acc),
+                ", the accumulator dtype of x_src's ", dtype_name(xt), " (got ", name, " ",
+                dtype_name(t.scalar_type()), " and x_src ", dtype_name(xt), ")");
+  }
   TORCH_CHECK_VALUE(t.device() == ref.device(), op, ": ", name,
                     " and x_src must be on the same device (got ", t.device(), " and ",
                     ref.device(), ")");
@@ -66,8 +78,7 @@ void check_attention_args(const char* op, const AttentionArgs& a, bool backward)
                     ": rowptr, col and x_src are required");
   TORCH_CHECK_VALUE(a.x_src.dim() == 3, op, ": x_src must be [S, H, C] (got ", a.x_src.sizes(),
                     ")");
-  TORCH_CHECK_VALUE(a.x_src.scalar_type() == at::kFloat || a.x_src.scalar_type() == at::kDouble,
-                    op, ": x_src must be float32 or float64 (got ", a.x_src.scalar_type(), ")");
+  check_kernel_dtype(op, a.x_src, "x_src");
   TORCH_CHECK_VALUE(a.rowptr.device() == a.x_src.device(), op,
                     ": rowptr and x_src must be on the same device (got ", a.rowptr.device(),
                     " and ", a.x_src.device(), ")");
@@ -85,11 +96,13 @@ void check_attention_args(const char* op, const AttentionArgs& a, bool backward)
     check_tensor(op, a.att, "att", {H, C}, a.x_src);
     if (a.x_edge.defined()) check_tensor(op, a.x_edge, "x_edge", {E, H, C}, a.x_src);
   }
-  check_tensor(op, a.m, "m", {N, H}, a.x_src);
-  check_tensor(op, a.l, "l", {N, H}, a.x_src);
-  check_tensor(op, a.acc, backward ? "out" : "acc", {N, H, C}, a.x_src);
+  check_tensor(op, a.m, "m", {N, H}, a.x_src, /*state=*/true);
+  check_tensor(op, a.l, "l", {N, H}, a.x_src, /*state=*/true);
+  check_tensor(op, a.acc, backward ? "out" : "acc", {N, H, C}, a.x_src, /*state=*/true);
   if (backward) {
-    check_tensor(op, a.grad_out, "grad_out", {N, H, C}, a.x_src);
+    // grad_out: the dtype of out (the accumulator's) or of x_src
+    const bool as_out = a.grad_out.defined() && a.grad_out.scalar_type() == a.acc.scalar_type();
+    check_tensor(op, a.grad_out, "grad_out", {N, H, C}, a.x_src, /*state=*/as_out);
   } else {
     TORCH_CHECK_VALUE(a.m.is_contiguous() && a.l.is_contiguous() && a.acc.is_contiguous(), op,
                       ": m, l and acc are updated in place and must be contiguous");
@@ -156,6 +169,10 @@ at::Tensor gat_transpose(const at::Tensor& rowptr, const at::Tensor& col, int64_
 }
 
 at::Tensor gat_finalize(const at::Tensor& acc, const at::Tensor& l) {
+  check_kernel_dtype("gat_finalize", acc, "acc");
+  TORCH_CHECK(acc.scalar_type() == l.scalar_type(), "gat_finalize: acc and l must have the same "
+              "dtype (got ", dtype_name(acc.scalar_type()), " and ", dtype_name(l.scalar_type()),
+              ")");
   TORCH_CHECK_VALUE(acc.dim() == 3 && l.dim() == 2 && acc.size(0) == l.size(0) &&
                         acc.size(1) == l.size(1),
                     "gat_finalize: acc must be [N, H, C] and l [N, H] (got ", acc.sizes(),
@@ -174,18 +191,19 @@ at::Tensor gat_dropout_mask(const at::Tensor& src_ids, const at::Tensor& dst_ids
   TORCH_CHECK_VALUE(heads >= 1, op, ": heads must be >= 1 (got ", heads, ")");
   TORCH_CHECK_VALUE(dropout >= 0.0 && dropout <= 1.0, op, ": dropout must lie in [0, 1] (got ",
                     dropout, ")");
-  TORCH_CHECK_VALUE(dtype == at::kFloat || dtype == at::kDouble, op,
-                    ": dtype must be float32 or float64 (got ", dtype, ")");
+  check_kernel_dtype(op, dtype, "dtype");
   const at::Tensor s = src_ids.cpu().contiguous(), d = dst_ids.cpu().contiguous();
   const int64_t E = s.numel();
   at::Tensor out = at::empty({E, heads}, at::TensorOptions().dtype(dtype));
-  AT_DISPATCH_FLOATING_TYPES(dtype, "gat_dropout_mask", [&] {
+  // bfloat16 / float16: the kernels' float32 multiplier, rounded once to the dtype
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, dtype, "gat_dropout_mask", [&] {
     const int64_t* sp = s.const_data_ptr<int64_t>();
     const int64_t* dp = d.const_data_ptr<int64_t>();
     scalar_t* o = out.mutable_data_ptr<scalar_t>();
     for (int64_t e = 0; e < E; ++e) {
       for (int64_t h = 0; h < heads; ++h) {
-        o[e * heads + h] = gat_math::dropout_scale<scalar_t>(dropout, seed, sp[e], dp[e], h);
+        o[e * heads + h] = static_cast<scalar_t>(
+            gat_math::dropout_scale<acc_t<scalar_t>>(dropout, seed, sp[e], dp[e], h));
       }
     }
   });

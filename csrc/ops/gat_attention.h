@@ -5,6 +5,12 @@
 // C++ API, the argument checks, and the registration every backend shares (the checks run once
 // per call, before any kernel touches data).
 //
+// Dtypes: the inputs (x_src, a_src, a_dst, a_edge; x_dst, x_edge, att) share one dtype T, float32,
+// float64, bfloat16 or float16; the state m, l, acc (and out in backward) has T's accumulator dtype
+// A (float32 for bfloat16 / float16, T otherwise), in which every score, exponential, sum and
+// gradient is computed. grad_out has dtype A or T; the gradients are returned in T. A mismatch
+// raises a RuntimeError naming the tensors and dtypes.
+//
 // Shapes (S source rows, N destinations, E edges, H heads, C channels per head):
 //   rowptr int64 [N + 1], col int64 [E] in [0, S); x_src [S, H, C]; m, l [N, H]; acc [N, H, C].
 //   GAT:   a_src [S, H], a_dst [N, H], a_edge [E, H] or None.
@@ -21,6 +27,7 @@
 #include <optional>
 #include <tuple>
 
+#include "checks.h"
 #include "gat_attention_math.h"
 
 namespace pyg_sar {
@@ -115,7 +122,9 @@ AttentionArgs gatv2_args(const at::Tensor& rowptr, const at::Tensor& col,
                          const std::optional<at::Tensor>& dst_ids);
 
 // Backend registration, shared by the CPU and CUDA kernels: the registered functions gather the
-// op's arguments into AttentionArgs, check them once and call `Kernels`, which provides
+// op's arguments into AttentionArgs, check them once and call `Kernels` (backward: with grad_out
+// converted to the accumulator dtype; the gradients it returns in that dtype are cast to the
+// inputs' dtype), which provides
 //   static void forward(const char* op, const AttentionArgs& a);   // updates a.m, a.l, a.acc
 //   static std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> backward(
 //       const char* op, const AttentionArgs& a);                  // a.acc is `out`
@@ -181,7 +190,13 @@ struct AttentionOps {
     a.grad_out = grad_out;
     if (transposed.has_value()) a.transposed = *transposed;
     check_attention_args(op, a, /*backward=*/true);
-    return Kernels::backward(op, a);
+    const at::ScalarType xt = a.x_src.scalar_type(), acc = accumulate_type(xt);
+    if (a.grad_out.scalar_type() != acc) a.grad_out = a.grad_out.to(acc);
+    auto grads = Kernels::backward(op, a);
+    if (acc == xt) return grads;
+    // computed in the accumulator dtype, returned in the inputs' dtype
+    return {std::get<0>(grads).to(xt), std::get<1>(grads).to(xt), std::get<2>(grads).to(xt),
+            std::get<3>(grads).to(xt)};
   }
 };
 

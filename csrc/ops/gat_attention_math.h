@@ -11,6 +11,10 @@
 // Attention dropout is a counter-based hash of (seed, src id, dst id, head): the same edge gets
 // the same mask in the forward pass, the backward recomputation and on any number of ranks when
 // the ids are global node ids.
+//
+// Dtypes: the functions below compute in the accumulator type A (float or double); Inputs<T, A>
+// reads the stored inputs of type T (float, double, or a bfloat16 / float16 type) and widens each
+// on load (host_device.h), so a bfloat16 call does every score, exponential and sum in float32.
 #pragma once
 
 #include <cmath>
@@ -98,47 +102,51 @@ PYG_SAR_HOST_DEVICE T score_grad(T a, T drop, T dot, T big_d) {
   return a * (drop * dot - big_d);
 }
 
-// GAT: s = leaky_relu(pre), pre = a_src[j] + a_dst[i] (+ a_edge[e]).
-template <typename T>
-PYG_SAR_HOST_DEVICE T gat_pre(T a_src, T a_dst, const T* a_edge, int64_t idx) {
-  return a_edge == nullptr ? a_src + a_dst : a_src + a_dst + a_edge[idx];
+// GAT: s = leaky_relu(pre), pre = a_src[j] + a_dst[i] (+ a_edge[e]) (a_edge stored as T).
+template <typename A, typename T>
+PYG_SAR_HOST_DEVICE A gat_pre(A a_src, A a_dst, const T* a_edge, int64_t idx) {
+  return a_edge == nullptr ? a_src + a_dst : a_src + a_dst + widen(a_edge[idx]);
 }
 
 // GATv2: the pre-activation of one channel, x_src[j] + x_dst[i] (+ x_edge[e]).
-template <typename T>
-PYG_SAR_HOST_DEVICE T gatv2_pre(T x_src, T x_dst, const T* x_edge, int64_t idx) {
-  return x_edge == nullptr ? x_src + x_dst : x_src + x_dst + x_edge[idx];
+template <typename A, typename T>
+PYG_SAR_HOST_DEVICE A gatv2_pre(A x_src, A x_dst, const T* x_edge, int64_t idx) {
+  return x_edge == nullptr ? x_src + x_dst : x_src + x_dst + widen(x_edge[idx]);
 }
 
 // Raw pointers of one op call (contiguous tensors; null for absent ones) and the per-edge score
-// and dropout multiplier computed from them: the one definition both backends use. GAT when
-// att == nullptr, GATv2 otherwise.
-template <typename T>
+// and dropout multiplier computed from them, in the accumulator type A: the one definition both
+// backends use. GAT when att == nullptr, GATv2 otherwise. T: the stored inputs' type.
+template <typename T, typename A = T>
 struct Inputs {
   const int64_t *rowptr, *col;
   const T *x_src, *a_src, *a_dst, *a_edge, *x_dst, *x_edge, *att;
   const int64_t *src_ids, *dst_ids;
   int64_t H, C;
-  T slope;
+  A slope;
   double p;
   int64_t seed;
 
   // Dropout multiplier of edge j -> i, head h.
-  PYG_SAR_HOST_DEVICE T drop(int64_t j, int64_t i, int64_t h) const {
-    return p > 0.0 ? dropout_scale<T>(p, seed, src_ids[j], dst_ids[i], h) : T(1);
+  PYG_SAR_HOST_DEVICE A drop(int64_t j, int64_t i, int64_t h) const {
+    return p > 0.0 ? dropout_scale<A>(p, seed, src_ids[j], dst_ids[i], h) : A(1);
   }
 
   // Score of edge e (j -> i) for head h.
-  PYG_SAR_HOST_DEVICE T score(int64_t e, int64_t j, int64_t i, int64_t h) const {
+  PYG_SAR_HOST_DEVICE A score(int64_t e, int64_t j, int64_t i, int64_t h) const {
     if (att == nullptr) {
-      return leaky_relu(gat_pre(a_src[j * H + h], a_dst[i * H + h], a_edge, e * H + h), slope);
+      return leaky_relu(gat_pre(widen(a_src[j * H + h]), widen(a_dst[i * H + h]), a_edge,
+                                e * H + h),
+                        slope);
     }
     const T* xs = x_src + (j * H + h) * C;
     const T* xd = x_dst + (i * H + h) * C;
     const T* xe = x_edge == nullptr ? nullptr : x_edge + (e * H + h) * C;
     const T* w = att + h * C;
-    T s = T(0);
-    for (int64_t c = 0; c < C; ++c) s += w[c] * leaky_relu(gatv2_pre(xs[c], xd[c], xe, c), slope);
+    A s = A(0);
+    for (int64_t c = 0; c < C; ++c) {
+      s += widen(w[c]) * leaky_relu(gatv2_pre(widen(xs[c]), widen(xd[c]), xe, c), slope);
+    }
     return s;
   }
 };

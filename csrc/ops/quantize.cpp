@@ -5,6 +5,8 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
 
+#include "checks.h"
+
 namespace pyg_sar {
 namespace ops {
 
@@ -16,8 +18,7 @@ void check_bits(const char* op, int64_t bits) {
 }
 
 void check_dtype(const char* op, at::ScalarType dtype, const char* what) {
-  TORCH_CHECK_VALUE(dtype == at::kFloat || dtype == at::kDouble, op, ": ", what,
-                    " must be float32 or float64 (got ", dtype, ")");
+  check_kernel_dtype(op, dtype, what);
 }
 
 }  // namespace
@@ -25,7 +26,9 @@ void check_dtype(const char* op, at::ScalarType dtype, const char* what) {
 int64_t quantize_packed_bytes(int64_t count, int64_t bits) { return (count * bits + 7) / 8; }
 
 int64_t quantize_row_bytes(int64_t count, int64_t bits, at::ScalarType dtype) {
-  return quantize_packed_bytes(count, bits) + 2 * static_cast<int64_t>(at::elementSize(dtype));
+  // the header (lo, step) is in the accumulator dtype: float32 for bfloat16 / float16 rows
+  return quantize_packed_bytes(count, bits) +
+         2 * static_cast<int64_t>(at::elementSize(accumulate_type(dtype)));
 }
 
 void check_quantize_encode(const at::Tensor& rows, int64_t bits) {

@@ -9,19 +9,23 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
+#include "checks.h"
+
 #include <cstdint>
 
 namespace pyg_sar {
 namespace ops {
 
-// rows [R, D] float32/float64 -> payload [R, quantize_row_bytes(D, bits, dtype)] uint8.
+// rows [R, D] (float32, float64, bfloat16, float16) -> payload
+// [R, quantize_row_bytes(D, bits, dtype)] uint8.
 at::Tensor quantize_encode(const at::Tensor& rows, int64_t bits, int64_t seed);
 
 // payload [R, quantize_row_bytes(count, bits, dtype)] uint8 -> rows [R, count] of dtype.
 at::Tensor quantize_decode(const at::Tensor& payload, int64_t bits, int64_t count,
                            at::ScalarType dtype);
 
-// Bytes of the packed codes of `count` values and of a whole payload row (codes + header).
+// Bytes of the packed codes of `count` values and of a whole payload row (codes + header, the
+// header in dtype's accumulator dtype).
 int64_t quantize_packed_bytes(int64_t count, int64_t bits);
 int64_t quantize_row_bytes(int64_t count, int64_t bits, at::ScalarType dtype);
 
@@ -35,19 +39,26 @@ void check_quantize_decode(const at::Tensor& payload, int64_t bits, int64_t coun
 //   static at::Tensor encode(const at::Tensor& rows, int64_t bits, int64_t seed);  // contiguous
 //   static at::Tensor decode(const at::Tensor& payload, int64_t bits, int64_t count,
 //                            at::ScalarType dtype);  // payload rows contiguous (any row stride)
+//
+// bfloat16 / float16 rows are quantised in float32, their accumulator dtype: encode widens them
+// (exactly) and produces the bytes of rows.float(), header in float32; decode to such a dtype
+// decodes in float32 and rounds once to it. The kernels themselves see float32 / float64 only.
 template <typename Kernels>
 struct QuantizeOps {
   static at::Tensor encode(const at::Tensor& rows, int64_t bits, int64_t seed) {
     check_quantize_encode(rows, bits);
-    return Kernels::encode(rows.contiguous(), bits, seed);
+    const at::ScalarType acc = accumulate_type(rows.scalar_type());
+    return Kernels::encode(rows.contiguous().to(acc), bits, seed);
   }
 
   static at::Tensor decode(const at::Tensor& payload, int64_t bits, int64_t count,
                            at::ScalarType dtype) {
     check_quantize_decode(payload, bits, count, dtype);
     // a chunk of a larger receive buffer keeps its row stride; only a row's bytes must be adjacent
-    return Kernels::decode(payload.stride(1) == 1 ? payload : payload.contiguous(), bits, count,
-                           dtype);
+    const at::ScalarType acc = accumulate_type(dtype);
+    at::Tensor rows = Kernels::decode(payload.stride(1) == 1 ? payload : payload.contiguous(),
+                                      bits, count, acc);
+    return acc == dtype ? rows : rows.to(dtype);
   }
 };
 

@@ -20,20 +20,30 @@ def _dynamic(like: Tensor, dtype: torch.dtype = torch.int64) -> Tensor:
     return like.new_empty((get_ctx().new_dynamic_size(),), dtype=dtype)
 
 
+def _acc(dtype: torch.dtype) -> torch.dtype:
+    """The kernels' accumulator dtype: float32 for bfloat16 / float16, else the dtype itself."""
+    return torch.float32 if dtype in (torch.bfloat16, torch.float16) else dtype
+
+
 def _gather_aggregate(rowptr: Tensor, col: Tensor, x_src: Tensor, weight: Optional[Tensor],
                       reduce: str) -> tuple[Tensor, Tensor]:
     num_dst, num_feat = rowptr.size(0) - 1, x_src.size(1)
     has_arg = reduce in ("max", "min")
     arg = rowptr.new_empty((num_dst, num_feat) if has_arg else (0,))
-    return x_src.new_empty((num_dst, num_feat)), arg
+    return x_src.new_empty((num_dst, num_feat), dtype=_acc(x_src.dtype)), arg
 
 
 def _gather_aggregate_backward(grad_out: Tensor, rowptr: Tensor, col: Tensor,
                                x_src: Optional[Tensor], weight: Optional[Tensor], arg: Tensor,
-                               reduce: str, num_src: int, weight_requires_grad: bool
-                               ) -> tuple[Tensor, Tensor]:
-    grad_w = grad_out.new_empty((col.size(0) if weight_requires_grad else 0,))
-    return grad_out.new_empty((num_src, grad_out.size(1))), grad_w
+                               reduce: str, num_src: int, weight_requires_grad: bool,
+                               x_dtype: Optional[torch.dtype] = None) -> tuple[Tensor, Tensor]:
+    if x_dtype is None:
+        x_dtype = x_src.dtype if x_src is not None else grad_out.dtype
+    if weight_requires_grad:
+        grad_w = grad_out.new_empty((col.size(0),), dtype=weight.dtype)
+    else:
+        grad_w = grad_out.new_empty((0,), dtype=_acc(x_dtype))
+    return grad_out.new_empty((num_src, grad_out.size(1)), dtype=x_dtype), grad_w
 
 
 def _block_forward_(*args) -> None:
@@ -66,7 +76,8 @@ def _gat_dropout_mask(src_ids: Tensor, dst_ids: Tensor, heads: int, dropout: flo
 
 
 def _quantize_encode(rows: Tensor, bits: int, seed: int) -> Tensor:
-    width = (rows.size(1) * bits + 7) // 8 + 2 * rows.element_size()
+    # header (lo, step) in the accumulator dtype: float32 for bfloat16 / float16 rows
+    width = (rows.size(1) * bits + 7) // 8 + 2 * torch.finfo(_acc(rows.dtype)).bits // 8
     return rows.new_empty((rows.size(0), width), dtype=torch.uint8)
 
 

@@ -9,6 +9,14 @@ Attention dropout is a counter-based hash of ``(seed, src_ids[j], dst_ids[i], he
 same coefficient is dropped in forward, in the backward recomputation and, when the ids are
 global node ids, for every number of ranks. Parallel edges with the same endpoints share their
 mask. :func:`gat_dropout_mask` returns the multipliers (0 or ``1 / (1 - p)``) the kernels apply.
+
+Dtypes: the inputs (``x_src``, ``a_src``, ``a_dst``, ``a_edge``; ``x_dst``, ``x_edge``, ``att``)
+share one dtype, float32, float64, bfloat16 or float16; the state ``(m, l, acc)`` is in its
+accumulator dtype (float32 for bfloat16 / float16: :func:`attention_state` allocates it so), in
+which every score, exponential and sum is computed, and :func:`gat_finalize` returns ``out`` in
+it. The backward ops take ``grad_out`` in either dtype and return each gradient in the inputs'
+dtype. The autograd wrappers :func:`gat_attention` / :func:`gatv2_attention` return their output
+in the inputs' dtype.
 """
 from __future__ import annotations
 
@@ -19,6 +27,7 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 from pyg_sar.ops._native import has_kernel
+from pyg_sar.ops.reference import accumulate_dtype
 
 
 def fused_attention_available(device: torch.device) -> bool:
@@ -28,9 +37,12 @@ def fused_attention_available(device: torch.device) -> bool:
 
 def attention_state(num_dst: int, heads: int, channels: int, like: Tensor
                     ) -> tuple[Tensor, Tensor, Tensor]:
-    """Fresh ``(m, l, acc)``: ``-inf``, 0 and 0 of shapes ``[N, H]``, ``[N, H]``, ``[N, H, C]``."""
-    m = like.new_full((num_dst, heads), float("-inf"))
-    return m, like.new_zeros((num_dst, heads)), like.new_zeros((num_dst, heads, channels))
+    """Fresh ``(m, l, acc)``: ``-inf``, 0 and 0 of shapes ``[N, H]``, ``[N, H]``, ``[N, H, C]``,
+    on ``like``'s device in its accumulator dtype (float32 for bfloat16 / float16 inputs)."""
+    dtype = accumulate_dtype(like.dtype)
+    m = like.new_full((num_dst, heads), float("-inf"), dtype=dtype)
+    return (m, like.new_zeros((num_dst, heads), dtype=dtype),
+            like.new_zeros((num_dst, heads, channels), dtype=dtype))
 
 
 def gat_block_forward_(rowptr: Tensor, col: Tensor, x_src: Tensor, a_src: Tensor, a_dst: Tensor,
@@ -55,7 +67,7 @@ def gatv2_block_forward_(rowptr: Tensor, col: Tensor, x_src: Tensor, x_dst: Tens
 
 
 def gat_finalize(acc: Tensor, l: Tensor) -> Tensor:
-    """``out = acc / l`` (0 for destinations without edges)."""
+    """``out = acc / l`` (0 for destinations without edges), in the state's dtype."""
     return torch.ops.pyg_sar.gat_finalize(acc, l)
 
 
@@ -101,7 +113,8 @@ def gat_transpose(rowptr: Tensor, col: Tensor, num_src: int) -> Tensor:
 
 def gat_dropout_mask(src_ids: Tensor, dst_ids: Tensor, heads: int, dropout: float, seed: int,
                      dtype: torch.dtype = torch.float64) -> Tensor:
-    """``[E, heads]`` dropout multipliers of edges ``src_ids[e] -> dst_ids[e]``."""
+    """``[E, heads]`` dropout multipliers of edges ``src_ids[e] -> dst_ids[e]`` (any of the
+    kernels' dtypes; bfloat16 / float16 hold the float32 multiplier rounded once)."""
     return torch.ops.pyg_sar.gat_dropout_mask(src_ids, dst_ids, heads, dropout, seed, dtype)
 
 
@@ -125,7 +138,7 @@ class GATAttention(torch.autograd.Function):
         ctx.save_for_backward(rowptr, col, x_src, a_src, a_dst, a_edge, src_ids, dst_ids, out,
                               m, l)
         ctx.args = (negative_slope, dropout, seed)
-        return out
+        return out.to(x_src.dtype)
 
     @staticmethod
     @once_differentiable
@@ -155,7 +168,7 @@ class GATv2Attention(torch.autograd.Function):
         ctx.save_for_backward(rowptr, col, x_src, x_dst, x_edge, att, src_ids, dst_ids, out, m,
                               l)
         ctx.args = (negative_slope, dropout, seed)
-        return out
+        return out.to(x_src.dtype)
 
     @staticmethod
     @once_differentiable

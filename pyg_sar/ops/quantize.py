@@ -5,8 +5,10 @@ Each function runs the native kernel when the library has one for the tensor's d
 otherwise :mod:`pyg_sar.ops.quantize_reference` (with a warning, or an error under
 ``PYG_SAR_REQUIRE_NATIVE=1``); both produce the same bytes and values bit for bit.
 ``backend="reference"`` forces the pure-torch path, ``backend="native"`` the kernel (an error if
-it is missing). Rows are float32 or float64 (callers convert half types first); bits are
-1, 2, 4, 8 or 16. See :mod:`pyg_sar.ops.quantize_reference` for the format and the noise.
+it is missing). Rows are float32, float64, bfloat16 or float16 (the half types are quantised
+as their exact float32 values: the payload of ``rows.float()``, header in float32; decoding to a
+half type decodes in float32 and rounds once); bits are 1, 2, 4, 8 or 16. See
+:mod:`pyg_sar.ops.quantize_reference` for the format and the noise.
 """
 from __future__ import annotations
 
@@ -42,8 +44,9 @@ def quantize_backend(op: str, device: torch.device | str, backend: str = "auto")
 
 
 def quantize_encode(rows: Tensor, bits: int, seed: int, *, backend: str = "auto") -> Tensor:
-    """``rows [R, D]`` (float32/float64) -> payload ``[R, row_bytes(D, bits, dtype)]`` uint8:
-    the packed codes of each row, then its ``lo`` and ``step`` in the rows' dtype."""
+    """``rows [R, D]`` (float32, float64, bfloat16, float16) -> payload
+    ``[R, row_bytes(D, bits, dtype)]`` uint8: the packed codes of each row, then its ``lo`` and
+    ``step`` in the rows' dtype (float32 for bfloat16 / float16)."""
     if quantize_backend("quantize_encode", rows.device, backend) == "native":
         return torch.ops.pyg_sar.quantize_encode(rows, int(bits), int(seed))
     return ref.quantize_encode_reference(rows, int(bits), int(seed))
@@ -51,8 +54,8 @@ def quantize_encode(rows: Tensor, bits: int, seed: int, *, backend: str = "auto"
 
 def quantize_decode(payload: Tensor, bits: int, count: int, dtype: torch.dtype, *,
                     backend: str = "auto") -> Tensor:
-    """The ``[R, count]`` rows of ``dtype`` (float32/float64) that :func:`quantize_encode`
-    encoded into ``payload``."""
+    """The ``[R, count]`` rows of ``dtype`` (float32, float64, bfloat16, float16) that
+    :func:`quantize_encode` encoded into ``payload``."""
     if quantize_backend("quantize_decode", payload.device, backend) == "native":
         return torch.ops.pyg_sar.quantize_decode(payload, int(bits), int(count), dtype)
     return ref.quantize_decode_reference(payload, int(bits), int(count), dtype)

@@ -5,7 +5,8 @@ Row ``r`` (``count`` values) of a message keyed by ``seed`` becomes codes
 ``q = clamp(floor((x - lo) * (1 / step) + u), 0, 2**bits - 1)`` with ``lo = min x``,
 ``step = (max x - lo) / (2**bits - 1)`` (1 for a constant row), packed by
 bit packing (layout below), followed by ``lo`` and
-``step`` in the rows' dtype. The noise ``u`` of value ``c`` is a keyed hash, identical for any
+``step`` in the rows' dtype (bfloat16 / float16 rows are quantised as their exact float32 values,
+header in float32). The noise ``u`` of value ``c`` is a keyed hash, identical for any
 thread count and on every backend: ``key = combine(seed, r)`` and
 ``h(t) = mix64(key + (t + 1) * GOLDEN)`` (SplitMix64, :mod:`pyg_sar.ops.sampling_rng`); float64
 takes the top 53 bits of ``h(c)``, float32 24 bits of ``h(c // 2)`` (its upper half for even
@@ -26,7 +27,12 @@ from torch import Tensor
 from pyg_sar.ops.sampling_rng import GOLDEN, _signed, combine_tensor, mix64_tensor
 
 BITS = (1, 2, 4, 8, 16)
-DTYPES = (torch.float32, torch.float64)
+DTYPES = (torch.float32, torch.float64, torch.bfloat16, torch.float16)
+_LOW = (torch.bfloat16, torch.float16)  # quantised as their (exact) float32 values
+
+
+def _acc(dtype: torch.dtype) -> torch.dtype:
+    return torch.float32 if dtype in _LOW else dtype
 
 
 def packed_bytes(count: int, bits: int) -> int:
@@ -35,8 +41,9 @@ def packed_bytes(count: int, bits: int) -> int:
 
 
 def row_bytes(count: int, bits: int, dtype: torch.dtype) -> int:
-    """Bytes of one payload row: packed codes, then ``lo`` and ``step`` in ``dtype``."""
-    return packed_bytes(count, bits) + 2 * torch.empty((), dtype=dtype).element_size()
+    """Bytes of one payload row: packed codes, then ``lo`` and ``step`` in ``dtype`` (float32
+    for bfloat16 / float16 rows)."""
+    return packed_bytes(count, bits) + 2 * torch.empty((), dtype=_acc(dtype)).element_size()
 
 
 def check_bits(op: str, bits: int) -> None:
@@ -46,7 +53,9 @@ def check_bits(op: str, bits: int) -> None:
 
 def check_dtype(op: str, dtype: torch.dtype, what: str) -> None:
     if dtype not in DTYPES:
-        raise ValueError(f"{op}: {what} must be float32 or float64 (got {dtype})")
+        name = str(dtype).removeprefix("torch.")
+        raise RuntimeError(f"{op}: {what} has dtype {name}, which the native kernels do not "
+                           f"support (supported: float32, float64, bfloat16, float16)")
 
 
 def noise(rows: int, count: int, seed: int, dtype: torch.dtype,
@@ -105,12 +114,16 @@ def unpack(data: Tensor, bits: int, count: int) -> Tensor:
 
 
 def quantize_encode_reference(rows: Tensor, bits: int, seed: int) -> Tensor:
-    """``rows [R, D]`` float32/float64 -> payload ``[R, row_bytes(D, bits, dtype)]`` uint8."""
+    """``rows [R, D]`` (float32, float64, bfloat16, float16) -> payload
+    ``[R, row_bytes(D, bits, dtype)]`` uint8 (bfloat16 / float16 rows: the payload of
+    ``rows.float()``)."""
     op = "quantize_encode"
     if rows.dim() != 2:
         raise ValueError(f"{op}: rows must be 2-D [R, D] (got shape {tuple(rows.shape)})")
     check_dtype(op, rows.dtype, "rows")
     check_bits(op, bits)
+    if rows.dtype in _LOW:
+        return quantize_encode_reference(rows.float(), bits, seed)
     count = rows.shape[1]
     if rows.shape[0] == 0 or count == 0:
         lo = step = rows.new_zeros(rows.shape[0], 1)
@@ -131,10 +144,13 @@ def quantize_encode_reference(rows: Tensor, bits: int, seed: int) -> Tensor:
 
 def quantize_decode_reference(payload: Tensor, bits: int, count: int,
                               dtype: torch.dtype) -> Tensor:
-    """The ``[R, count]`` rows of ``dtype`` that :func:`quantize_encode_reference` encoded."""
+    """The ``[R, count]`` rows of ``dtype`` that :func:`quantize_encode_reference` encoded
+    (bfloat16 / float16: decoded in float32, rounded once)."""
     op = "quantize_decode"
     check_bits(op, bits)
     check_dtype(op, dtype, "dtype")
+    if dtype in _LOW:
+        return quantize_decode_reference(payload, bits, count, torch.float32).to(dtype)
     if count < 0:
         raise ValueError(f"{op}: count must be >= 0 (got {count})")
     want = row_bytes(count, bits, dtype)

@@ -12,6 +12,18 @@ import torch
 from torch import Tensor
 
 REDUCES = ("sum", "mean", "max", "min")
+#: The floating dtypes the native kernels take (bfloat16 / float16 computed in float32).
+NATIVE_DTYPES = (torch.float32, torch.float64, torch.bfloat16, torch.float16)
+SUPPORTED = "float32, float64, bfloat16, float16"
+
+
+def accumulate_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype the kernels compute ``dtype`` in: float32 for bfloat16 / float16, else itself."""
+    return torch.float32 if dtype in (torch.bfloat16, torch.float16) else dtype
+
+
+def _name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
 
 
 def check_gather_aggregate_args(rowptr: Tensor, col: Tensor, x_src: Tensor,
@@ -35,8 +47,9 @@ def check_gather_aggregate_args(rowptr: Tensor, col: Tensor, x_src: Tensor,
         if t.dtype != torch.int64:
             raise RuntimeError(f"{op}: expected tensor for argument '{name}' to have scalar type "
                                f"Long (got {t.dtype})")
-    if x_src.dtype not in (torch.float32, torch.float64):
-        raise ValueError(f"{op}: x_src must be float32 or float64 (got {x_src.dtype})")
+    if x_src.dtype not in NATIVE_DTYPES:
+        raise RuntimeError(f"{op}: x_src has dtype {_name(x_src.dtype)}, which the native kernels "
+                           f"do not support (supported: {SUPPORTED})")
     for name, t in (("rowptr", rowptr), ("col", col)):
         if t.device != x_src.device:
             raise RuntimeError(f"{op}: {name} and x_src must be on the same device "
@@ -46,9 +59,13 @@ def check_gather_aggregate_args(rowptr: Tensor, col: Tensor, x_src: Tensor,
         if weight.dim() != 1 or weight.numel() != col.numel():
             raise ValueError(f"{op}: weight must have shape [E] = [{col.numel()}] "
                              f"(got {list(weight.shape)})")
-        if weight.dtype != x_src.dtype:
-            raise ValueError(f"{op}: weight and x_src must have the same dtype "
-                             f"(got {weight.dtype} and {x_src.dtype})")
+        acc = accumulate_dtype(x_src.dtype)
+        if weight.dtype != x_src.dtype and (acc == x_src.dtype or weight.dtype != acc):
+            if acc == x_src.dtype:
+                raise ValueError(f"{op}: weight and x_src must have the same dtype "
+                                 f"(got {_name(weight.dtype)} and {_name(x_src.dtype)})")
+            raise ValueError(f"{op}: weight must have x_src's dtype {_name(x_src.dtype)} or its "
+                             f"accumulator dtype {_name(acc)} (got {_name(weight.dtype)})")
         if weight.device != x_src.device:
             raise RuntimeError(f"{op}: weight and x_src must be on the same device "
                                f"(got {weight.device} and {x_src.device})")
@@ -81,18 +98,27 @@ def gather_aggregate_reference(rowptr: Tensor, col: Tensor, x_src: Tensor,
                                return_arg: bool = False) -> Tensor | tuple[Tensor, Tensor]:
     r"""``out[i] = REDUCE_{e in rowptr[i]..rowptr[i+1]} weight[e] * x_src[col[e]]`` in plain torch.
 
-    Differentiable through autograd. Rows without edges give 0.
+    Differentiable through autograd. Rows without edges give 0. bfloat16 / float16 rows are
+    computed in float32 and the result is rounded to ``x_src``'s dtype (as
+    :func:`pyg_sar.ops.gather_aggregate`).
 
     Args:
         rowptr: ``int64 [N + 1]`` CSR row pointer over destinations.
         col: ``int64 [E]`` source row of each edge, in ``[0, x_src.size(0))``.
-        x_src: ``[S, F]`` source rows (float32 or float64).
+        x_src: ``[S, F]`` source rows (float32, float64, bfloat16 or float16).
         weight: optional ``[E]`` edge weights.
         reduce: ``"sum"``, ``"mean"`` (sum / in-degree), ``"max"`` or ``"min"``.
         return_arg: also return ``arg``: for max/min, ``int64 [N, F]`` edge position of the
             winner (the first one on ties, -1 on empty rows); an empty tensor for sum/mean.
     """
     check_gather_aggregate_args(rowptr, col, x_src, weight, reduce)
+    acc = accumulate_dtype(x_src.dtype)
+    if acc != x_src.dtype:
+        w = None if weight is None else weight.to(acc)
+        got = gather_aggregate_reference(rowptr, col, x_src.to(acc), w, reduce, return_arg)
+        if return_arg:
+            return got[0].to(x_src.dtype), got[1]
+        return got.to(x_src.dtype)
     num_dst, num_feat = rowptr.numel() - 1, x_src.size(1)
     row = torch.repeat_interleave(torch.arange(num_dst, device=rowptr.device), rowptr.diff(),
                                   output_size=col.numel())

@@ -115,14 +115,16 @@ def test_bad_arguments_are_named(backend):
     x = torch.randn(3, 4)
     with pytest.raises(ValueError, match=r"bits must be one of .*got 3"):
         q.quantize_encode(x, 3, 0, backend=backend)
-    with pytest.raises(ValueError, match="float32 or float64"):
-        q.quantize_encode(x.half(), 2, 0, backend=backend)
+    with pytest.raises(RuntimeError, match=r"rows has dtype int32, .*supported: float32, "
+                                           r"float64, bfloat16, float16"):
+        q.quantize_encode(x.int(), 2, 0, backend=backend)
     with pytest.raises(ValueError, match="2-D"):
         q.quantize_encode(x.view(-1), 2, 0, backend=backend)
     payload = q.quantize_encode(x, 2, 0)
     with pytest.raises(ValueError, match=r"payload.* 9 .*got"):
         q.quantize_decode(payload[:, 1:], 2, 4, torch.float32, backend=backend)
-    with pytest.raises(ValueError, match="float32 or float64"):
+    with pytest.raises(RuntimeError, match=r"dtype has dtype int32, .*supported: float32, "
+                                           r"float64, bfloat16, float16"):
         q.quantize_decode(payload, 2, 4, torch.int32, backend=backend)
 
 

@@ -296,8 +296,12 @@ def test_bad_arguments_name_the_value():
         gat_block_forward_(rowptr, col, x, a_s, a_d, None, m, l, acc, SLOPE, 1.5, 1)
     with pytest.raises(ValueError, match="must have the same dtype"):
         gat_block_forward_(rowptr, col, x, a_s.float(), a_d, None, m, l, acc)
-    with pytest.raises(ValueError, match="x_src must be float32 or float64"):
-        gat_block_forward_(rowptr, col, x.half(), a_s, a_d, None, m, l, acc)
+    with pytest.raises(RuntimeError, match="x_src has dtype int32, which the native kernels "
+                                           "do not support"):
+        gat_block_forward_(rowptr, col, x.int(), a_s, a_d, None, m, l, acc)
+    with pytest.raises(ValueError, match=r"a_src and x_src must have the same dtype \(got "
+                                         r"float64 and bfloat16\)"):
+        gat_block_forward_(rowptr, col, x.bfloat16(), a_s, a_d, None, m, l, acc)
     with pytest.raises(ValueError, match=r"rowptr\[-1\] must equal the number of edges"):
         gat_block_forward_(torch.tensor([0, 1, 1, 1, 9]), col, x, a_s, a_d, None, m, l, acc)
 

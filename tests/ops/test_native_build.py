@@ -24,8 +24,8 @@ def test_schemas_match_the_contract():
                    "Tensor? weight, str reduce) -> (Tensor out, Tensor arg)")
     assert bwd == ("pyg_sar::gather_aggregate_backward(Tensor grad_out, Tensor rowptr, "
                    "Tensor col, Tensor? x_src, Tensor? weight, Tensor arg, str reduce, "
-                   "int num_src, bool weight_requires_grad) -> (Tensor grad_x_src, "
-                   "Tensor grad_weight)")
+                   "int num_src, bool weight_requires_grad, ScalarType? x_dtype=None) -> "
+                   "(Tensor grad_x_src, Tensor grad_weight)")
     assert torch.ops.pyg_sar.gather_aggregate.default.has_kernel_for_dispatch_key(
         torch.DispatchKey.CPU)
 

@@ -123,10 +123,67 @@ def _sampling_cases():
     ]
 
 
+def _dtype_cases():
+    """bfloat16 / float16 (and float32) inputs: float32 outputs where the contract says so (the
+    raw gather_aggregate out, the attention state and gat_finalize), gradients in the inputs'
+    dtype, the quantisation header in float32."""
+    g, rowptr, col = _graph()
+    out = []
+    for dtype in (torch.float32, torch.bfloat16, torch.float16):
+        tag = str(dtype).split(".")[-1]
+        x = torch.randn(3, 4, generator=g).to(dtype)
+        for wt in {dtype, torch.float32}:
+            w = torch.rand(5, generator=g).to(wt)
+            wtag = str(wt).split(".")[-1]
+            for reduce in ("sum", "max"):
+                out.append((f"gather_aggregate-{tag}-w{wtag}-{reduce}", "gather_aggregate",
+                            (rowptr, col, x, w, reduce)))
+                _, arg = torch.ops.pyg_sar.gather_aggregate(rowptr, col, x, w, reduce)
+                grad = torch.randn(4, 4, generator=g)
+                out.append((f"gather_aggregate_backward-{tag}-w{wtag}-{reduce}",
+                            "gather_aggregate_backward",
+                            (grad, rowptr, col, x, w, arg, reduce, 3, True)))
+                out.append((f"gather_aggregate_backward-{tag}-x_dtype-{reduce}",
+                            "gather_aggregate_backward",
+                            (grad.to(dtype), rowptr, col, None, None, arg, reduce, 3, False,
+                             dtype)))
+
+        def rand(*shape, dtype=dtype):
+            return torch.randn(*shape, generator=g).to(dtype)
+
+        xs, a_s, a_d, a_e = rand(3, 2, 2), rand(3, 2), rand(4, 2), rand(5, 2)
+        x_d, x_e, att = rand(4, 2, 2), rand(5, 2, 2), rand(2, 2)
+        src_ids, dst_ids = torch.tensor([10, 11, 12]), torch.tensor([20, 21, 22, 23])
+        for v2 in (False, True):
+            name = "gatv2" if v2 else "gat"
+            inputs = (xs, x_d, x_e, att) if v2 else (xs, a_s, a_d, a_e)
+            m, l, acc = attention_state(4, 2, 2, xs)
+            out.append((f"{name}_block_forward_-{tag}", f"{name}_block_forward_",
+                        (rowptr, col, *inputs, m, l, acc, 0.2, 0.5, 3, src_ids, dst_ids)))
+            m, l, acc = attention_state(4, 2, 2, xs)
+            getattr(torch.ops.pyg_sar, f"{name}_block_forward_")(
+                rowptr, col, *inputs, m, l, acc, 0.2, 0.5, 3, src_ids, dst_ids)
+            res = torch.ops.pyg_sar.gat_finalize(acc, l)
+            for gdt in {dtype, torch.float32}:
+                out.append((f"{name}_block_backward-{tag}-grad{str(gdt).split('.')[-1]}",
+                            f"{name}_block_backward",
+                            (torch.randn(4, 2, 2, generator=g).to(gdt), res, m, l, rowptr, col,
+                             *inputs, 0.2, 0.5, 3, src_ids, dst_ids, None)))
+        out.append((f"gat_finalize-{tag}", "gat_finalize", (acc, l)))
+        out.append((f"gat_dropout_mask-{tag}", "gat_dropout_mask",
+                    (torch.tensor([0, 2, 1]), torch.tensor([1, 1, 0]), 2, 0.5, 7, dtype)))
+        rows = torch.randn(5, 7, generator=g).to(dtype)
+        out.append((f"quantize_encode-{tag}", "quantize_encode", (rows, 4, 3)))
+        payload = torch.ops.pyg_sar.quantize_encode(rows, 4, 3)
+        out.append((f"quantize_decode-{tag}", "quantize_decode", (payload, 4, 7, dtype)))
+    return out
+
+
 def _cases():
     if not native_available():
         return []
-    return _gather_cases() + _attention_cases() + _quantize_cases() + _sampling_cases()
+    return (_gather_cases() + _attention_cases() + _quantize_cases() + _sampling_cases()
+            + _dtype_cases())
 
 
 CASES = _cases()

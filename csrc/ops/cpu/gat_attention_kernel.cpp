@@ -4,6 +4,10 @@
 // per-edge coefficients the first pass stores. Every output element is written by one thread in a
 // fixed order, so results do not depend on the thread count. Inner loops run over the C channels
 // of one head (contiguous), which the compiler vectorises.
+//
+// Dtypes: the inputs are read in their dtype T (widened on load: host_device.h); the state m, l,
+// acc, grad_out, out, the per-edge coefficients and every gradient are in A = acc_t<T> (float32
+// for bfloat16 / float16; T itself for float32 / float64).
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
@@ -25,16 +29,17 @@ namespace gm = gat_math;
 
 // `omp simd` lets the compiler split the sum into vector lanes (a fixed order: the result does
 // not depend on threads), which plain -O3 may not do for floating point.
-template <typename T>
-T dot(const T* __restrict__ a, const T* __restrict__ b, int64_t n) {
-  T s = T(0);
+// (a in the accumulator type A, b stored as A or as a half type widened on load)
+template <typename A, typename B>
+A dot(const A* __restrict__ a, const B* __restrict__ b, int64_t n) {
+  A s = A(0);
 #pragma omp simd reduction(+ : s)
-  for (int64_t c = 0; c < n; ++c) s += a[c] * b[c];
+  for (int64_t c = 0; c < n; ++c) s += a[c] * widen(b[c]);
   return s;
 }
 
 template <typename T>
-using Ptrs = gm::Inputs<T>;
+using Ptrs = gm::Inputs<T, acc_t<T>>;
 
 // The gathers (source rows in forward and pass 1, grad_out rows in pass 2) are random accesses
 // that miss the cache on large graphs; fetching them a few edges ahead overlaps the misses.
@@ -78,29 +83,29 @@ Ptrs<T> pointers(const Contig& c, const AttentionArgs& a) {
           ptr<T>(c.a_src), ptr<T>(c.a_dst), ptr<T>(c.a_edge), ptr<T>(c.x_dst), ptr<T>(c.x_edge),
           ptr<T>(c.att), a.dropout > 0 ? c.src_ids.const_data_ptr<int64_t>() : nullptr,
           a.dropout > 0 ? c.dst_ids.const_data_ptr<int64_t>() : nullptr, a.heads(), a.channels(),
-          static_cast<T>(a.negative_slope), a.dropout, a.seed};
+          static_cast<acc_t<T>>(a.negative_slope), a.dropout, a.seed};
 }
 
 // Forward over destination rows [begin, end): online softmax per (row, head) into m, l, acc.
-template <typename T>
-void forward_rows(const Ptrs<T>& P, T* m, T* l, T* acc, int64_t begin, int64_t end) {
+template <typename T, typename A = acc_t<T>>
+void forward_rows(const Ptrs<T>& P, A* m, A* l, A* acc, int64_t begin, int64_t end) {
   const int64_t H = P.H, C = P.C;
   for (int64_t i = begin; i < end; ++i) {
     const int64_t e0 = P.rowptr[i], e1 = P.rowptr[i + 1];
     if (e0 == e1) continue;
     for (int64_t h = 0; h < H; ++h) {
-      gm::OnlineSoftmax<T> st{m[i * H + h], l[i * H + h]};
-      T* __restrict__ a = acc + (i * H + h) * C;
+      gm::OnlineSoftmax<A> st{m[i * H + h], l[i * H + h]};
+      A* __restrict__ a = acc + (i * H + h) * C;
       for (int64_t e = e0; e < e1; ++e) {
         const int64_t j = P.col[e];
-        T w;
-        const T rescale = st.push(P.score(e, j, i, h), w);
-        if (rescale != T(1)) {
+        A w;
+        const A rescale = st.push(P.score(e, j, i, h), w);
+        if (rescale != A(1)) {
           for (int64_t c = 0; c < C; ++c) a[c] *= rescale;
         }
-        const T wd = w * P.drop(j, i, h);
+        const A wd = w * P.drop(j, i, h);
         const T* __restrict__ x = P.x_src + (j * H + h) * C;
-        for (int64_t c = 0; c < C; ++c) a[c] += wd * x[c];
+        for (int64_t c = 0; c < C; ++c) a[c] += wd * widen(x[c]);
       }
       m[i * H + h] = st.m;
       l[i * H + h] = st.l;
@@ -111,11 +116,13 @@ void forward_rows(const Ptrs<T>& P, T* m, T* l, T* acc, int64_t begin, int64_t e
 void run_forward(const char* op, const AttentionArgs& a) {
   const Contig c = contiguous(a);
   const int64_t N = a.num_dst(), E = a.num_edges(), H = a.heads(), C = a.channels();
-  AT_DISPATCH_FLOATING_TYPES(a.x_src.scalar_type(), "gat_attention_cpu", [&] {
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, a.x_src.scalar_type(),
+                                  "gat_attention_cpu", [&] {
+    using A = acc_t<scalar_t>;
     const Ptrs<scalar_t> P = pointers<scalar_t>(c, a);
-    scalar_t* m = a.m.mutable_data_ptr<scalar_t>();
-    scalar_t* l = a.l.mutable_data_ptr<scalar_t>();
-    scalar_t* acc = a.acc.mutable_data_ptr<scalar_t>();
+    A* m = a.m.mutable_data_ptr<A>();
+    A* l = a.l.mutable_data_ptr<A>();
+    A* acc = a.acc.mutable_data_ptr<A>();
     at::parallel_for(0, N, grain_for(N, E, H * C), [&](int64_t begin, int64_t end) {
       forward_rows<scalar_t>(P, m, l, acc, begin, end);
     });
@@ -156,9 +163,9 @@ at::Tensor transpose_cpu(const int64_t* rowptr, const int64_t* col, int64_t num_
 // two coefficients pass 2 needs, coef[2 (e H + h) + {0, 1}] = (drop a, ds) (GAT: ds times the
 // leaky_relu slope, i.e. the gradient of the pre-activation), so pass 2 does not recompute the
 // attention (which would re-gather a_dst, m, l, D and grad_out rows and redo the dot products).
-template <typename T>
-void backward_dst_rows(const Ptrs<T>& P, const T* go, const T* out, const T* m, const T* l,
-                       T* big_d, T* g_dst, T* g_edge, T* g_att_rows, T* coef, int64_t begin,
+template <typename T, typename A = acc_t<T>>
+void backward_dst_rows(const Ptrs<T>& P, const A* go, const A* out, const A* m, const A* l,
+                       A* big_d, A* g_dst, A* g_edge, A* g_att_rows, A* coef, int64_t begin,
                        int64_t end) {
   const int64_t H = P.H, C = P.C;
   const bool v2 = P.att != nullptr;
@@ -167,24 +174,25 @@ void backward_dst_rows(const Ptrs<T>& P, const T* go, const T* out, const T* m, 
     const int64_t e0 = P.rowptr[i], e1 = P.rowptr[i + 1];
     if (!v2) {
       // GAT: heads inner, so each source row and coefficient pair is touched once per edge.
-      const T* __restrict__ g = go + i * H * C;
-      T* __restrict__ gd = g_dst + i * H;
+      const A* __restrict__ g = go + i * H * C;
+      A* __restrict__ gd = g_dst + i * H;
       for (int64_t h = 0; h < H; ++h) {
         big_d[i * H + h] = dot(g + h * C, out + (i * H + h) * C, C);
-        gd[h] = T(0);
+        gd[h] = A(0);
       }
       for (int64_t e = e0; e < e1; ++e) {
         prefetch_source(P, e + kPrefetchAhead, e_end);
         const int64_t j = P.col[e];
         const T* __restrict__ xs = P.x_src + j * H * C;
-        T* __restrict__ ce = coef + 2 * e * H;
+        A* __restrict__ ce = coef + 2 * e * H;
         for (int64_t h = 0; h < H; ++h) {
           const int64_t ih = i * H + h;
-          const T pre = gm::gat_pre(P.a_src[j * H + h], P.a_dst[ih], P.a_edge, e * H + h);
-          const T a = gm::attention(gm::leaky_relu(pre, P.slope), m[ih], l[ih]);
-          const T drop = P.drop(j, i, h);
-          const T ds = gm::score_grad(a, drop, dot(g + h * C, xs + h * C, C), big_d[ih]);
-          const T dpre = ds * gm::leaky_relu_grad(pre, P.slope);
+          const A pre = gm::gat_pre(widen(P.a_src[j * H + h]), widen(P.a_dst[ih]), P.a_edge,
+                                    e * H + h);
+          const A a = gm::attention(gm::leaky_relu(pre, P.slope), m[ih], l[ih]);
+          const A drop = P.drop(j, i, h);
+          const A ds = gm::score_grad(a, drop, dot(g + h * C, xs + h * C, C), big_d[ih]);
+          const A dpre = ds * gm::leaky_relu_grad(pre, P.slope);
           gd[h] += dpre;
           if (g_edge != nullptr) g_edge[e * H + h] = dpre;
           ce[2 * h] = a * drop;
@@ -195,14 +203,14 @@ void backward_dst_rows(const Ptrs<T>& P, const T* go, const T* out, const T* m, 
     }
     for (int64_t h = 0; h < H; ++h) {
       const int64_t ih = i * H + h;
-      const T* __restrict__ g = go + ih * C;
-      const T D = dot(g, out + ih * C, C);
+      const A* __restrict__ g = go + ih * C;
+      const A D = dot(g, out + ih * C, C);
       big_d[ih] = D;
-      const T mi = m[ih], li = l[ih];
-      T* __restrict__ gd = g_dst + ih * C;
-      T* __restrict__ gat = g_att_rows + ih * C;
-      std::fill(gd, gd + C, T(0));
-      std::fill(gat, gat + C, T(0));
+      const A mi = m[ih], li = l[ih];
+      A* __restrict__ gd = g_dst + ih * C;
+      A* __restrict__ gat = g_att_rows + ih * C;
+      std::fill(gd, gd + C, A(0));
+      std::fill(gat, gat + C, A(0));
       const T* __restrict__ att = P.att + h * C;
       const T* __restrict__ xd = P.x_dst + ih * C;
       for (int64_t e = e0; e < e1; ++e) {
@@ -210,15 +218,15 @@ void backward_dst_rows(const Ptrs<T>& P, const T* go, const T* out, const T* m, 
         const int64_t j = P.col[e];
         const T* __restrict__ xs = P.x_src + (j * H + h) * C;
         const T* xe = P.x_edge == nullptr ? nullptr : P.x_edge + (e * H + h) * C;
-        const T a = gm::attention(P.score(e, j, i, h), mi, li);
-        const T drop = P.drop(j, i, h);
-        const T ds = gm::score_grad(a, drop, dot(g, xs, C), D);
+        const A a = gm::attention(P.score(e, j, i, h), mi, li);
+        const A drop = P.drop(j, i, h);
+        const A ds = gm::score_grad(a, drop, dot(g, xs, C), D);
         coef[2 * (e * H + h)] = a * drop;
         coef[2 * (e * H + h) + 1] = ds;
-        T* ge = g_edge == nullptr ? nullptr : g_edge + (e * H + h) * C;
+        A* ge = g_edge == nullptr ? nullptr : g_edge + (e * H + h) * C;
         for (int64_t c = 0; c < C; ++c) {
-          const T pre = gm::gatv2_pre(xs[c], xd[c], xe, c);
-          const T gp = ds * att[c] * gm::leaky_relu_grad(pre, P.slope);
+          const A pre = gm::gatv2_pre(widen(xs[c]), widen(xd[c]), xe, c);
+          const A gp = ds * widen(att[c]) * gm::leaky_relu_grad(pre, P.slope);
           gd[c] += gp;
           gat[c] += ds * gm::leaky_relu(pre, P.slope);
           if (ge != nullptr) ge[c] = gp;
@@ -231,19 +239,19 @@ void backward_dst_rows(const Ptrs<T>& P, const T* go, const T* out, const T* m, 
 // Backward pass 2 over source rows [begin, end) of the transposed CSR, from pass 1's per-edge
 // coefficients: grad of x_src (values and, for GATv2, the score input) and, for GAT, of a_src.
 // Returns false when the transposed structure holds an out-of-range index.
-template <typename T>
+template <typename T, typename A = acc_t<T>>
 bool backward_src_rows(const Ptrs<T>& P, const TransposedView& t, int64_t num_dst,
-                       int64_t num_edges, const T* go, const T* coef, T* g_x, T* g_asrc,
+                       int64_t num_edges, const A* go, const A* coef, A* g_x, A* g_asrc,
                        int64_t begin, int64_t end) {
   const int64_t H = P.H, C = P.C;
   const bool v2 = P.att != nullptr;
   // bound of the prefetch look-ahead (clamped: colptr is validated row by row below)
   const int64_t k_end = std::min<int64_t>(std::max<int64_t>(t.colptr[end], 0), num_edges);
   for (int64_t j = begin; j < end; ++j) {
-    T* __restrict__ gx = g_x + j * H * C;
-    std::fill(gx, gx + H * C, T(0));
-    T* gas = v2 ? nullptr : g_asrc + j * H;
-    if (!v2) std::fill(gas, gas + H, T(0));
+    A* __restrict__ gx = g_x + j * H * C;
+    std::fill(gx, gx + H * C, A(0));
+    A* gas = v2 ? nullptr : g_asrc + j * H;
+    if (!v2) std::fill(gas, gas + H, A(0));
     const int64_t k0 = t.colptr[j], k1 = t.colptr[j + 1];
     if (k0 < 0 || k1 < k0 || k1 > num_edges) return false;
     for (int64_t k = k0; k < k1; ++k) {
@@ -252,25 +260,25 @@ bool backward_src_rows(const Ptrs<T>& P, const TransposedView& t, int64_t num_ds
       if (k + kPrefetchAhead < k_end) {
         const int64_t ea = t.perm[k + kPrefetchAhead], ia = t.row[k + kPrefetchAhead];
         if (ea >= 0 && ea < num_edges && ia >= 0 && ia < num_dst) {
-          prefetch_bytes(go + ia * H * C, H * C * static_cast<int64_t>(sizeof(T)));
-          prefetch_bytes(coef + 2 * ea * H, 2 * H * static_cast<int64_t>(sizeof(T)));
+          prefetch_bytes(go + ia * H * C, H * C * static_cast<int64_t>(sizeof(A)));
+          prefetch_bytes(coef + 2 * ea * H, 2 * H * static_cast<int64_t>(sizeof(A)));
         }
       }
-      const T* __restrict__ ce = coef + 2 * e * H;
+      const A* __restrict__ ce = coef + 2 * e * H;
       if (!v2) {
         for (int64_t h = 0; h < H; ++h) gas[h] += ce[2 * h + 1];
         if (H == 1) {  // the common single-head case: one contiguous axpy of C
-          const T ad = ce[0];
-          const T* __restrict__ g = go + i * C;
+          const A ad = ce[0];
+          const A* __restrict__ g = go + i * C;
 #pragma omp simd
           for (int64_t c = 0; c < C; ++c) gx[c] += ad * g[c];
           continue;
         }
-        const T* __restrict__ g = go + i * H * C;
+        const A* __restrict__ g = go + i * H * C;
         for (int64_t h = 0; h < H; ++h) {
-          const T ad = ce[2 * h];
-          T* __restrict__ gxh = gx + h * C;
-          const T* __restrict__ gh = g + h * C;
+          const A ad = ce[2 * h];
+          A* __restrict__ gxh = gx + h * C;
+          const A* __restrict__ gh = g + h * C;
 #pragma omp simd
           for (int64_t c = 0; c < C; ++c) gxh[c] += ad * gh[c];
         }
@@ -278,16 +286,16 @@ bool backward_src_rows(const Ptrs<T>& P, const TransposedView& t, int64_t num_ds
       }
       for (int64_t h = 0; h < H; ++h) {
         const int64_t ih = i * H + h;
-        const T ad = ce[2 * h], ds = ce[2 * h + 1];
-        const T* __restrict__ g = go + ih * C;
+        const A ad = ce[2 * h], ds = ce[2 * h + 1];
+        const A* __restrict__ g = go + ih * C;
         const T* __restrict__ xs = P.x_src + (j * H + h) * C;
         const T* __restrict__ att = P.att + h * C;
         const T* __restrict__ xd = P.x_dst + ih * C;
         const T* xe = P.x_edge == nullptr ? nullptr : P.x_edge + (e * H + h) * C;
-        T* __restrict__ gxh = gx + h * C;
+        A* __restrict__ gxh = gx + h * C;
         for (int64_t c = 0; c < C; ++c) {
-          const T pre = gm::gatv2_pre(xs[c], xd[c], xe, c);
-          gxh[c] += ds * att[c] * gm::leaky_relu_grad(pre, P.slope) + ad * g[c];
+          const A pre = gm::gatv2_pre(widen(xs[c]), widen(xd[c]), xe, c);
+          gxh[c] += ds * widen(att[c]) * gm::leaky_relu_grad(pre, P.slope) + ad * g[c];
         }
       }
     }
@@ -302,7 +310,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> run_backward(const ch
                 C = a.channels();
   const bool v2 = a.kind == AttentionKind::kGatV2;
   const bool has_edge = v2 ? a.x_edge.defined() : a.a_edge.defined();
-  const auto opts = a.x_src.options();
+  // every gradient in the accumulator dtype (AttentionOps casts them to the inputs' dtype)
+  const auto opts = a.x_src.options().dtype(accumulate_type(a.x_src.scalar_type()));
   at::Tensor g_x = at::empty({S, H, C}, opts);
   at::Tensor g_asrc = v2 ? at::empty({0}, opts) : at::empty({S, H}, opts);
   at::Tensor g_dst = v2 ? at::empty({N, H, C}, opts) : at::empty({N, H}, opts);
@@ -322,22 +331,24 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> run_backward(const ch
                     ": transposed is not gat_transpose(rowptr, col, ", S, ") (colptr runs from ",
                     t.colptr[0], " to ", t.colptr[S], ", expected 0 to ", E, ")");
   bool ok = true;
-  AT_DISPATCH_FLOATING_TYPES(a.x_src.scalar_type(), "gat_attention_cpu", [&] {
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, a.x_src.scalar_type(),
+                                  "gat_attention_cpu", [&] {
+    using A = acc_t<scalar_t>;
     const Ptrs<scalar_t> P = pointers<scalar_t>(c, a);
-    const scalar_t* go = c.grad_out.const_data_ptr<scalar_t>();
-    const scalar_t* out = c.acc.const_data_ptr<scalar_t>();
-    const scalar_t* m = c.m.const_data_ptr<scalar_t>();
-    const scalar_t* l = c.l.const_data_ptr<scalar_t>();
-    scalar_t* bd = big_d.mutable_data_ptr<scalar_t>();
-    scalar_t* ge = has_edge ? g_edge.mutable_data_ptr<scalar_t>() : nullptr;
-    scalar_t* gar = v2 ? g_att_rows.mutable_data_ptr<scalar_t>() : nullptr;
-    scalar_t* gd = g_dst.mutable_data_ptr<scalar_t>();
-    scalar_t* cf = coef.mutable_data_ptr<scalar_t>();
+    const A* go = c.grad_out.const_data_ptr<A>();
+    const A* out = c.acc.const_data_ptr<A>();
+    const A* m = c.m.const_data_ptr<A>();
+    const A* l = c.l.const_data_ptr<A>();
+    A* bd = big_d.mutable_data_ptr<A>();
+    A* ge = has_edge ? g_edge.mutable_data_ptr<A>() : nullptr;
+    A* gar = v2 ? g_att_rows.mutable_data_ptr<A>() : nullptr;
+    A* gd = g_dst.mutable_data_ptr<A>();
+    A* cf = coef.mutable_data_ptr<A>();
     at::parallel_for(0, N, grain_for(N, E, H * C), [&](int64_t begin, int64_t end) {
       backward_dst_rows<scalar_t>(P, go, out, m, l, bd, gd, ge, gar, cf, begin, end);
     });
-    scalar_t* gas = v2 ? nullptr : g_asrc.mutable_data_ptr<scalar_t>();
-    scalar_t* gx = g_x.mutable_data_ptr<scalar_t>();
+    A* gas = v2 ? nullptr : g_asrc.mutable_data_ptr<A>();
+    A* gx = g_x.mutable_data_ptr<A>();
     std::atomic<bool> valid{true};
     at::parallel_for(0, S, grain_for(S, E, H * C), [&](int64_t begin, int64_t end) {
       if (!backward_src_rows<scalar_t>(P, t, N, E, go, cf, gx, gas, begin, end)) valid = false;

@@ -9,6 +9,10 @@
 // into L2, and the first cache line of a row further ahead, which starts its page walk and DRAM
 // access early. Prefetches only move data into cache; the summation order per output element is
 // untouched (ascending edges).
+//
+// Dtypes: rows x_src are read in their dtype T and widened on load (host_device.h's widen); every
+// sum, product and comparison, the weights, grad_out and every output are in A = at::opmath_type
+// of T (float32 for bfloat16 / float16; T itself for float32 / float64, where nothing changes).
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
@@ -100,62 +104,62 @@ void advise_huge_pages(void* p, int64_t bytes) {
 
 // o[f] += w_e * x[col[e], f] over the edges [e0, e1), ascending. Without weights the message
 // is x itself (w = 1 multiplies exactly), so the multiply is left out.
-template <typename T, bool kWeighted>
-inline void accumulate_edges(const int64_t* col, const T* x, const T* weight, T* __restrict__ o,
+template <typename T, typename A, bool kWeighted>
+inline void accumulate_edges(const int64_t* col, const T* x, const A* weight, A* __restrict__ o,
                              int64_t F, int64_t e0, int64_t e1, const GatherPrefetch<T>& pf) {
   const auto col_at = [col](int64_t k) { return col[k]; };
   for (int64_t e = e0; e < e1; ++e) {
     pf(e, col_at);
     const T* __restrict__ xr = x + col[e] * F;
     if constexpr (kWeighted) {
-      const T w = weight[e];
-      for (int64_t f = 0; f < F; ++f) o[f] += gam::message(xr[f], w);
+      const A w = weight[e];
+      for (int64_t f = 0; f < F; ++f) o[f] += gam::message(widen(xr[f]), w);
     } else {
-      for (int64_t f = 0; f < F; ++f) o[f] += xr[f];
+      for (int64_t f = 0; f < F; ++f) o[f] += widen(xr[f]);
     }
   }
 }
 
-template <typename T, Reduce R>
-void forward_rows(const int64_t* rowptr, const int64_t* col, const T* x, const T* weight, T* out,
+template <typename T, typename A, Reduce R>
+void forward_rows(const int64_t* rowptr, const int64_t* col, const T* x, const A* weight, A* out,
                   int64_t* arg, int64_t num_feat, int64_t begin, int64_t end) {
   const int64_t F = num_feat;
   const GatherPrefetch<T> pf(x, F, rowptr[end]);
   const auto col_at = [col](int64_t k) { return col[k]; };
   for (int64_t i = begin; i < end; ++i) {
     const int64_t e0 = rowptr[i], e1 = rowptr[i + 1];
-    T* __restrict__ o = out + i * F;
+    A* __restrict__ o = out + i * F;
     if constexpr (gam::kHasArg<R>) {
       int64_t* __restrict__ a = arg + i * F;
       if (e0 == e1) {
-        std::fill(o, o + F, T(0));
+        std::fill(o, o + F, A(0));
         std::fill(a, a + F, int64_t(-1));
         continue;
       }
       pf(e0, col_at);
       const T* __restrict__ x0 = x + col[e0] * F;
-      const T w0 = gam::edge_weight(weight, e0);
+      const A w0 = gam::edge_weight(weight, e0);
       for (int64_t f = 0; f < F; ++f) {
-        o[f] = gam::message(x0[f], w0);
+        o[f] = gam::message(widen(x0[f]), w0);
         a[f] = e0;
       }
       for (int64_t e = e0 + 1; e < e1; ++e) {
         pf(e, col_at);
         const T* __restrict__ xr = x + col[e] * F;
-        const T w = gam::edge_weight(weight, e);
+        const A w = gam::edge_weight(weight, e);
         for (int64_t f = 0; f < F; ++f) {
-          const T v = gam::message(xr[f], w);
+          const A v = gam::message(widen(xr[f]), w);
           const bool take = gam::replaces<R>(v, o[f]);
           o[f] = take ? v : o[f];
           a[f] = take ? e : a[f];
         }
       }
     } else {
-      std::fill(o, o + F, T(0));
+      std::fill(o, o + F, A(0));
       if (weight != nullptr) {
-        accumulate_edges<T, true>(col, x, weight, o, F, e0, e1, pf);
+        accumulate_edges<T, A, true>(col, x, weight, o, F, e0, e1, pf);
       } else {
-        accumulate_edges<T, false>(col, x, weight, o, F, e0, e1, pf);
+        accumulate_edges<T, A, false>(col, x, weight, o, F, e0, e1, pf);
       }
       if constexpr (R == Reduce::kMean) {
         for (int64_t f = 0; f < F; ++f) o[f] = gam::finalize<R>(o[f], e1 - e0);
@@ -164,7 +168,8 @@ void forward_rows(const int64_t* rowptr, const int64_t* col, const T* x, const T
   }
 }
 
-// Forward (GatherAggregateOps::forward has checked the arguments and made them contiguous).
+// Forward (GatherAggregateOps::forward has checked the arguments, made them contiguous and
+// converted the weights to the accumulator dtype).
 std::tuple<at::Tensor, at::Tensor> gather_aggregate_cpu(const at::Tensor& rowptr_c,
                                                         const at::Tensor& col_c,
                                                         const at::Tensor& x_c,
@@ -172,21 +177,24 @@ std::tuple<at::Tensor, at::Tensor> gather_aggregate_cpu(const at::Tensor& rowptr
   const int64_t N = rowptr_c.numel() - 1, F = x_c.size(1), E = col_c.numel();
   const bool has_arg = r == Reduce::kMax || r == Reduce::kMin;
 
-  at::Tensor out = at::empty({N, F}, x_c.options());
+  at::Tensor out = at::empty({N, F}, x_c.options().dtype(accumulate_type(x_c.scalar_type())));
   advise_huge_pages(out.mutable_data_ptr(), static_cast<int64_t>(out.nbytes()));
   at::Tensor arg = at::empty({has_arg ? N : 0, has_arg ? F : 0}, rowptr_c.options());
   if (!has_arg) arg = arg.view({0});
   const int64_t grain = grain_for(N, E, F);
 
-  AT_DISPATCH_FLOATING_TYPES(x_c.scalar_type(), "gather_aggregate_cpu", [&] {
-    const scalar_t* w = w_c.defined() ? w_c.const_data_ptr<scalar_t>() : nullptr;
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x_c.scalar_type(),
+                                  "gather_aggregate_cpu", [&] {
+    using A = acc_t<scalar_t>;
+    const A* w = w_c.defined() ? w_c.const_data_ptr<A>() : nullptr;
     PYG_SAR_DISPATCH_REDUCE(r, [&] {
       at::parallel_for(0, N, grain, [&](int64_t begin, int64_t end) {
-        forward_rows<scalar_t, R>(rowptr_c.const_data_ptr<int64_t>(),
-                                  col_c.const_data_ptr<int64_t>(), x_c.const_data_ptr<scalar_t>(),
-                                  w, out.mutable_data_ptr<scalar_t>(),
-                                  has_arg ? arg.mutable_data_ptr<int64_t>() : nullptr, F, begin,
-                                  end);
+        forward_rows<scalar_t, A, R>(rowptr_c.const_data_ptr<int64_t>(),
+                                     col_c.const_data_ptr<int64_t>(),
+                                     x_c.const_data_ptr<scalar_t>(), w,
+                                     out.mutable_data_ptr<A>(),
+                                     has_arg ? arg.mutable_data_ptr<int64_t>() : nullptr, F,
+                                     begin, end);
       });
     });
   });
@@ -250,21 +258,21 @@ void grad_x_sum_rows(const TransposedCsr& t, const int64_t* rowptr, const T* gra
 }
 
 // grad_weight[e] = scale_i * <x[col[e]], grad_out[i]>, parallel over destination rows i.
-template <typename T, Reduce R>
+template <typename T, typename A, Reduce R>
 void grad_weight_sum_rows(const int64_t* rowptr, const int64_t* col, const T* x,
-                          const T* grad_out, T* grad_w, int64_t num_feat, int64_t begin,
+                          const A* grad_out, A* grad_w, int64_t num_feat, int64_t begin,
                           int64_t end) {
   const int64_t F = num_feat;
   const GatherPrefetch<T> pf(x, F, rowptr[end]);
   const auto col_at = [col](int64_t k) { return col[k]; };
   for (int64_t i = begin; i < end; ++i) {
-    const T* __restrict__ go = grad_out + i * F;
-    const T scale = gam::message_grad_scale<R, T>(rowptr[i + 1] - rowptr[i]);
+    const A* __restrict__ go = grad_out + i * F;
+    const A scale = gam::message_grad_scale<R, A>(rowptr[i + 1] - rowptr[i]);
     for (int64_t e = rowptr[i]; e < rowptr[i + 1]; ++e) {
       pf(e, col_at);
       const T* __restrict__ xr = x + col[e] * F;
-      T acc = T(0);
-      for (int64_t f = 0; f < F; ++f) acc += xr[f] * go[f];
+      A acc = A(0);
+      for (int64_t f = 0; f < F; ++f) acc += widen(xr[f]) * go[f];
       grad_w[e] = acc * scale;
     }
   }
@@ -289,14 +297,14 @@ void grad_x_arg_cols(const int64_t* col, const T* grad_out, const T* weight, con
 }
 
 // grad_weight for max/min: row i only touches its own edges, so rows run in parallel.
-template <typename T>
+template <typename T, typename A>
 void grad_weight_arg_rows(const int64_t* rowptr, const int64_t* col, const T* x,
-                          const T* grad_out, const int64_t* arg, T* grad_w, int64_t num_feat,
+                          const A* grad_out, const int64_t* arg, A* grad_w, int64_t num_feat,
                           int64_t begin, int64_t end) {
   const int64_t F = num_feat;
   for (int64_t i = begin; i < end; ++i) {
     const int64_t* a = arg + i * F;
-    const T* go = grad_out + i * F;
+    const A* go = grad_out + i * F;
     for (int64_t f = 0; f < F; ++f) {
       const int64_t e = a[f];
       if (e < 0) continue;
@@ -304,13 +312,13 @@ void grad_weight_arg_rows(const int64_t* rowptr, const int64_t* col, const T* x,
       TORCH_CHECK_VALUE(e >= rowptr[i] && e < rowptr[i + 1], "gather_aggregate_backward: arg[", i,
                         ", ", f, "] = ", e, " is not an edge of row ", i, " (its edges are [",
                         rowptr[i], ", ", rowptr[i + 1], "))");
-      grad_w[e] += x[col[e] * F + f] * go[f];
+      grad_w[e] += widen(x[col[e] * F + f]) * go[f];
     }
   }
 }
 
 // Backward (arguments checked and contiguous; x_c defined only when weight_requires_grad, arg_c
-// only for max/min).
+// only for max/min; g_c and w_c in the accumulator dtype, as the outputs).
 std::tuple<at::Tensor, at::Tensor> gather_aggregate_backward_cpu(
     const at::Tensor& g_c, const at::Tensor& rowptr_c, const at::Tensor& col_c,
     const at::Tensor& x_c, const at::Tensor& w_c, const at::Tensor& arg_c, Reduce r,
@@ -330,21 +338,25 @@ std::tuple<at::Tensor, at::Tensor> gather_aggregate_backward_cpu(
   at::Tensor grad_x = alloc({num_src, F});
   at::Tensor grad_w = alloc({weight_requires_grad ? E : 0});
 
-  AT_DISPATCH_FLOATING_TYPES(g_c.scalar_type(), "gather_aggregate_backward_cpu", [&] {
-    const scalar_t* w = w_c.defined() ? w_c.const_data_ptr<scalar_t>() : nullptr;
-    const scalar_t* go = g_c.const_data_ptr<scalar_t>();
-    scalar_t* gx = grad_x.mutable_data_ptr<scalar_t>();
-    scalar_t* gw = weight_requires_grad ? grad_w.mutable_data_ptr<scalar_t>() : nullptr;
+  // x's dtype picks the instantiation (only grad_weight reads x); the rest runs in g_c's.
+  const at::ScalarType xt = x_c.defined() ? x_c.scalar_type() : g_c.scalar_type();
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, xt,
+                                  "gather_aggregate_backward_cpu", [&] {
+    using A = acc_t<scalar_t>;
+    const A* w = w_c.defined() ? w_c.const_data_ptr<A>() : nullptr;
+    const A* go = g_c.const_data_ptr<A>();
+    A* gx = grad_x.mutable_data_ptr<A>();
+    A* gw = weight_requires_grad ? grad_w.mutable_data_ptr<A>() : nullptr;
     const scalar_t* xp = weight_requires_grad ? x_c.const_data_ptr<scalar_t>() : nullptr;
     if (has_arg) {
       const int64_t col_grain =
           std::max<int64_t>(1, at::internal::GRAIN_SIZE / std::max<int64_t>(N, 1));
       at::parallel_for(0, F, col_grain, [&](int64_t fb, int64_t fe) {
-        grad_x_arg_cols<scalar_t>(cp, go, w, ap, gx, N, F, fb, fe);
+        grad_x_arg_cols<A>(cp, go, w, ap, gx, N, F, fb, fe);
       });
       if (weight_requires_grad) {
         at::parallel_for(0, N, grain_for(N, 0, F), [&](int64_t begin, int64_t end) {
-          grad_weight_arg_rows<scalar_t>(rp, cp, xp, go, ap, gw, F, begin, end);
+          grad_weight_arg_rows<scalar_t, A>(rp, cp, xp, go, ap, gw, F, begin, end);
         });
       }
       return;
@@ -353,11 +365,11 @@ std::tuple<at::Tensor, at::Tensor> gather_aggregate_backward_cpu(
     PYG_SAR_DISPATCH_REDUCE(r, [&] {
       if constexpr (!gam::kHasArg<R>) {
         at::parallel_for(0, num_src, grain_for(num_src, E, F), [&](int64_t begin, int64_t end) {
-          grad_x_sum_rows<scalar_t, R>(t, rp, go, w, gx, F, begin, end);
+          grad_x_sum_rows<A, R>(t, rp, go, w, gx, F, begin, end);
         });
         if (weight_requires_grad) {
           at::parallel_for(0, N, grain_for(N, E, F), [&](int64_t begin, int64_t end) {
-            grad_weight_sum_rows<scalar_t, R>(rp, cp, xp, go, gw, F, begin, end);
+            grad_weight_sum_rows<scalar_t, A, R>(rp, cp, xp, go, gw, F, begin, end);
           });
         }
       }

@@ -10,6 +10,7 @@
 #include <torch/library.h>
 
 #include "../gat_attention.h"
+#include "dtypes.h"
 #include "gat_attention_kernel.cuh"
 
 namespace pyg_sar {
@@ -19,10 +20,6 @@ namespace {
 
 at::Tensor cont(const at::Tensor& t) { return t.defined() ? t.contiguous() : t; }
 
-template <typename T>
-const T* ptr(const at::Tensor& t) {
-  return t.defined() ? t.const_data_ptr<T>() : nullptr;
-}
 
 // Contiguous copies of the read-only inputs, kept alive while the launch uses their pointers.
 struct Held {
@@ -35,22 +32,23 @@ Held hold(const AttentionArgs& a) {
           cont(a.att),    cont(a.src_ids), cont(a.dst_ids)};
 }
 
+// The launchers' inputs for the ATen scalar type T (c10::BFloat16 read as __nv_bfloat16, ...).
 template <typename T>
-gat_math::Inputs<T> inputs(const Held& h, const AttentionArgs& a) {
+cuda::AttentionInputs<cuda::cuda_t<T>> inputs(const Held& h, const AttentionArgs& a) {
   return {h.rowptr.const_data_ptr<int64_t>(),
           h.col.const_data_ptr<int64_t>(),
-          ptr<T>(h.x_src),
-          ptr<T>(h.a_src),
-          ptr<T>(h.a_dst),
-          ptr<T>(h.a_edge),
-          ptr<T>(h.x_dst),
-          ptr<T>(h.x_edge),
-          ptr<T>(h.att),
+          cuda::cptr<T>(h.x_src),
+          cuda::cptr<T>(h.a_src),
+          cuda::cptr<T>(h.a_dst),
+          cuda::cptr<T>(h.a_edge),
+          cuda::cptr<T>(h.x_dst),
+          cuda::cptr<T>(h.x_edge),
+          cuda::cptr<T>(h.att),
           a.dropout > 0 ? h.src_ids.const_data_ptr<int64_t>() : nullptr,
           a.dropout > 0 ? h.dst_ids.const_data_ptr<int64_t>() : nullptr,
           a.heads(),
           a.channels(),
-          static_cast<T>(a.negative_slope),
+          static_cast<acc_t<T>>(a.negative_slope),
           a.dropout,
           a.seed};
 }
@@ -58,11 +56,12 @@ gat_math::Inputs<T> inputs(const Held& h, const AttentionArgs& a) {
 void run_forward(const char* op, const AttentionArgs& a) {
   const c10::cuda::CUDAGuard guard(a.x_src.device());
   const Held h = hold(a);
-  AT_DISPATCH_FLOATING_TYPES(a.x_src.scalar_type(), "gat_attention_cuda", [&] {
-    C10_CUDA_CHECK(cuda::launch_attention_forward<scalar_t>(
-        inputs<scalar_t>(h, a), a.m.mutable_data_ptr<scalar_t>(),
-        a.l.mutable_data_ptr<scalar_t>(), a.acc.mutable_data_ptr<scalar_t>(), a.num_dst(),
-        c10::cuda::getCurrentCUDAStream()));
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, a.x_src.scalar_type(),
+                                  "gat_attention_cuda", [&] {
+    using A = acc_t<scalar_t>;
+    C10_CUDA_CHECK(cuda::launch_attention_forward<cuda::cuda_t<scalar_t>>(
+        inputs<scalar_t>(h, a), a.m.mutable_data_ptr<A>(), a.l.mutable_data_ptr<A>(),
+        a.acc.mutable_data_ptr<A>(), a.num_dst(), c10::cuda::getCurrentCUDAStream()));
   });
 }
 
@@ -76,7 +75,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> run_backward(const ch
                 C = a.channels();
   const bool v2 = a.kind == AttentionKind::kGatV2;
   const bool has_edge = v2 ? a.x_edge.defined() : a.a_edge.defined();
-  const auto opts = a.x_src.options();
+  // every gradient in the accumulator dtype (AttentionOps casts them to the inputs' dtype)
+  const auto opts = a.x_src.options().dtype(accumulate_type(a.x_src.scalar_type()));
   at::Tensor g_x = at::empty({S, H, C}, opts);
   at::Tensor g_asrc = v2 ? at::empty({0}, opts) : at::empty({S, H}, opts);
   at::Tensor g_dst = v2 ? at::empty({N, H, C}, opts) : at::empty({N, H}, opts);
@@ -91,20 +91,21 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> run_backward(const ch
   const at::Tensor colptr = tr.narrow(0, 0, S + 1), perm = tr.narrow(0, S + 1, E),
                    row = tr.narrow(0, S + 1 + E, E);
   const auto stream = c10::cuda::getCurrentCUDAStream();
-  AT_DISPATCH_FLOATING_TYPES(a.x_src.scalar_type(), "gat_attention_backward_cuda", [&] {
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, a.x_src.scalar_type(),
+                                  "gat_attention_backward_cuda", [&] {
+    using A = acc_t<scalar_t>;
+    using T = cuda::cuda_t<scalar_t>;
     const auto in = inputs<scalar_t>(h, a);
-    C10_CUDA_CHECK(cuda::launch_attention_backward_dst<scalar_t>(
-        in, go.const_data_ptr<scalar_t>(), out.const_data_ptr<scalar_t>(),
-        m.const_data_ptr<scalar_t>(), l.const_data_ptr<scalar_t>(),
-        big_d.mutable_data_ptr<scalar_t>(), g_dst.mutable_data_ptr<scalar_t>(),
-        has_edge ? g_edge.mutable_data_ptr<scalar_t>() : nullptr,
-        v2 ? g_att_rows.mutable_data_ptr<scalar_t>() : nullptr, N, stream));
-    C10_CUDA_CHECK(cuda::launch_attention_backward_src<scalar_t>(
+    C10_CUDA_CHECK(cuda::launch_attention_backward_dst<T>(
+        in, go.const_data_ptr<A>(), out.const_data_ptr<A>(), m.const_data_ptr<A>(),
+        l.const_data_ptr<A>(), big_d.mutable_data_ptr<A>(), g_dst.mutable_data_ptr<A>(),
+        has_edge ? g_edge.mutable_data_ptr<A>() : nullptr,
+        v2 ? g_att_rows.mutable_data_ptr<A>() : nullptr, N, stream));
+    C10_CUDA_CHECK(cuda::launch_attention_backward_src<T>(
         in, colptr.const_data_ptr<int64_t>(), perm.const_data_ptr<int64_t>(),
-        row.const_data_ptr<int64_t>(), go.const_data_ptr<scalar_t>(),
-        m.const_data_ptr<scalar_t>(), l.const_data_ptr<scalar_t>(),
-        big_d.const_data_ptr<scalar_t>(), g_x.mutable_data_ptr<scalar_t>(),
-        v2 ? nullptr : g_asrc.mutable_data_ptr<scalar_t>(), S, stream));
+        row.const_data_ptr<int64_t>(), go.const_data_ptr<A>(), m.const_data_ptr<A>(),
+        l.const_data_ptr<A>(), big_d.const_data_ptr<A>(), g_x.mutable_data_ptr<A>(),
+        v2 ? nullptr : g_asrc.mutable_data_ptr<A>(), S, stream));
   });
   if (v2) return {g_x, g_dst, g_edge, g_att_rows.sum(0)};
   return {g_x, g_asrc, g_dst, g_edge};

@@ -10,6 +10,7 @@
 #include <torch/library.h>
 
 #include "../gather_aggregate.h"
+#include "dtypes.h"
 #include "gather_aggregate_kernel.cuh"
 
 namespace pyg_sar {
@@ -26,21 +27,23 @@ std::tuple<at::Tensor, at::Tensor> gather_aggregate_cuda(const at::Tensor& rowpt
   const int64_t N = rowptr_c.numel() - 1, F = x_c.size(1);
   const bool has_arg = r == Reduce::kMax || r == Reduce::kMin;
 
-  at::Tensor out = at::empty({N, F}, x_c.options());
+  at::Tensor out = at::empty({N, F}, x_c.options().dtype(accumulate_type(x_c.scalar_type())));
   at::Tensor arg = has_arg ? at::empty({N, F}, rowptr_c.options())
                            : at::empty({0}, rowptr_c.options());
-  AT_DISPATCH_FLOATING_TYPES(x_c.scalar_type(), "gather_aggregate_cuda", [&] {
-    C10_CUDA_CHECK(cuda::launch_gather_aggregate_forward<scalar_t>(
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x_c.scalar_type(),
+                                  "gather_aggregate_cuda", [&] {
+    using A = acc_t<scalar_t>;
+    C10_CUDA_CHECK(cuda::launch_gather_aggregate_forward<cuda::cuda_t<scalar_t>>(
         r, rowptr_c.const_data_ptr<int64_t>(), col_c.const_data_ptr<int64_t>(),
-        x_c.const_data_ptr<scalar_t>(), w_c.defined() ? w_c.const_data_ptr<scalar_t>() : nullptr,
-        out.mutable_data_ptr<scalar_t>(), has_arg ? arg.mutable_data_ptr<int64_t>() : nullptr, N,
-        F, c10::cuda::getCurrentCUDAStream()));
+        cuda::cptr<scalar_t>(x_c), cuda::cptr<A>(w_c), out.mutable_data_ptr<A>(),
+        has_arg ? arg.mutable_data_ptr<int64_t>() : nullptr, N, F,
+        c10::cuda::getCurrentCUDAStream()));
   });
   return {out, arg};
 }
 
 // Backward (arguments checked and contiguous; x_c defined only when weight_requires_grad, arg_c
-// only for max/min).
+// only for max/min; g_c and w_c in the accumulator dtype, as the outputs).
 std::tuple<at::Tensor, at::Tensor> gather_aggregate_backward_cuda(
     const at::Tensor& g_c, const at::Tensor& rowptr_c, const at::Tensor& col_c,
     const at::Tensor& x_c, const at::Tensor& w_c, const at::Tensor& arg_c, Reduce r,
@@ -58,19 +61,23 @@ std::tuple<at::Tensor, at::Tensor> gather_aggregate_backward_cuda(
   at::Tensor grad_w =
       weight_requires_grad ? at::empty({E}, g_c.options()) : at::empty({0}, g_c.options());
   const auto stream = c10::cuda::getCurrentCUDAStream();
-  AT_DISPATCH_FLOATING_TYPES(g_c.scalar_type(), "gather_aggregate_backward_cuda", [&] {
-    const scalar_t* w = w_c.defined() ? w_c.const_data_ptr<scalar_t>() : nullptr;
+  // x's dtype picks the instantiation (only grad_weight reads x); the rest runs in g_c's.
+  const at::ScalarType xt = x_c.defined() ? x_c.scalar_type() : g_c.scalar_type();
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, xt,
+                                  "gather_aggregate_backward_cuda", [&] {
+    using A = acc_t<scalar_t>;
+    using T = cuda::cuda_t<scalar_t>;
+    const A* w = w_c.defined() ? w_c.const_data_ptr<A>() : nullptr;
     const int64_t* ap = has_arg ? arg_c.const_data_ptr<int64_t>() : nullptr;
-    C10_CUDA_CHECK(cuda::launch_gather_aggregate_grad_x<scalar_t>(
+    C10_CUDA_CHECK(cuda::launch_gather_aggregate_grad_x<T>(
         r, rowptr_c.const_data_ptr<int64_t>(), colptr.const_data_ptr<int64_t>(),
-        perm.const_data_ptr<int64_t>(), row.const_data_ptr<int64_t>(),
-        g_c.const_data_ptr<scalar_t>(), w, ap, grad_x.mutable_data_ptr<scalar_t>(), num_src, F,
-        stream));
+        perm.const_data_ptr<int64_t>(), row.const_data_ptr<int64_t>(), g_c.const_data_ptr<A>(),
+        w, ap, grad_x.mutable_data_ptr<A>(), num_src, F, stream));
     if (weight_requires_grad) {
-      C10_CUDA_CHECK(cuda::launch_gather_aggregate_grad_weight<scalar_t>(
+      C10_CUDA_CHECK(cuda::launch_gather_aggregate_grad_weight<T>(
           r, rowptr_c.const_data_ptr<int64_t>(), col_c.const_data_ptr<int64_t>(),
-          row.const_data_ptr<int64_t>(), x_c.const_data_ptr<scalar_t>(),
-          g_c.const_data_ptr<scalar_t>(), ap, grad_w.mutable_data_ptr<scalar_t>(), E, F, stream));
+          row.const_data_ptr<int64_t>(), cuda::cptr<scalar_t>(x_c), g_c.const_data_ptr<A>(), ap,
+          grad_w.mutable_data_ptr<A>(), E, F, stream));
     }
   });
   return {grad_x, grad_w};

@@ -1,5 +1,6 @@
 // CUDA kernels of gather_aggregate. No torch header: raw pointers and sizes, templated on the
-// scalar type and the reduce, explicitly instantiated for float and double. Every output element
+// scalar type of x and the reduce, explicitly instantiated for float, double, __nv_bfloat16 and
+// __half; x is widened on load and everything else is in A = acc_t<T> (float for the half types). Every output element
 // is computed by one thread (or one warp) in a fixed edge order, so results are deterministic.
 #include "gather_aggregate_kernel.cuh"
 
@@ -22,10 +23,10 @@ int64_t num_blocks(int64_t work, int64_t per_block) {
 }
 
 // One thread per output element (i, f); consecutive threads read consecutive features of a row.
-template <typename T, Reduce R>
+template <typename T, typename A, Reduce R>
 __global__ void forward_kernel(const int64_t* __restrict__ rowptr,
                                const int64_t* __restrict__ col, const T* __restrict__ x,
-                               const T* __restrict__ weight, T* __restrict__ out,
+                               const A* __restrict__ weight, A* __restrict__ out,
                                int64_t* __restrict__ arg, int64_t num_dst, int64_t F) {
   const int64_t total = num_dst * F;
   for (int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; idx < total;
@@ -34,14 +35,14 @@ __global__ void forward_kernel(const int64_t* __restrict__ rowptr,
     const int64_t e0 = rowptr[i], e1 = rowptr[i + 1];
     if constexpr (gam::kHasArg<R>) {
       if (e0 == e1) {
-        out[idx] = T(0);
+        out[idx] = A(0);
         arg[idx] = -1;
         continue;
       }
-      T best = gam::message(x[col[e0] * F + f], gam::edge_weight(weight, e0));
+      A best = gam::message(widen(x[col[e0] * F + f]), gam::edge_weight(weight, e0));
       int64_t win = e0;
       for (int64_t e = e0 + 1; e < e1; ++e) {
-        const T v = gam::message(x[col[e] * F + f], gam::edge_weight(weight, e));
+        const A v = gam::message(widen(x[col[e] * F + f]), gam::edge_weight(weight, e));
         if (gam::replaces<R>(v, best)) {
           best = v;
           win = e;
@@ -50,9 +51,9 @@ __global__ void forward_kernel(const int64_t* __restrict__ rowptr,
       out[idx] = best;
       arg[idx] = win;
     } else {
-      T acc = T(0);
+      A acc = A(0);
       for (int64_t e = e0; e < e1; ++e) {
-        acc += gam::message(x[col[e] * F + f], gam::edge_weight(weight, e));
+        acc += gam::message(widen(x[col[e] * F + f]), gam::edge_weight(weight, e));
       }
       out[idx] = gam::finalize<R>(acc, e1 - e0);
     }
@@ -60,18 +61,18 @@ __global__ void forward_kernel(const int64_t* __restrict__ rowptr,
 }
 
 // One thread per grad_x element (s, f), over the edges of source s in ascending position.
-template <typename T, Reduce R>
+template <typename A, Reduce R>
 __global__ void grad_x_kernel(const int64_t* __restrict__ rowptr,
                               const int64_t* __restrict__ colptr,
                               const int64_t* __restrict__ perm, const int64_t* __restrict__ row,
-                              const T* __restrict__ grad_out, const T* __restrict__ weight,
-                              const int64_t* __restrict__ arg, T* __restrict__ grad_x,
+                              const A* __restrict__ grad_out, const A* __restrict__ weight,
+                              const int64_t* __restrict__ arg, A* __restrict__ grad_x,
                               int64_t num_src, int64_t F) {
   const int64_t total = num_src * F;
   for (int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; idx < total;
        idx += int64_t(gridDim.x) * blockDim.x) {
     const int64_t s = idx / F, f = idx % F;
-    T acc = T(0);
+    A acc = A(0);
     for (int64_t k = colptr[s]; k < colptr[s + 1]; ++k) {
       const int64_t e = perm[k], i = row[e];
       if constexpr (gam::kHasArg<R>) {
@@ -79,7 +80,7 @@ __global__ void grad_x_kernel(const int64_t* __restrict__ rowptr,
           acc += gam::message(grad_out[i * F + f], gam::edge_weight(weight, e));
         }
       } else {
-        const T c = gam::message(gam::message_grad_scale<R, T>(rowptr[i + 1] - rowptr[i]),
+        const A c = gam::message(gam::message_grad_scale<R, A>(rowptr[i + 1] - rowptr[i]),
                                  gam::edge_weight(weight, e));
         acc += c * grad_out[i * F + f];
       }
@@ -89,12 +90,12 @@ __global__ void grad_x_kernel(const int64_t* __restrict__ rowptr,
 }
 
 // One warp per edge: lanes stride over features, then a fixed shuffle tree.
-template <typename T, Reduce R>
+template <typename T, typename A, Reduce R>
 __global__ void grad_weight_kernel(const int64_t* __restrict__ rowptr,
                                    const int64_t* __restrict__ col,
                                    const int64_t* __restrict__ row, const T* __restrict__ x,
-                                   const T* __restrict__ grad_out,
-                                   const int64_t* __restrict__ arg, T* __restrict__ grad_weight,
+                                   const A* __restrict__ grad_out,
+                                   const int64_t* __restrict__ arg, A* __restrict__ grad_weight,
                                    int64_t num_edges, int64_t F) {
   const int lane = threadIdx.x % 32;
   const int64_t warps_per_grid = int64_t(gridDim.x) * (blockDim.x / 32);
@@ -102,13 +103,13 @@ __global__ void grad_weight_kernel(const int64_t* __restrict__ rowptr,
        e += warps_per_grid) {
     const int64_t i = row[e];
     const T* xr = x + col[e] * F;
-    const T* go = grad_out + i * F;
-    T acc = T(0);
+    const A* go = grad_out + i * F;
+    A acc = A(0);
     for (int64_t f = lane; f < F; f += 32) {
       if constexpr (gam::kHasArg<R>) {
-        if (arg[i * F + f] == e) acc += xr[f] * go[f];
+        if (arg[i * F + f] == e) acc += widen(xr[f]) * go[f];
       } else {
-        acc += xr[f] * go[f];
+        acc += widen(xr[f]) * go[f];
       }
     }
     for (int offset = 16; offset > 0; offset /= 2) {
@@ -116,7 +117,7 @@ __global__ void grad_weight_kernel(const int64_t* __restrict__ rowptr,
     }
     if (lane == 0) {
       if constexpr (!gam::kHasArg<R>) {
-        acc *= gam::message_grad_scale<R, T>(rowptr[i + 1] - rowptr[i]);
+        acc *= gam::message_grad_scale<R, A>(rowptr[i + 1] - rowptr[i]);
       }
       grad_weight[e] = acc;
     }
@@ -138,12 +139,13 @@ void with_reduce(Reduce reduce, F&& f) {
 
 template <typename T>
 cudaError_t launch_gather_aggregate_forward(Reduce reduce, const int64_t* rowptr,
-                                            const int64_t* col, const T* x, const T* weight,
-                                            T* out, int64_t* arg, int64_t num_dst,
-                                            int64_t num_feat, cudaStream_t stream) {
+                                            const int64_t* col, const T* x,
+                                            const acc_t<T>* weight, acc_t<T>* out, int64_t* arg,
+                                            int64_t num_dst, int64_t num_feat,
+                                            cudaStream_t stream) {
   if (num_dst * num_feat == 0) return cudaSuccess;
   with_reduce(reduce, [&](auto r) {
-    forward_kernel<T, decltype(r)::value>
+    forward_kernel<T, acc_t<T>, decltype(r)::value>
         <<<num_blocks(num_dst * num_feat, kThreads), kThreads, 0, stream>>>(
             rowptr, col, x, weight, out, arg, num_dst, num_feat);
   });
@@ -153,13 +155,13 @@ cudaError_t launch_gather_aggregate_forward(Reduce reduce, const int64_t* rowptr
 template <typename T>
 cudaError_t launch_gather_aggregate_grad_x(Reduce reduce, const int64_t* rowptr,
                                            const int64_t* colptr, const int64_t* perm,
-                                           const int64_t* row, const T* grad_out,
-                                           const T* weight, const int64_t* arg, T* grad_x,
-                                           int64_t num_src, int64_t num_feat,
+                                           const int64_t* row, const acc_t<T>* grad_out,
+                                           const acc_t<T>* weight, const int64_t* arg,
+                                           acc_t<T>* grad_x, int64_t num_src, int64_t num_feat,
                                            cudaStream_t stream) {
   if (num_src * num_feat == 0) return cudaSuccess;
   with_reduce(reduce, [&](auto r) {
-    grad_x_kernel<T, decltype(r)::value>
+    grad_x_kernel<acc_t<T>, decltype(r)::value>
         <<<num_blocks(num_src * num_feat, kThreads), kThreads, 0, stream>>>(
             rowptr, colptr, perm, row, grad_out, weight, arg, grad_x, num_src, num_feat);
   });
@@ -169,31 +171,24 @@ cudaError_t launch_gather_aggregate_grad_x(Reduce reduce, const int64_t* rowptr,
 template <typename T>
 cudaError_t launch_gather_aggregate_grad_weight(Reduce reduce, const int64_t* rowptr,
                                                 const int64_t* col, const int64_t* row,
-                                                const T* x, const T* grad_out, const int64_t* arg,
-                                                T* grad_weight, int64_t num_edges,
-                                                int64_t num_feat, cudaStream_t stream) {
+                                                const T* x, const acc_t<T>* grad_out,
+                                                const int64_t* arg, acc_t<T>* grad_weight,
+                                                int64_t num_edges, int64_t num_feat,
+                                                cudaStream_t stream) {
   if (num_edges == 0) return cudaSuccess;
   with_reduce(reduce, [&](auto r) {
-    grad_weight_kernel<T, decltype(r)::value>
+    grad_weight_kernel<T, acc_t<T>, decltype(r)::value>
         <<<num_blocks(num_edges * 32, kThreads), kThreads, 0, stream>>>(
             rowptr, col, row, x, grad_out, arg, grad_weight, num_edges, num_feat);
   });
   return cudaGetLastError();
 }
 
-#define PYG_SAR_INSTANTIATE_LAUNCHERS(T)                                                       \
-  template cudaError_t launch_gather_aggregate_forward<T>(                                    \
-      Reduce, const int64_t*, const int64_t*, const T*, const T*, T*, int64_t*, int64_t,      \
-      int64_t, cudaStream_t);                                                                  \
-  template cudaError_t launch_gather_aggregate_grad_x<T>(                                     \
-      Reduce, const int64_t*, const int64_t*, const int64_t*, const int64_t*, const T*,       \
-      const T*, const int64_t*, T*, int64_t, int64_t, cudaStream_t);                          \
-  template cudaError_t launch_gather_aggregate_grad_weight<T>(                                \
-      Reduce, const int64_t*, const int64_t*, const int64_t*, const T*, const T*,             \
-      const int64_t*, T*, int64_t, int64_t, cudaStream_t);
-PYG_SAR_INSTANTIATE_LAUNCHERS(float)
-PYG_SAR_INSTANTIATE_LAUNCHERS(double)
-#undef PYG_SAR_INSTANTIATE_LAUNCHERS
+PYG_SAR_GATHER_AGGREGATE_LAUNCHERS(, float)
+PYG_SAR_GATHER_AGGREGATE_LAUNCHERS(, double)
+PYG_SAR_GATHER_AGGREGATE_LAUNCHERS(, __nv_bfloat16)
+PYG_SAR_GATHER_AGGREGATE_LAUNCHERS(, __half)
+#undef PYG_SAR_GATHER_AGGREGATE_LAUNCHERS
 
 }  // namespace cuda
 }  // namespace ops
