@@ -367,9 +367,9 @@ def _mb(v: float) -> str:
 
 def table(result: dict) -> str:
     """The measurement table (Markdown) of a :func:`measure` result."""
-    lines = ["| workload | model | P | variant | step time (median) | vs float32 | "
-             "peak RSS growth / rank | saved for backward / rank | vs float32 | "
-             "sent per epoch, all ranks | vs float32 |",
+    lines = ["| workload | model | P | variant | step time (median) | speed-up vs float32 | "
+             "peak RSS growth / rank | saved for backward / rank | float32 / variant | "
+             "sent per epoch, all ranks | variant / float32 |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for s in result["summary"]:
         head = (f"| {s['workload']} | {s['model']} | {s['world_size']} | "
@@ -384,8 +384,8 @@ def table(result: dict) -> str:
         sent = "—" if s["world_size"] == 1 else f"{s['bytes_sent_total'] / 2**20:,.1f} MB"
         lines.append(
             f"{head} {s['step_s']:.3f} s | "
-            f"{'—' if sp is None else f'{sp:.2f}x faster'} | {_mb(s['peak_growth_mb'])} | "
-            f"{_mb(s['saved_mb'])} | {'—' if sv is None else f'{sv:.2f}x less'} | {sent} | "
+            f"{'—' if sp is None else f'{sp:.2f}x'} | {_mb(s['peak_growth_mb'])} | "
+            f"{_mb(s['saved_mb'])} | {'—' if sv is None else f'{sv:.2f}x'} | {sent} | "
             f"{'—' if br is None else f'{br:.3f}'} |")
     return "\n".join(lines)
 
@@ -408,6 +408,15 @@ def accuracy_table(acc: dict) -> str:
         else:
             cells = " | ".join(f"{d:+.2f}" for d in s["per_seed"])
             lines.append(f"| difference (points) | {cells} | {s['mean']:+.2f} |")
+    gains = [100 * (r["history"][-1]["val_acc"] - r["history"][-2]["val_acc"])
+             for r in acc["rows"] if r["rank"] == 0 and not r.get("error")
+             and len(r["history"]) >= 2]
+    if gains:
+        last = acc["rows"][0]["history"]
+        lines.append(f"\nValidation accuracy over the last {last[-1]['epoch'] - last[-2]['epoch']} "
+                     f"epochs rose by {min(gains):.2f}-{max(gains):.2f} points (runs of both "
+                     "precisions): the runs had not converged (the time of this measurement "
+                     "did not allow more epochs); the comparison is at equal epochs and seeds.")
     for f in acc.get("failures", []):
         lines.append(f"\nFailed: precision {f['precision']}, seed {f['seed']}: {f['error']}")
     return "\n".join(lines)
@@ -425,22 +434,27 @@ def goals(result: dict | None, acc: dict | None) -> list[str]:
             if s["world_size"] == 1 and s["variant"] == "bf16" and not s["error"] \
                     and "speedup_vs_float32" in s:
                 out.append(
-                    f"{s['workload']}, {s['model']}, P = 1: bf16 step "
-                    f"{s['speedup_vs_float32']:.2f}x faster than float32 (goal >= "
+                    f"{s['workload']}, {s['model']}, P = 1: bf16 step speed-up over float32 "
+                    f"{s['speedup_vs_float32']:.2f}x (goal >= "
                     f"{GOALS['p1_speedup']}x: {verdict(s['speedup_vs_float32'] >= GOALS['p1_speedup'])}); "  # noqa: E501
                     f"activation memory {s['saved_ratio_vs_float32']:.2f}x lower (goal >= "
                     f"{GOALS['p1_activation_ratio']}x: "
                     f"{verdict(s['saved_ratio_vs_float32'] >= GOALS['p1_activation_ratio'])})")
-        wires = [s for s in result["summary"] if s["variant"] in ("float32_wire", "bf16_wire")
-                 and not s["error"] and s.get("bytes_ratio_vs_float32") is not None]
-        if wires:
-            lo = min(s["bytes_ratio_vs_float32"] for s in wires)
-            hi = max(s["bytes_ratio_vs_float32"] for s in wires)
-            f32w = [s for s in wires if s["variant"] == "float32_wire"]
-            exact = all(s["bytes_ratio_vs_float32"] == 0.5 for s in f32w)
-            out.append(f"bytes per epoch with bf16 on the wire / float32: {lo:.3f}-{hi:.3f} "
-                       f"(goal 0.5: {verdict(hi <= GOALS['wire_bytes_ratio'] + 1e-12)}; "
-                       f"float32 + bf16 wire exactly half: {'yes' if exact else 'no'})")
+        for model in MODELS:
+            for variant in ("float32_wire", "bf16_wire"):
+                ws = [s for s in result["summary"] if s["variant"] == variant
+                      and s["model"] == model and not s["error"]
+                      and s.get("bytes_ratio_vs_float32") is not None]
+                if not ws:
+                    continue
+                lo = min(s["bytes_ratio_vs_float32"] for s in ws)
+                hi = max(s["bytes_ratio_vs_float32"] for s in ws)
+                why = ("; GAT's attention logits cross in their own dtype by design, see "
+                       "docs/compression.md" if model == "gat" and hi > 0.5 else "")
+                span = f"{lo:.3f}" if f"{lo:.3f}" == f"{hi:.3f}" else f"{lo:.3f}-{hi:.3f}"
+                out.append(f"{model}, {VARIANT_NAMES[variant]}: bytes per epoch / float32 "
+                           f"{span} at every workload and P > 1 (goal: halved: "
+                           f"{verdict(hi <= GOALS['wire_bytes_ratio'])}{why})")
     if acc:
         d = [s for s in acc["summary"] if "per_seed" in s]
         if d:
@@ -459,12 +473,17 @@ def docs_section(result: dict | None, acc: dict | None) -> str:
     if result:
         m = result["machine"]
         parts += [f"Measured on {m['cpu_count']} CPU cores ({m['processor']}; bf16 matmul "
-                  f"instructions: {m['bf16_isa']}), torch {m['torch']}, one thread per rank, "
+                  f"instructions: {m['bf16_isa']}), torch {m['torch']}, pyg_sar at "
+                  f"{m.get('commit', 'unknown')}, one thread per rank, "
                   f"{result['warmup']} warm-up steps then the median of {result['repeats']}; "
                   "P ranks share the cores (oversubscribed and with other jobs running, so "
                   "times are noisy; ratios compare variants of the same launch). Memory and "
                   "time are the max over ranks. At P = 1 nothing crosses the network, so the "
-                  "wire variants are not run.", ""]
+                  "wire variants are not run. Saved for backward counts every tensor autograd "
+                  "keeps, inputs included: under autocast the first layer keeps the bf16 copy "
+                  "of the input features (WordNet's 117,659 x 2,000: 898 MB in float32, 449 MB "
+                  "in bf16), and the peak RSS growth of a bf16 step includes making that copy.",
+                  ""]
         parts += [f"* `{k}`: {v}" for k, v in result["workloads"].items()]
         parts += ["", table(result), ""]
         for f in result.get("failures", []):
@@ -539,15 +558,17 @@ def plot(result: dict | None, acc: dict | None, out_dir: Path = RESULTS / "plots
         summary = [s for s in result["summary"] if not s["error"]
                    and "speedup_vs_float32" in s and s["workload"] != "tiny"]
         panels = sorted({(s["workload"], s["model"]) for s in summary})
-        metrics = (("speedup_vs_float32", "step speed-up vs float32 (x)"),
-                   ("saved_ratio_vs_float32", "activation memory, float32 / variant (x)"),
-                   ("bytes_ratio_vs_float32", "bytes per epoch, variant / float32"))
+        metrics = (("speedup_vs_float32", "step speed-up vs float32 (x)", GOALS["p1_speedup"]),
+                   ("saved_ratio_vs_float32", "activation memory, float32 / variant (x)",
+                    GOALS["p1_activation_ratio"]),
+                   ("bytes_ratio_vs_float32", "bytes per epoch, variant / float32",
+                    GOALS["wire_bytes_ratio"]))
         if panels:
             fig, axes = plt.subplots(len(metrics), len(panels),
                                      figsize=(3.6 * len(panels), 2.9 * len(metrics) + 0.5),
                                      squeeze=False)
             for j, (wl, model) in enumerate(panels):
-                for i, (key, label) in enumerate(metrics):
+                for i, (key, label, goal) in enumerate(metrics):
                     ax = axes[i][j]
                     for k, variant in enumerate(VARIANTS):
                         pts = sorted((s["world_size"], s[key]) for s in summary
@@ -557,6 +578,11 @@ def plot(result: dict | None, acc: dict | None, out_dir: Path = RESULTS / "plots
                             ax.plot([p for p, _ in pts], [v for _, v in pts], "o-",
                                     color=f"C{k}", label=VARIANT_NAMES[variant])
                     ax.axhline(1.0, color="grey", lw=0.8, ls=":")
+                    ax.axhline(goal, color="red", lw=0.8, ls="--",
+                               label="goal" if i == 0 else None)
+                    ax.set_xlim(0.8, 5)
+                    if key == "bytes_ratio_vs_float32":
+                        ax.set_ylim(0, 1.1)
                     ax.set_xscale("log", base=2)
                     ax.set_xticks([1, 2, 4])
                     ax.get_xaxis().set_major_formatter(matplotlib.ticker.ScalarFormatter())
@@ -601,19 +627,35 @@ def _bf16_isa() -> str:
     return ", ".join(have) if have else "none (no avx512_bf16 / amx_bf16)"
 
 
+def _commit() -> str:
+    """The tree's commit (``+dirty`` with uncommitted changes under pyg_sar/ or csrc/)."""
+    import subprocess
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
+                              capture_output=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "pyg_sar", "csrc"],
+                               cwd=ROOT, text=True, capture_output=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+dirty" if dirty.strip() else "")
+
+
 def _machine() -> dict:
     return {"cpu_count": os.cpu_count(), "processor": platform.processor() or platform.machine(),
             "bf16_isa": _bf16_isa(), "torch": torch.__version__,
-            "python": platform.python_version()}
+            "python": platform.python_version(), "commit": _commit()}
 
 
 def _partition(name: str, world: int, work: Path, cache: dict) -> Path:
     import pyg_sar
     parts = work / f"{name}-{world}"
-    if not (parts / "meta.json").exists():
+    desc, factory = workloads()[name]
+    stamp = parts / "workload.txt"  # a folder of another size of the workload is redone
+    if not (parts / "meta.json").exists() or not stamp.exists() or stamp.read_text() != desc:
         if name not in cache:
-            cache[name] = workloads()[name][1]()
+            cache[name] = factory()
         pyg_sar.partition_graph(cache[name], world, parts, method="metis", overwrite=True)
+        stamp.write_text(desc)
     return parts
 
 
@@ -731,6 +773,8 @@ def accuracy_runs(seeds: list[int], world: int, epochs: int, hidden: int, layers
                                                   msg[-1])[:300]} for p in precisions)
             continue
         for rank_rows in res:
+            for r in rank_rows:
+                r["commit"] = acc["machine"]["commit"]
             acc["rows"].extend(rank_rows)
         for r in res[0]:
             if r.get("error"):
@@ -769,7 +813,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--epochs", type=int, default=60)
     p.add_argument("--hidden", type=int, default=32)
     p.add_argument("--layers", type=int, default=3)
-    p.add_argument("--lr", type=float, default=0.02)
+    p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--dropout", type=float, default=0.5)
     p.add_argument("--eval-every", type=int, default=10)
     p.add_argument("--work", default="/tmp/pyg_sar_bench_precision")
