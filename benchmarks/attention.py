@@ -14,9 +14,10 @@ module after ``pyg_sar.convert`` on a one-rank ``DistGraph`` (P = 1, mode "sar")
   so that RSS follows live memory; the script re-executes itself with that set.
 
 ``--kernel-dtypes float32 bfloat16`` (opt-in) also times the fused op alone
-(``pyg_sar.ops.gat_attention``, forward + backward, same graph and head shapes, inputs drawn in
-each dtype; bfloat16 is computed in float32 with float32 softmax state) in the same run, with the
-time ratio against float32 and the output's largest distance from a float64 run.
+(``pyg_sar.ops.gat_attention``, forward + backward, same graph and head shapes, float64 inputs
+rounded to each dtype; bfloat16 is computed in float32 with float32 softmax state and returned in
+bfloat16) in the same run, with the time ratio against float32 and the output's largest distance
+from the float64 run (input and output rounding included).
 
 Writes ``benchmarks/results/attention.json`` and prints a table::
 
@@ -106,7 +107,7 @@ def measure(model, x, edge_index, repeats: int) -> dict:
 
 def measure_kernel(graph, n: int, heads: int, dtypes: list[str], repeats: int) -> dict:
     """forward + backward of ``pyg_sar.ops.gat_attention`` alone, per dtype (median time) and its
-    output's largest distance from the float64 result of the same inputs."""
+    output's largest distance from the float64 result (inputs rounded to each dtype)."""
     block = graph.blocks[0]
     rowptr, col = block.rowptr, block.col
     channels = 64 // heads
