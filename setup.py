@@ -26,7 +26,8 @@ KINDS = ("cpu", "cuda", "python")
 # supported-layers page. It is the project's own exactness suite, not API; the public testing
 # helpers (pyg_sar.testing: run_on_ranks, its worker, the namespace hosts) stay in the wheel.
 HARNESS_MODULES = frozenset(("pyg_sar.testing", name) for name in
-                            ("zoo", "zoo_models", "zoo_rank", "zoo_recipes", "zoo_report"))
+                            ("zoo", "zoo_models", "zoo_rank", "zoo_recipes", "zoo_report",
+                             "zoo_precision", "zoo_precision_rank"))
 
 
 class BuildPyWithoutHarness(build_py):

@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-HARNESS = {"zoo.py", "zoo_models.py", "zoo_rank.py", "zoo_recipes.py", "zoo_report.py"}
-PUBLIC_TESTING = {"__init__.py", "launcher.py", "worker.py", "netns.py"}
+HARNESS = {"zoo.py", "zoo_models.py", "zoo_rank.py", "zoo_recipes.py", "zoo_report.py",
+           "zoo_precision.py", "zoo_precision_rank.py"}
+PUBLIC_TESTING = {"__init__.py", "launcher.py", "worker.py", "netns.py", "devices.py"}
 
 
 def test_wheel_leaves_out_the_harness_and_keeps_the_library(tmp_path):

@@ -7,6 +7,8 @@
   rank raises :class:`RankFailure` with its last error lines, a hung one :class:`RankTimeout`.
   Each rank runs ``python -m pyg_sar.testing.worker``. :func:`has_mpi` / :func:`find_mpiexec`
   gate tests that need MPI.
+* :mod:`pyg_sar.testing.devices` parametrises tests over devices (``with_devices``,
+  ``only_cuda``: CPU always, CUDA where present, skipped with the reason otherwise).
 * :mod:`pyg_sar.testing.netns` makes "hosts" out of Linux network namespaces on one machine
   (real TCP between ranks, rate-limited links), to rehearse a multi-host run; it needs root.
 
