@@ -40,9 +40,9 @@ from pyg_sar.testing.zoo_rank import (
     CellCrash,
     Log,
     _error,
-    _names_class,
     _run_model,
     check_partition,
+    convert_cell,
     graph_info,
     local_inputs,
     make_graph,
@@ -286,22 +286,7 @@ def run_cell(ctx, part, recipe: Recipe, pristine: torch.nn.Module, mode: str, va
     """One (recipe, mode, variant) cell on this rank; raises :class:`CellCrash` where the
     launch must stop. ``skip_run``: convert only (a refusal is still recorded), status
     ``not_run``."""
-    model = copy.deepcopy(pristine)
-    cell: Optional[dict] = None
-    try:
-        converted = pyg_sar.convert(model, pyg_sar.SARConfig(mode=mode, check_loss=False))
-    except pyg_sar.UnsupportedLayerError as exc:
-        cell = {"status": "refused", "message": str(exc),
-                "names_class": _names_class(str(exc), recipe.refusal_names(pristine))}
-    except Exception as exc:  # noqa: BLE001 - every failure is a result
-        cell = {"status": "crash", "stage": "convert", "error": _error(exc)}
-    else:
-        model = model if converted is None else converted
-    if ctx.world_size > 1:
-        decisions = ctx.comm.allgather_object(None if cell is None else cell["status"])
-        if len(set(decisions)) > 1:
-            exc = RuntimeError(f"ranks disagree at convert: {decisions}")
-            raise CellCrash({"status": "crash", "stage": "convert", "error": _error(exc)})
+    model, cell = convert_cell(ctx, recipe, pristine, mode)
     if cell is not None:
         return cell
     if oracle is None:

@@ -236,10 +236,11 @@ class Log:
         os.fsync(self._file.fileno())
 
 
-def run_cell(ctx, part, recipe: Recipe, pristine: torch.nn.Module, mode: str,
-             oracle: Optional[Oracle], oracle_error: Optional[dict]) -> dict[str, Any]:
-    """One (recipe, mode) cell on this rank; raises :class:`CellCrash` where the launch must
-    stop."""
+def convert_cell(ctx, recipe: Recipe, pristine: torch.nn.Module, mode: str
+                 ) -> tuple[torch.nn.Module, Optional[dict[str, Any]]]:
+    """A converted copy of ``pristine`` in ``mode``, and ``None``; or the copy and the cell that
+    records why it is not (``refused`` by ``convert``, or a ``crash`` in it). Raises
+    :class:`CellCrash` when the ranks came to different decisions."""
     model = copy.deepcopy(pristine)
     try:
         # The oracle's loss is a weighted sum of the outputs (each rank's part is its share),
@@ -259,6 +260,14 @@ def run_cell(ctx, part, recipe: Recipe, pristine: torch.nn.Module, mode: str,
         if len(set(decisions)) > 1:
             exc = RuntimeError(f"ranks disagree at convert: {decisions}")
             raise CellCrash({"status": "crash", "stage": "convert", "error": _error(exc)})
+    return model, cell
+
+
+def run_cell(ctx, part, recipe: Recipe, pristine: torch.nn.Module, mode: str,
+             oracle: Optional[Oracle], oracle_error: Optional[dict]) -> dict[str, Any]:
+    """One (recipe, mode) cell on this rank; raises :class:`CellCrash` where the launch must
+    stop."""
+    model, cell = convert_cell(ctx, recipe, pristine, mode)
     if cell is not None:
         return cell
     if oracle is None:
