@@ -220,8 +220,15 @@ def oracle_case(part, data, views: Views, name: str, codec: str, ratio: float, t
     ref = MODELS[name]().double()
     x = data.x.clone().requires_grad_()
     bounds = [BoundCodec(CODECS[codec](), ratio, SEED, t, layer, 0) for layer in (0, 1)]
-    h = _dist_layer(ref.conv1, x, data.edge_index, views, bounds[0]).relu()
-    out = _dist_layer(ref.conv2, h, data.edge_index, views, bounds[1])
+    return two_layer_oracle(part, data, ref, x, _dist_layer, views, bounds)
+
+
+def two_layer_oracle(part, data, ref, x, layer, views: Views, wires) -> dict:
+    """``ref``'s two convs through ``layer(conv, h, edge_index, views, wire)`` (``wires[i]``
+    for conv ``i``), a ReLU between them, backward of the fixed output weighting: this rank's
+    rows of the output and of ``x``'s gradient, and every parameter gradient."""
+    h = layer(ref.conv1, x, data.edge_index, views, wires[0]).relu()
+    out = layer(ref.conv2, h, data.edge_index, views, wires[1])
     (out * _weights(data.num_nodes, out.shape[1])).sum().backward()
     nid = part.node_ids
     return {"out": out.detach()[nid], "grads": [x.grad[nid]] + [p.grad for p in ref.parameters()]}

@@ -28,6 +28,7 @@ from rank_cases import (
     _ledger_total,
     _rel,
     _weights,
+    two_layer_oracle,
 )
 from wire_cases import MODELS as WIRE_MODELS
 from wire_cases import _oracle_layer
@@ -92,11 +93,7 @@ def _oracle(part, data, views: Views, name: str, transports: list) -> dict:
     ref = ALL_MODELS[name]().double()
     x = data.x.clone().requires_grad_()
     layer = _oracle_layer if name in ATTENTION_MODELS else _dist_layer
-    h = layer(ref.conv1, x, data.edge_index, views, transports[0]).relu()
-    out = layer(ref.conv2, h, data.edge_index, views, transports[1])
-    (out * _weights(data.num_nodes, out.shape[1])).sum().backward()
-    nid = part.node_ids
-    return {"out": out.detach()[nid], "grads": [x.grad[nid]] + [p.grad for p in ref.parameters()]}
+    return two_layer_oracle(part, data, ref, x, layer, views, transports)
 
 
 def oracle(ctx, part, data, parts: str) -> dict:
