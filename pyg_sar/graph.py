@@ -11,6 +11,15 @@ The rank's stored edge order is the blocks concatenated by source rank, each blo
 (destination, source): block ``s`` occupies ``[block.edge_start, block.edge_start +
 block.num_edges)``. Edge attributes (``PartitionData.edge_attr``) follow that order.
 
+**Bipartite graphs** (one edge type of a heterogeneous graph, ``src_node_offsets`` given): the
+sources belong to another node set than the destinations (its own per-rank ranges,
+``src_node_offsets``), while ``node_offsets`` stays the destinations'. The local block's columns
+are then local ids of the source set (``num_src_nodes`` rows), remote blocks' columns positions
+in the recv list from rank ``s`` (ordered as ``s``'s ``send_idx[r]``, local ids of the source set
+on ``s``); ``in_degree`` counts a destination's in-edges of this edge type. A converted layer is
+called in bipartite form, ``conv((x_src, x_dst), graph)`` with ``num_src_nodes`` and
+``num_nodes`` rows; its output has one row per destination.
+
 A DistGraph may carry one value per stored edge (:meth:`DistGraph.with_values`): the
 partitioned form of a sparse adjacency with values (PyG's ``adj_t`` after ``T.ToSparseTensor()``,
 e.g. holding GCN-normalised weights). Layers that weight their messages by an edge weight use
@@ -43,7 +52,8 @@ class Block:
         edge_start: offset of this block's first edge in the rank's stored edge order.
         src_in_degree: ``int64 [num_src]`` global in-degree of each source row (written at
             partition time, so source-degree normalisations such as GCN's are exact);
-            ``None`` in a masked graph (``graph[:, mask]``), whose sources' masked degrees are
+            ``None`` in a bipartite graph (source-degree normalisations are refused there) and
+            in a masked graph (``graph[:, mask]``), whose sources' masked degrees are
             known only to their owners.
     """
 
@@ -99,22 +109,49 @@ class DistGraph:
             dropout). ``None``: the new ids ``node_offsets[rank] + local id`` are used.
         edge_values: ``[num_edges]`` value of every stored edge (stored edge order), or
             ``None``; see :meth:`with_values`.
+        src_node_offsets: ``P + 1`` boundaries of the per-rank ranges of the SOURCE node set,
+            for one edge type of a heterogeneous graph; ``None`` (the default): the sources are
+            the destinations' node set (``node_offsets``).
+        bipartite: whether sources and destinations are different node sets (node types).
+            ``None``: inferred, true when ``src_node_offsets`` is given and differs from
+            ``node_offsets``. Pass ``True`` for an edge type between two different node types
+            whose ranges happen to coincide: node ``i`` of the source type is then not node
+            ``i`` of the destination type (no self-loops, no shared degrees).
     """
 
     def __init__(self, rank: int, world_size: int, node_offsets: list[int], blocks: list[Block],
                  send_idx: list[Tensor], in_degree: Tensor,
                  context: Optional[DistContext] = None,
                  node_ids: Optional[Tensor] = None,
-                 edge_values: Optional[Tensor] = None) -> None:
+                 edge_values: Optional[Tensor] = None,
+                 src_node_offsets: Optional[list[int]] = None,
+                 bipartite: Optional[bool] = None) -> None:
         if len(blocks) != world_size or len(send_idx) != world_size:
             raise ValueError(f"DistGraph: expected {world_size} blocks and send lists "
                              f"(got {len(blocks)} and {len(send_idx)})")
         if len(node_offsets) != world_size + 1:
             raise ValueError(f"DistGraph: expected {world_size + 1} node offsets "
                              f"(got {len(node_offsets)})")
+        if src_node_offsets is not None and len(src_node_offsets) != world_size + 1:
+            raise ValueError(f"DistGraph: expected {world_size + 1} source node offsets "
+                             f"(got {len(src_node_offsets)})")
         self.rank = rank
         self.world_size = world_size
         self.node_offsets = [int(o) for o in node_offsets]
+        self.src_node_offsets = (None if src_node_offsets is None
+                                 else [int(o) for o in src_node_offsets])
+        if bipartite is None:
+            bipartite = (self.src_node_offsets is not None
+                         and self.src_node_offsets != self.node_offsets)
+        elif not bipartite and self.src_node_offsets not in (None, self.node_offsets):
+            raise ValueError("DistGraph: bipartite=False but src_node_offsets differ from "
+                             "node_offsets (sources and destinations must then be one node set)")
+        self._bipartite = bool(bipartite)
+        local = blocks[rank]
+        if local.num_src != self.num_src_nodes:
+            raise ValueError(f"DistGraph: the local block of rank {rank} refers to "
+                             f"{local.num_src} source rows, but the rank owns "
+                             f"{self.num_src_nodes} nodes of the source node set")
         self.blocks = blocks
         self.send_idx = send_idx
         self.in_degree = in_degree
@@ -150,7 +187,8 @@ class DistGraph:
         raise an error (:mod:`pyg_sar.nn.values`).
         """
         graph = DistGraph(self.rank, self.world_size, self.node_offsets, self.blocks,
-                          self.send_idx, self.in_degree, self._context, self.node_ids, values)
+                          self.send_idx, self.in_degree, self._context, self.node_ids, values,
+                          **self._src_kwargs())
         graph._cache = self._cache  # same structure: halo layouts, views, norms are shared
         return graph
 
@@ -167,6 +205,37 @@ class DistGraph:
     @property
     def num_global_nodes(self) -> int:
         return self.node_offsets[-1]
+
+    @property
+    def is_bipartite(self) -> bool:
+        """Whether sources and destinations are different node sets (an edge type between
+        two node types); see the class docstring."""
+        return self._bipartite
+
+    @property
+    def source_offsets(self) -> list[int]:
+        """The ``P + 1`` boundaries of the source node set's per-rank ranges
+        (``node_offsets`` unless the graph has its own ``src_node_offsets``)."""
+        return self.node_offsets if self.src_node_offsets is None else self.src_node_offsets
+
+    def num_src_nodes_of(self, rank: int) -> int:
+        """Number of source-set nodes rank ``rank`` owns."""
+        offsets = self.source_offsets
+        return offsets[rank + 1] - offsets[rank]
+
+    @property
+    def num_src_nodes(self) -> int:
+        """Rows of the source node set on this rank (``num_nodes`` for a homogeneous graph):
+        the rows of ``x_src`` in ``conv((x_src, x_dst), graph)``."""
+        return self.num_src_nodes_of(self.rank)
+
+    @property
+    def num_global_src_nodes(self) -> int:
+        """Number of nodes of the source node set over all ranks."""
+        return self.source_offsets[-1]
+
+    def _src_kwargs(self) -> dict:
+        return {"src_node_offsets": self.src_node_offsets, "bipartite": self._bipartite}
 
     @property
     def num_edges(self) -> int:
@@ -223,6 +292,11 @@ class DistGraph:
         Built once per graph with one exchange of the cut edges and cached; collective, so every
         rank must call it. Edge tensors of this graph do not describe the reversed edges.
         """
+        if self.is_bipartite:
+            raise TypeError("DistGraph.flip: this graph is bipartite (one edge type between two "
+                            "node types); its reverse is another edge type, stored by the "
+                            "owners of the source type: partition it as its own edge type "
+                            "(e.g. T.ToUndirected() on the HeteroData adds the reverse types)")
         if self.edge_values is not None:
             raise TypeError("DistGraph.flip: this graph carries edge values (data.adj_t), "
                             "which describe its edges, not the reversed ones; flip "
@@ -250,7 +324,8 @@ class DistGraph:
                          [b.to(device) for b in self.blocks],
                          [i.to(device) for i in self.send_idx], self.in_degree.to(device),
                          self._context,
-                         None if self.node_ids is None else self.node_ids.to(device), values)
+                         None if self.node_ids is None else self.node_ids.to(device), values,
+                         **self._src_kwargs())
 
     def cpu(self) -> DistGraph:
         return self.to("cpu")
@@ -264,6 +339,8 @@ class DistGraph:
         return state
 
     def __setstate__(self, state: dict) -> None:
+        state.setdefault("src_node_offsets", None)  # pickled before bipartite graphs existed
+        state.setdefault("_bipartite", False)
         self.__dict__.update(state)
         from pyg_sar.nn.guard import install
         install()
@@ -346,10 +423,12 @@ class DistGraph:
             in_degree += torch.bincount(b.row, minlength=self.num_nodes)
         values = None if self.edge_values is None else self.edge_values[mask]
         return DistGraph(self.rank, self.world_size, self.node_offsets, blocks, self.send_idx,
-                         in_degree, self._context, self.node_ids, values)
+                         in_degree, self._context, self.node_ids, values, **self._src_kwargs())
 
     def __repr__(self) -> str:
         values = "" if self.edge_values is None else ", values=True"
+        if self.is_bipartite:
+            values += f", num_src_nodes={self.num_src_nodes}"
         return (f"DistGraph(rank={self.rank}, world_size={self.world_size}, "
                 f"num_nodes={self.num_nodes}, num_edges={self.num_edges}, "
                 f"recv={self.recv_counts}{values})")
