@@ -152,9 +152,12 @@ def ladies_weights_reference(rowptr: Tensor, col: Tensor, values: Tensor, rows: 
     key = edge_batch * num_cols + col[pos]
     uniq, inverse = torch.unique(key, sorted=True, return_inverse=True)
     vals = values[pos].to(torch.float64)
-    weight = torch.zeros(uniq.numel(), dtype=torch.float64, device=rows.device)
-    # index_add_ on a 1-D CPU tensor adds in index order, as the kernel does
-    weight.index_add_(0, inverse, vals * vals)
+    # index_add_ on a 1-D CPU tensor adds in index order, as the kernel does; on a GPU it adds
+    # with atomics in any order (float64 sums that differ in the last bit, and so different
+    # samples), so the sums are made on the CPU wherever the rows are.
+    weight = torch.zeros(uniq.numel(), dtype=torch.float64)
+    weight.index_add_(0, inverse.cpu(), (vals * vals).cpu())
+    weight = weight.to(rows.device)
     ptr = _ptr(torch.bincount(torch.div(uniq, num_cols, rounding_mode="floor"), minlength=k)
                if uniq.numel() else torch.zeros(k, dtype=torch.int64, device=rows.device))
     return ptr, uniq % num_cols if num_cols > 0 else uniq, weight

@@ -221,7 +221,13 @@ def run_on_ranks(target: str, world_size: int, *, kwargs: Optional[dict] = None,
                     if mpiexec is None:
                         raise RuntimeError("run_on_ranks: launcher 'mpiexec' but no mpiexec next "
                                            f"to {sys.executable} or on PATH")
-                    extra = ["--oversubscribe"] if _is_open_mpi(mpiexec) else []
+                    # Open MPI refuses to start as root unless told (containers, CI machines);
+                    # MPICH has no such rule.
+                    extra = []
+                    if _is_open_mpi(mpiexec):
+                        extra = ["--oversubscribe"]
+                        if hasattr(os, "geteuid") and os.geteuid() == 0:
+                            extra.append("--allow-run-as-root")
                     cmd = [mpiexec, *extra, "-n", str(world_size), *worker]
                 else:
                     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",

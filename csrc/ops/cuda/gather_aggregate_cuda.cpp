@@ -55,7 +55,11 @@ std::tuple<at::Tensor, at::Tensor> gather_aggregate_backward_cuda(
   // Transposed CSR without a host sync: a stable sort keeps ascending edge positions per source.
   auto [sorted_col, perm] = at::sort(col_c, /*stable=*/true, /*dim=*/0, /*descending=*/false);
   const at::Tensor colptr = at::searchsorted(sorted_col, at::arange(num_src + 1, col_c.options()));
-  const at::Tensor row = at::repeat_interleave(rowptr_c.diff(), E);
+  // The destination of each edge: arange(N) repeated by in-degree (the (self, repeats, dim,
+  // output_size) overload; repeat_interleave(repeats_tensor, E) would repeat each degree E
+  // times, an [N * E] tensor of degrees).
+  const at::Tensor row = at::repeat_interleave(at::arange(N, rowptr_c.options()),
+                                               rowptr_c.diff(), /*dim=*/0, /*output_size=*/E);
 
   at::Tensor grad_x = at::empty({num_src, F}, g_c.options());
   at::Tensor grad_w =
