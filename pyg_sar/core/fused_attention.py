@@ -84,9 +84,10 @@ def global_source_ids(graph: DistGraph) -> list[Tensor]:
     """
     def build() -> list[Tensor]:
         world, rank = graph.world_size, graph.rank
-        own = graph.node_ids
-        if own is None:
-            own = graph.node_offsets[rank] + torch.arange(graph.num_nodes, device=graph.device)
+        own = None if graph.is_bipartite else graph.node_ids  # node_ids: destination type's
+        if own is None:  # the source node set's new ids
+            own = graph.source_offsets[rank] + torch.arange(graph.num_src_nodes,
+                                                            device=graph.device)
         ids = [own.new_zeros(0)] * world
         ids[rank] = own
         if world > 1:
@@ -294,7 +295,16 @@ def _accumulate(total: Optional[Tensor], part: Tensor) -> Tensor:
 def _ids(ids: Optional[list[Tensor]], g: DistGraph, s: int):
     if ids is None:
         return None, None
-    return ids[s], ids[g.rank]
+    return ids[s], destination_ids(g) if g.is_bipartite else ids[g.rank]
+
+
+def destination_ids(graph: DistGraph) -> Tensor:
+    """Dropout id of every local destination: ``node_ids`` (original ids), else the new ids.
+    (For a homogeneous graph these are the local entry of :func:`global_source_ids`.)"""
+    if graph.node_ids is not None:
+        return graph.node_ids
+    return graph.cached(("dropout_destination_ids",), lambda: graph.node_offsets[graph.rank]
+                        + torch.arange(graph.num_nodes, device=graph.device))
 
 
 def _block_forward(spec, block, rows, dst, att, term, m, l, acc, ids, s) -> None:

@@ -23,8 +23,9 @@ from pyg_sar.graph import DistGraph
 
 
 def halo_offsets(graph: DistGraph) -> list[int]:
-    """Row offset of every source rank's rows in ``[local rows; halo rows]`` (by source rank)."""
-    offsets, at = [], graph.num_nodes
+    """Row offset of every source rank's rows in ``[local rows; halo rows]`` (by source rank;
+    the local rows are those of the source node set, ``num_src_nodes``)."""
+    offsets, at = [], graph.num_src_nodes
     for s, b in enumerate(graph.blocks):
         offsets.append(0 if s == graph.rank else at)
         if s != graph.rank:

@@ -16,6 +16,23 @@ from torch import Tensor
 from pyg_sar.graph import DistGraph
 
 
+class BipartiteLoopsError(ValueError):
+    """Self-loops asked for on a bipartite graph (one edge type between two node types)."""
+
+
+def refuse_loops_on_bipartite(graph: DistGraph, what: str = "self-loops") -> None:
+    """Raise :class:`BipartiteLoopsError` if ``graph`` is bipartite: node ``i`` of the source
+    type is not node ``i`` of the destination type, so a "self-loop" has no meaning (PyG adds
+    loops between unrelated nodes of the two types there, or fails)."""
+    if graph.is_bipartite:
+        raise BipartiteLoopsError(
+            f"{what} on a bipartite graph (an edge type between two node types, "
+            f"{graph.num_global_src_nodes} source and {graph.num_global_nodes} destination "
+            f"nodes): a source node and a destination node with the same id are unrelated; "
+            f"construct the layer with add_self_loops=False (as PyG's to_hetero / HeteroConv "
+            f"need for edge types between different node types)")
+
+
 @dataclass
 class ViewBlock:
     """One block of a view: CSR by local destination, columns into the source rows."""
@@ -102,6 +119,7 @@ def self_loop_view(graph: DistGraph) -> GraphView:
     ``add_remaining_self_loops`` (GCN; a kept loop's stored value is found through
     :meth:`existing_loop_index`). Remote blocks are unchanged.
     """
+    refuse_loops_on_bipartite(graph)
     def build() -> GraphView:
         local = graph.blocks[graph.rank]
         existing = torch.bincount(local.row[local.row == local.col], minlength=graph.num_nodes)
@@ -112,6 +130,7 @@ def self_loop_view(graph: DistGraph) -> GraphView:
 
 def existing_loop_index(graph: DistGraph) -> Tensor:
     """For every local node, the stored id of its (last) self-loop edge, or -1 if it has none."""
+    refuse_loops_on_bipartite(graph)
     def build() -> Tensor:
         local = graph.blocks[graph.rank]
         is_loop = local.row == local.col
@@ -126,6 +145,7 @@ def existing_loop_index(graph: DistGraph) -> Tensor:
 def added_loop_view(graph: DistGraph) -> GraphView:
     """The graph with one self-loop added per local node, existing loops kept (PyG's
     ``add_self_loops`` without ``remove_self_loops`` first). Remote blocks are unchanged."""
+    refuse_loops_on_bipartite(graph)
     def build() -> GraphView:
         local = graph.blocks[graph.rank]
         return _with_loops(graph, keep=torch.ones_like(local.row, dtype=torch.bool),

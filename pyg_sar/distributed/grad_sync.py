@@ -144,19 +144,25 @@ def _graph_context(value: Any) -> Optional[Any]:
 
 
 def find_context(args: tuple, kwargs: dict) -> Optional[Any]:
-    """The context of the graph among a forward's arguments (a DistGraph, or a partition
-    passed whole, whose ``edge_index`` / ``adj_t`` is one), else ``None``."""
+    """The context of the graph among a forward's arguments (a DistGraph, a dict of them
+    such as a heterogeneous ``edge_index_dict``, or a partition passed whole, whose
+    ``edge_index`` / ``adj_t`` / ``edge_index_dict`` holds one), else ``None``."""
     values = (*args, *kwargs.values())
     for v in values:
         context = _graph_context(v)
+        if context is None and isinstance(v, dict):
+            context = next((c for c in map(_graph_context, v.values()) if c is not None), None)
         if context is not None:
             return context
     for v in values:
         if isinstance(v, (Tensor, str, int, float, bool)) or v is None:
             continue
-        for key in ("edge_index", "adj_t"):
+        for key in ("edge_index", "adj_t", "edge_index_dict"):
             try:
-                context = _graph_context(getattr(v, key, None))
+                value = getattr(v, key, None)
+                graphs = value.values() if isinstance(value, dict) else (value,)
+                context = next((c for c in map(_graph_context, graphs) if c is not None),
+                               None)
             except Exception:  # noqa: BLE001 - an argument's own attribute logic
                 context = None
             if context is not None:

@@ -72,6 +72,12 @@ class DeferredScores:
 
 def attention_view(layer: MessagePassing, graph: DistGraph) -> GraphView:
     if isinstance(layer, (GATConv, GATv2Conv)) and layer.add_self_loops:
+        if graph.is_bipartite:
+            raise ValueError(
+                f"pyg_sar: {type(layer).__name__}(add_self_loops=True) over a bipartite graph "
+                f"(an edge type between two node types): a source and a destination node with "
+                f"the same id are unrelated, so there are no self-loops to add; construct it "
+                f"with add_self_loops=False (as PyG's to_hetero / HeteroConv need)")
         return self_loop_view(graph)
     return stored_view(graph)
 
@@ -190,7 +196,7 @@ def dist_edge_updater(layer: MessagePassing, graph: DistGraph, size, kwargs: dic
             kwargs[name] = (with_halo(graph, src, wire, tensor), dst)
     ext = graph.cached(("halo_edge_index", id(view)),
                        lambda: view.edge_index(halo_offsets(graph)))
-    num_ext = graph.num_nodes + sum(graph.recv_counts)
+    num_ext = graph.num_src_nodes + sum(graph.recv_counts)
     return layer._sar_base.edge_updater(layer, ext, size=(num_ext, graph.num_nodes), **kwargs)
 
 

@@ -99,6 +99,12 @@ def gcn_norm(normalize: Option = True, add_loops: Option = True, improved: Optio
         loops = bool(option(layer, add_loops))
         if not option(layer, normalize):
             return stored_view(graph), kwargs
+        if graph.is_bipartite:
+            raise ValueError(
+                f"pyg_sar: {type(layer).__name__} normalises by the degrees of both ends of an "
+                f"edge (gcn_norm), which PyG defines for one node set only; this graph is "
+                f"bipartite (an edge type between two node types): use normalize=False or a "
+                f"layer made for bipartite graphs (SAGEConv, GraphConv, GATConv, ...)")
         fill = 2.0 if option(layer, improved) else 1.0
         weight: Optional[Tensor] = kwargs.get(weight_arg)
         dtype = weight.dtype if weight is not None else _float_dtype(kwargs)

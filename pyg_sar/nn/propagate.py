@@ -16,7 +16,7 @@ from pyg_sar.config import SARConfig
 from pyg_sar.core.combine import GroupedSoftmaxRule, SoftmaxRule, make_rule
 from pyg_sar.core.halo import halo_offsets, with_halo
 from pyg_sar.core.sar import LinearMessage, Propagation, sar_propagate
-from pyg_sar.core.views import GraphView, ViewBlock
+from pyg_sar.core.views import BipartiteLoopsError, GraphView, ViewBlock
 from pyg_sar.graph import DistGraph
 from pyg_sar.nn.aggregation import StatsAggregation
 from pyg_sar.nn.families import option
@@ -86,14 +86,17 @@ def _special(name: str, block: ViewBlock) -> Any:
     raise ValueError(f"pyg_sar: message argument {name!r} is not supported over a DistGraph")
 
 
-def _check_rows(t: Tensor, layer: MessagePassing, name: str, rows: int) -> Tensor:
+def _check_rows(t: Tensor, layer: MessagePassing, name: str, rows: int,
+                role: Optional[str] = None) -> Tensor:
     if t.dim() == 0 or layer.node_dim % t.dim() != 0:
         raise ValueError(f"pyg_sar: {type(layer).__name__} argument {name!r} must have its "
                          f"nodes in dimension 0 (node_dim={layer.node_dim}, shape "
                          f"{tuple(t.shape)})")
     if t.shape[0] != rows:
+        what = "the rank's local nodes" if role is None else (
+            f"the rank's local nodes of the {role} node set")
         raise ValueError(f"pyg_sar: {type(layer).__name__} argument {name!r} has {t.shape[0]} "
-                         f"rows, expected {rows} (the rank's local nodes)")
+                         f"rows, expected {rows} ({what})")
     return t
 
 
@@ -102,7 +105,7 @@ def _plan(layer: MessagePassing, view: GraphView, kwargs: dict):
     plan, src, dst, edge = [], [], [], []
     src_of: dict[str, int] = {}
     dst_of: dict[str, int] = {}
-    n = view.graph.num_nodes
+    n_src, n_dst = view.graph.num_src_nodes, view.graph.num_nodes
     for name in layer.inspector.get_param_names("message"):
         if name in _SPECIAL:
             plan.append((name, "special", None))
@@ -115,7 +118,8 @@ def _plan(layer: MessagePassing, view: GraphView, kwargs: dict):
             if base not in table:
                 t = node_tensor(kwargs[base], 0 if is_src else 1)
                 table[base] = len(store)
-                store.append(_check_rows(t, layer, base, n))
+                store.append(_check_rows(t, layer, base, n_src if is_src else n_dst,
+                                         "source" if is_src else "destination"))
             plan.append((name, "src" if is_src else "dst", table[base]))
         else:
             value = kwargs.get(name)
@@ -150,9 +154,12 @@ def dist_propagate(layer: MessagePassing, graph: DistGraph, size, kwargs: dict) 
     """``layer.propagate`` of a converted layer over a DistGraph (see the module docstring)."""
     config: SARConfig = layer._sar_config
     spec: LayerSpec = layer._sar_spec
-    if size is not None and tuple(size) != (graph.num_nodes, graph.num_nodes):
-        raise ValueError(f"pyg_sar: bipartite propagate (size={tuple(size)}) is not supported "
-                         f"over a DistGraph with {graph.num_nodes} local nodes")
+    expected = (graph.num_src_nodes, graph.num_nodes)
+    if size is not None and tuple(size) != expected:
+        raise ValueError(f"pyg_sar: propagate with size={tuple(size)} over a DistGraph whose "
+                         f"rank holds {expected[0]} source and {expected[1]} destination nodes "
+                         f"(size must be {expected}; a bipartite propagate needs a bipartite "
+                         f"DistGraph, one edge type of a heterogeneous partition)")
     if graph.edge_values is not None:  # data.adj_t: its values are the edge weights
         from pyg_sar.nn.values import with_edge_values
         kwargs = with_edge_values(layer, graph, kwargs)
@@ -165,7 +172,7 @@ def dist_propagate(layer: MessagePassing, graph: DistGraph, size, kwargs: dict) 
         if config.mode != "halo":
             return attention_propagate(layer, graph, kwargs, config)
         return _halo_propagate(layer, attention_view(layer, graph), kwargs)
-    view, kwargs = spec.prepare(layer, graph, kwargs)
+    view, kwargs = prepare_view(layer, spec, graph, kwargs)
     if config.mode == "halo":
         return _halo_propagate(layer, view, kwargs)
     plan, src, dst, edge = _plan(layer, view, kwargs)
@@ -214,12 +221,21 @@ def dist_propagate(layer: MessagePassing, graph: DistGraph, size, kwargs: dict) 
     return out
 
 
+def prepare_view(layer: MessagePassing, spec: LayerSpec, graph: DistGraph, kwargs: dict):
+    """The layer family's preprocessing (:attr:`LayerSpec.prepare`), with a refusal of
+    self-loops on a bipartite graph naming the layer."""
+    try:
+        return spec.prepare(layer, graph, kwargs)
+    except BipartiteLoopsError as err:
+        raise ValueError(f"pyg_sar: {type(layer).__name__} adds {err}") from None
+
+
 def _halo_propagate(layer: MessagePassing, view: GraphView, kwargs: dict) -> Tensor:
     """Vanilla baseline: fetch every remote source row once, run PyG's own propagate."""
     graph = view.graph
     offsets = halo_offsets(graph)
     edge_index = graph.cached(("halo_edge_index", id(view)), lambda: view.edge_index(offsets))
-    num_ext = graph.num_nodes + sum(graph.recv_counts)
+    num_ext = graph.num_src_nodes + sum(graph.recv_counts)
     # Only tensors read with source role (``x_j``) need the halo rows. Ordered (not a set):
     # every rank must issue its collectives in the same order.
     bases = list(dict.fromkeys(name[:-2] for name in layer.inspector.get_param_names("message")
@@ -230,7 +246,7 @@ def _halo_propagate(layer: MessagePassing, view: GraphView, kwargs: dict) -> Ten
         data = kwargs.get(base)
         src, dst = node_tensor(data, 0), node_tensor(data, 1)
         if isinstance(src, Tensor):
-            _check_rows(src, layer, base, graph.num_nodes)
+            _check_rows(src, layer, base, graph.num_src_nodes, "source")
             # ``fetched``: the tensor's index among the source tensors, as in modes sar/sa
             new_kwargs[base] = (with_halo(graph, src, wire, fetched), dst)
             fetched += 1

@@ -253,7 +253,6 @@ def structural_refusal(cls: type) -> Optional[str]:
 # Why known classes cannot be exact (or are not yet verified); the class name is added.
 REFUSED: dict[str, str] = {
     "GPSConv": "its global attention spans every node of the graph, not a node's neighbours",
-    "HeteroConv": "heterogeneous graphs (dicts of node and edge types) are not supported",
     "HGTConv": "heterogeneous graphs (dicts of node and edge types) are not supported",
     "HANConv": "heterogeneous graphs (dicts of node and edge types) are not supported",
     "DynamicEdgeConv": "it builds a k-NN graph from the features in forward (a dynamic graph)",
@@ -278,6 +277,13 @@ PASSTHROUGH_MODULES = frozenset({
     "torch_geometric.nn.models.mlp.MLP", "torch_geometric.nn.models.jumping_knowledge."
     "JumpingKnowledge", "torch_geometric.nn.models.deepgcn.DeepGCNLayer",
     "torch_geometric.nn.dense.linear.Linear", "torch_geometric.nn.dense.linear.HeteroLinear",
+    "torch_geometric.nn.dense.linear.HeteroDictLinear",
+    # Heterogeneous models: HeteroConv hands each edge type's DistGraph (bipartite between two
+    # node types) to its own checked conv and combines the outputs per destination node, a
+    # node-wise operation; to_hetero's copies of modules live in PyG's ModuleDict.
+    "torch_geometric.nn.conv.hetero_conv.HeteroConv",
+    "torch_geometric.nn.module_dict.ModuleDict",
+    "torch_geometric.nn.parameter_dict.ParameterDict",
     "torch_geometric.utils._trim_to_layer.TrimToLayer",  # acts only on sampled subgraphs
     # Node-wise pieces inside verified layers.
     "torch_geometric.nn.conv.gen_conv.MLP", "torch_geometric.nn.conv.dna_conv.MultiHead",

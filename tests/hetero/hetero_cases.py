@@ -1,0 +1,287 @@
+"""Rank-side cases of the heterogeneous exactness tests: many cases per launch.
+
+Every rank builds the same :class:`~torch_geometric.data.HeteroData` and the same reference
+model, runs plain PyG on the whole graph (the oracle) and the converted model on its part, and
+reports relative errors of every node type's output (its own rows, in original order), every
+node type's input gradient and every parameter gradient (after the gradient sum over ranks).
+The pytest side asserts the tolerance.
+
+The rank's part is either a real partition (``pyg_sar.load_partition`` of a folder written by
+``pyg_sar.partition_graph(HeteroData, ...)``) or a hand-built one (:func:`hand_partition`:
+random node order per type, contiguous ranges, each edge type a bipartite DistGraph from
+``hand_graphs.build_graph``), which checks the engine independently of the partitioner.
+"""
+from __future__ import annotations
+
+import copy
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Optional
+
+import torch
+from torch_geometric.data import HeteroData
+from torch_geometric.nn import (
+    BatchNorm,
+    GATConv,
+    GATv2Conv,
+    GINConv,
+    GINEConv,
+    GraphConv,
+    HeteroConv,
+    HeteroDictLinear,
+    HeteroLinear,
+    Linear,
+    SAGEConv,
+    to_hetero,
+)
+
+import pyg_sar
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from hand_graphs import build_graph, even_offsets  # noqa: E402
+
+NUM = {"paper": 40, "author": 26, "inst": 9}
+DIM = {"paper": 5, "author": 4, "inst": 3}
+EDGES = {("author", "writes", "paper"): 90, ("paper", "cites", "paper"): 110,
+         ("paper", "rev_writes", "author"): 80, ("inst", "employs", "author"): 30,
+         ("author", "rev_employs", "inst"): 30}
+EDGE_DIM = 3
+
+
+def make_hetero(seed: int = 0) -> HeteroData:
+    """Three node types, five edge types (one within a type, with self-loops), duplicate-free
+    edges, isolated nodes of every type, edge attributes on every edge type."""
+    g = torch.Generator().manual_seed(seed)
+    data = HeteroData()
+    for t, n in NUM.items():
+        data[t].x = torch.randn(n, DIM[t], generator=g, dtype=torch.float64)
+    for (s, r, d), e in EDGES.items():
+        src = torch.randint(0, NUM[s] - 2, (e,), generator=g)  # the last 2 nodes: no out-edges
+        dst = torch.randint(0, NUM[d] - 2, (e,), generator=g)  # and no in-edges
+        ei = torch.stack([src, dst])
+        if s == d:
+            loops = torch.arange(0, NUM[s] - 2, 5)
+            ei = torch.cat([ei, torch.stack([loops, loops])], dim=1)
+        ei = torch.unique(ei, dim=1)
+        ei = ei[:, torch.randperm(ei.shape[1], generator=g)]
+        data[s, r, d].edge_index = ei
+        data[s, r, d].edge_attr = torch.randn(ei.shape[1], EDGE_DIM, generator=g,
+                                              dtype=torch.float64)
+    return data
+
+
+def hand_partition(data: HeteroData, world: int, rank: int, seed: int = 0) -> SimpleNamespace:
+    """This rank's part of ``data``: per node type a random order cut into contiguous ranges;
+    fields named as :class:`pyg_sar.HeteroPartition`'s."""
+    g = torch.Generator().manual_seed(1000 + seed)
+    offsets, new_of, node_ids = {}, {}, {}
+    for t in data.node_types:
+        n = data[t].num_nodes
+        perm = torch.randperm(n, generator=g)  # perm[new id] = original id
+        new_of[t] = torch.empty_like(perm)
+        new_of[t][perm] = torch.arange(n)
+        offsets[t] = even_offsets(n, world)
+        node_ids[t] = perm[offsets[t][rank]:offsets[t][rank + 1]]
+    graphs, attrs = {}, {}
+    for et in data.edge_types:
+        s, _, d = et
+        ei = data[et].edge_index
+        new_ei = torch.stack([new_of[s][ei[0]], new_of[d][ei[1]]])
+        graph, ids = build_graph(new_ei, offsets[s], offsets[d], rank, bipartite=s != d)
+        graphs[et], attrs[et] = graph, data[et].edge_attr[ids]
+    return SimpleNamespace(
+        rank=rank, world_size=world, node_types=data.node_types, edge_types=data.edge_types,
+        metadata=lambda: data.metadata(), node_ids_dict=node_ids, node_offsets_dict=offsets,
+        x_dict={t: data[t].x[node_ids[t]] for t in data.node_types},
+        edge_index_dict=graphs, edge_attr_dict=attrs)
+
+
+# ------------------------------------------------------------------------------ models
+def _mlp(i: int, o: int) -> torch.nn.Module:
+    return torch.nn.Sequential(torch.nn.Linear(i, 8), torch.nn.ReLU(), torch.nn.Linear(8, o))
+
+
+class Homo(torch.nn.Module):
+    """A homogeneous model for ``to_hetero``: per-type input projection, two convs, an
+    optional batch norm between them (per node type after to_hetero)."""
+
+    def __init__(self, conv1, conv2, norm: bool = False, skip: bool = False) -> None:
+        super().__init__()
+        self.lin = Linear(-1, 8)
+        self.conv1, self.conv2 = conv1, conv2
+        self.norm = BatchNorm(8) if norm else None
+        self.skip = Linear(-1, 8) if skip else None
+
+    def forward(self, x, edge_index):
+        x = self.lin(x).relu()
+        h = self.conv1(x, edge_index)
+        if self.skip is not None:
+            h = h + self.skip(x)
+        if self.norm is not None:
+            h = self.norm(h)
+        return self.conv2(h.relu(), edge_index)
+
+
+HOMO = {
+    "sage_mean": lambda: Homo(SAGEConv((-1, -1), 8), SAGEConv((-1, -1), 5)),
+    "sage_sum": lambda: Homo(SAGEConv((-1, -1), 8, aggr="sum"),
+                             SAGEConv(8, 5, aggr="sum", project=True)),
+    "sage_max": lambda: Homo(SAGEConv((-1, -1), 8, aggr="max"),
+                             SAGEConv((-1, -1), 5, aggr="max", normalize=True)),
+    "gat": lambda: Homo(GATConv((-1, -1), 4, heads=2, add_self_loops=False),
+                        GATConv((-1, -1), 5, heads=2, concat=False, add_self_loops=False),
+                        skip=True),
+    "gatv2": lambda: Homo(GATv2Conv((-1, -1), 4, heads=2, add_self_loops=False),
+                          GATv2Conv((-1, -1), 5, add_self_loops=False)),
+    "graphconv": lambda: Homo(GraphConv((-1, -1), 8), GraphConv((-1, -1), 5, aggr="max")),
+    "gin": lambda: Homo(GINConv(_mlp(8, 8), train_eps=True), GINConv(_mlp(8, 5))),
+    "sage_bn": lambda: Homo(SAGEConv((-1, -1), 8), SAGEConv((-1, -1), 5), norm=True),
+}
+
+
+WITH_EDGE_ATTR = (("author", "writes", "paper"), ("inst", "employs", "author"))
+
+
+def _hetero_conv(aggr: Optional[str], out: int = 5) -> HeteroConv:
+    return HeteroConv({
+        ("author", "writes", "paper"): GINEConv(_mlp(8, out), edge_dim=EDGE_DIM),
+        ("paper", "cites", "paper"): GATConv(-1, out, heads=2, concat=False),  # self-loops
+        ("paper", "rev_writes", "author"): GraphConv((-1, -1), out, aggr="mean"),
+        ("inst", "employs", "author"): GATv2Conv((-1, -1), out, add_self_loops=False,
+                                                 edge_dim=EDGE_DIM),
+        ("author", "rev_employs", "inst"): SAGEConv((-1, -1), out, aggr="max"),
+    }, aggr=aggr)
+
+
+class DictModel(torch.nn.Module):
+    """HeteroDictLinear -> HeteroConv(aggr) with edge attributes -> optional HeteroLinear."""
+
+    def __init__(self, aggr: Optional[str], hetero_linear: bool = False) -> None:
+        super().__init__()
+        self.lin = HeteroDictLinear(-1, 8, types=list(NUM))
+        self.conv = _hetero_conv(aggr)
+        self.hlin = HeteroLinear(8, 8, num_types=len(NUM)) if hetero_linear else None
+
+    def forward(self, x_dict, edge_index_dict, edge_attr_dict):
+        x_dict = {t: v.relu() for t, v in self.lin(x_dict).items()}
+        if self.hlin is not None:
+            types = list(x_dict)
+            x = torch.cat([x_dict[t] for t in types])
+            type_vec = torch.cat([torch.full((x_dict[t].shape[0],), i, dtype=torch.long)
+                                  for i, t in enumerate(types)])
+            x_dict = dict(zip(types, self.hlin(x, type_vec).split(
+                [x_dict[t].shape[0] for t in types])))
+        attrs = {et: a for et, a in edge_attr_dict.items() if et in WITH_EDGE_ATTR}
+        return self.conv(x_dict, edge_index_dict, edge_attr_dict=attrs)
+
+
+def build(name: str, metadata) -> tuple[torch.nn.Module, bool]:
+    """The reference model of case ``name`` and whether it takes edge attributes.
+
+    ``to_hetero/<homo>/<aggr>`` or ``heteroconv/<aggr>`` or ``dictlinear/<aggr>`` /
+    ``heterolinear``.
+    """
+    kind, *rest = name.split("/")
+    if kind == "to_hetero":
+        homo, aggr = rest
+        return to_hetero(HOMO[homo](), metadata, aggr=aggr), False
+    if kind in ("heteroconv", "dictlinear"):
+        aggr = None if rest[0] == "none" else rest[0]
+        return DictModel(aggr), True
+    if kind == "heterolinear":
+        return DictModel("sum", hetero_linear=True), True
+    raise ValueError(f"unknown case {name!r}")
+
+
+def _call(model, x_dict, graphs, attrs, with_edges: bool):
+    if with_edges:
+        return model(x_dict, graphs, attrs)
+    return model(x_dict, graphs)
+
+
+def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
+    return float((a - b).abs().max() / b.abs().max().clamp(min=1e-300)) if b.numel() else 0.0
+
+
+def one_case(part, data: HeteroData, name: str, mode: str) -> dict:
+    """Errors of one (model, mode) case on this rank."""
+    torch.manual_seed(7)
+    ref, with_edges = build(name, data.metadata())
+    ref = ref.double()
+    with torch.no_grad():  # initialise lazy parameters on the whole graph
+        _call(ref, data.x_dict, data.edge_index_dict, data.edge_attr_dict, with_edges)
+    dist = pyg_sar.convert(copy.deepcopy(ref), pyg_sar.SARConfig(mode=mode, check_loss=False))
+    ids = part.node_ids_dict
+    x_ref = {t: v.clone().requires_grad_() for t, v in data.x_dict.items()}
+    x_loc = {t: part.x_dict[t].double().clone().requires_grad_() for t in x_ref}
+    out_ref = _call(ref, x_ref, data.edge_index_dict, data.edge_attr_dict, with_edges)
+    out = _call(dist, x_loc, part.edge_index_dict,
+                {k: v.double() for k, v in part.edge_attr_dict.items()}, with_edges)
+    errs = {}
+    loss_ref, loss = 0.0, 0.0
+    for i, t in enumerate(sorted(out_ref)):
+        w = torch.randn(out_ref[t].shape, generator=torch.Generator().manual_seed(3 + i),
+                        dtype=torch.float64)
+        loss_ref = loss_ref + (out_ref[t] * w).sum()
+        loss = loss + (out[t] * w[ids[t]]).sum()
+        errs[f"out:{t}"] = _rel(out[t].detach(), out_ref[t].detach()[ids[t]])
+    if set(out) != set(out_ref):
+        errs["node_types"] = 1.0
+    loss_ref.backward()
+    loss.backward()
+    pyg_sar.all_reduce_gradients(dist)
+    for t in x_ref:
+        if x_ref[t].grad is not None:
+            errs[f"x_grad:{t}"] = _rel(x_loc[t].grad, x_ref[t].grad[ids[t]])
+    pairs = list(zip(ref.named_parameters(), dist.parameters()))
+    scale = max(float(p.grad.abs().max()) for (_, p), _ in pairs if p.grad is not None)
+    for (pname, p_ref), p in pairs:
+        if p_ref.grad is None:
+            errs[f"grad:{pname}"] = 0.0 if p.grad is None or not p.grad.any() else 1.0
+        else:
+            errs[f"grad:{pname}"] = float((p.grad - p_ref.grad).abs().max()) / scale
+    return {"max": max(errs.values()), "errors": errs}
+
+
+def saved_bytes(part, mode: str) -> int:
+    """Bytes the autograd graph saves for backward in one forward of a HeteroConv of
+    SAGEConv(aggr="max") (the generic path: rows are fetched, not a linear kernel)."""
+    torch.manual_seed(5)
+    model = HeteroConv({et: SAGEConv((DIM[et[0]], DIM[et[2]]), 4, aggr="max")
+                        for et in EDGES}, aggr="sum").double()
+    pyg_sar.convert(model, pyg_sar.SARConfig(mode=mode, check_loss=False))
+    x = {t: part.x_dict[t].double().clone().requires_grad_() for t in NUM}
+    sizes: list[int] = []
+
+    def pack(t, sizes=sizes):
+        sizes.append(t.numel() * t.element_size())
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = model(x, part.edge_index_dict)
+    sum(v.sum() for v in out.values()).backward()
+    return sum(sizes)
+
+
+def load(ctx, parts: Optional[str], world: int, seed: int):
+    data = make_hetero(seed)
+    if parts is None:
+        return data, hand_partition(data, world, ctx.rank, seed)
+    return data, pyg_sar.load_partition(parts, ctx.rank)
+
+
+def suite(ctx, cases: list, parts: Optional[str] = None, seed: int = 0) -> dict:
+    """Run ``cases`` = [[name, mode], ...] on this rank; plus the saved-bytes measurement."""
+    data, part = load(ctx, parts, ctx.world_size, seed)
+    results = {}
+    for name, mode in cases:
+        try:
+            results[f"{name}/{mode}"] = one_case(part, data, name, mode)
+        except Exception as err:  # noqa: BLE001 - reported per case, asserted by pytest
+            results[f"{name}/{mode}"] = {"error": f"{type(err).__name__}: {err}"}
+    sar, sa = saved_bytes(part, "sar"), saved_bytes(part, "sa")
+    fetched = sum(sum(g.recv_counts) * DIM[et[0]] * 8
+                  for et, g in part.edge_index_dict.items())
+    results["saved_bytes"] = {"sar": sar, "sa": sa, "fetched_bytes": fetched}
+    return results
