@@ -29,6 +29,7 @@ _LAZY = {
     "load_partition": "pyg_sar.partition",
     "LocalPartition": "pyg_sar.partition",
     "PartitionData": "pyg_sar.partition",
+    "HeteroPartition": "pyg_sar.partition",
     "distribute": "pyg_sar.partition.distribute",
     "convert": "pyg_sar.nn.convert",
     "unconvert": "pyg_sar.nn.unconvert",

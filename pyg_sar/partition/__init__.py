@@ -2,12 +2,14 @@
 
 * :func:`partition_graph` splits a PyG ``Data`` into ``P`` parts written to a folder;
 * :func:`load_partition` reads one rank's part as a :class:`PartitionData` (a PyG ``Data``;
-  ``LocalPartition`` is another name for it);
+  ``LocalPartition`` is another name for it), or a :class:`HeteroPartition` for a partitioned
+  ``HeteroData`` (:mod:`pyg_sar.partition.hetero`);
 * :func:`pyg_sar.distribute` partitions an in-memory ``Data`` inside a running job and hands
   every rank its part over the communicator (:mod:`pyg_sar.partition.distribute`);
 * ``python -m pyg_sar.partition --dataset NAME --num-parts P --out DIR`` does it from the shell.
 """
 from pyg_sar.partition.format import FORMAT_VERSION, MetaError
+from pyg_sar.partition.hetero import HeteroPartition
 from pyg_sar.partition.loader import (
     LocalPartition,
     PartitionData,
@@ -21,6 +23,7 @@ from pyg_sar.partition.writer import PartitionReport, partition_graph, write_par
 __all__ = [
     "FORMAT_VERSION",
     "ChecksumError",
+    "HeteroPartition",
     "LocalPartition",
     "MetaError",
     "PartitionData",

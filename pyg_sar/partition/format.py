@@ -30,7 +30,8 @@ import torch
 
 from pyg_sar.partition.storage import parse_dtype
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # the newest version read; 2 = heterogeneous (hetero_format.py)
+HOMOGENEOUS_FORMAT_VERSION = 1  # what a homogeneous partition is written as
 META_FILE = "meta.json"
 NODE_MAP_FILE = "node_map.npy"
 STRUCTURE_FILES = ("node_ids", "in_degree", "rowptr", "col", "edge_ids", "recv_node_ids",
@@ -116,6 +117,14 @@ def validate_meta(meta: Any, path: Any) -> dict:
     if version > FORMAT_VERSION:
         raise MetaError(f"partition '{path}' has format_version {version}, newer than the "
                         f"supported version {FORMAT_VERSION}: upgrade pyg_sar to load it")
+    files = meta.get("files")
+    if not isinstance(files, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) and _SHA256.fullmatch(v)
+            for k, v in files.items()):
+        raise _fail(path, "'files' must map file names to SHA-256 hex digests")
+    if "hetero" in meta:
+        from pyg_sar.partition.hetero_format import validate_hetero_meta
+        return validate_hetero_meta(meta, path)
     num_parts = _int(meta, "num_parts", path, minimum=1)
     num_nodes = _int(meta, "num_nodes", path)
     num_edges = _int(meta, "num_edges", path)
@@ -153,11 +162,6 @@ def validate_meta(meta: Any, path: Any) -> dict:
                                   f"{q}, which expects {parts[q]['recv_counts'][r]}")
     _keys(meta, "node_keys", num_nodes, path)
     _keys(meta, "edge_keys", num_edges, path)
-    files = meta.get("files")
-    if not isinstance(files, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) and _SHA256.fullmatch(v)
-            for k, v in files.items()):
-        raise _fail(path, "'files' must map file names to SHA-256 hex digests")
     adj_t = meta.get("adj_t")
     if adj_t is not None:
         values = adj_t.get("values") if isinstance(adj_t, dict) else None

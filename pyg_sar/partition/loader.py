@@ -9,7 +9,7 @@ import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -19,6 +19,9 @@ from torch_geometric.data import Data
 from pyg_sar.graph import Block, DistGraph
 from pyg_sar.partition import format as fmt
 from pyg_sar.partition.storage import from_storage, load_npy, parse_dtype
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyg_sar.partition.hetero import HeteroPartition
 
 STANDARD_NODE_KEYS = ("x", "y", "train_mask", "val_mask", "test_mask")
 STANDARD_EDGE_KEYS = ("edge_attr", "edge_weight")
@@ -288,10 +291,23 @@ def _check_range(array: np.ndarray, high: int, what: str, path: Path) -> None:
         raise ValueError(f"partition file '{path}': {what} has values outside [0, {high})")
 
 
-def load_node_map(path: str | Path) -> Tensor:
-    """``int64 [num_nodes]``: the new (partitioned) id of every original node."""
+def load_node_map(path: str | Path, node_type: str | None = None) -> Tensor:
+    """``int64 [num_nodes]``: the new (partitioned) id of every original node (of
+    ``node_type``, within that type, for a heterogeneous partition)."""
     root = Path(path)
     meta, _ = read_meta(root)
+    if "hetero" in meta:
+        from pyg_sar.partition.hetero_format import node_map_file
+        types = [info["name"] for info in meta["hetero"]["node_types"]]
+        if node_type not in types:
+            raise ValueError(f"load_node_map: the partition at '{root}' is heterogeneous; "
+                             f"pass node_type, one of {types} (got {node_type!r})")
+        i = types.index(node_type)
+        return torch.from_numpy(_Reader(root, meta)(
+            node_map_file(i), (meta["hetero"]["node_types"][i]["num_nodes"],)))
+    if node_type is not None:
+        raise ValueError(f"load_node_map: the partition at '{root}' is homogeneous; it has "
+                         f"no node type {node_type!r}")
     return torch.from_numpy(_Reader(root, meta)(fmt.NODE_MAP_FILE, (meta["num_nodes"],)))
 
 
@@ -310,8 +326,11 @@ def _expected_world_size(world_size: int | None) -> int | None:
 
 
 def load_partition(path: str | Path, rank: int, world_size: int | None = None,
-                   context: Any = None) -> PartitionData:
+                   context: Any = None) -> PartitionData | HeteroPartition:
     """Load rank ``rank``'s part of the partition folder ``path``.
+
+    A folder written from a ``HeteroData`` gives a
+    :class:`~pyg_sar.partition.hetero.HeteroPartition` (``x_dict``, ``edge_index_dict``, ...).
 
     Verifies ``meta.json`` (format version, structure) and the SHA-256 of every file read;
     reads only ``meta.json`` and ``part{rank}/``. The number of parts must equal the number
@@ -348,6 +367,9 @@ def load_partition(path: str | Path, rank: int, world_size: int | None = None,
         raise ValueError(f"rank {rank!r} is out of range for a partition of {num_parts} parts "
                          f"at '{root}'")
     rank = int(rank)
+    if "hetero" in meta:  # written from a HeteroData
+        from pyg_sar.partition.hetero import load_hetero_partition
+        return load_hetero_partition(root, rank, meta, raw, context)
     read = _Reader(root, meta)
     info = meta["parts"][rank]
     offsets = meta["node_offsets"]

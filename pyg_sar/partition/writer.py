@@ -231,7 +231,13 @@ def _key_spec(value: Tensor) -> dict:
 def write_partition(data: Any, num_parts: int, out_dir: str | Path, method: str = "metis",
                     seed: int = 0, overwrite: bool = False,
                     on_nonfinite: str = "warn") -> PartitionReport:
-    """:func:`partition_graph` returning a :class:`PartitionReport` (sizes, cut, timings)."""
+    """:func:`partition_graph` returning a :class:`PartitionReport` (sizes, cut, timings);
+    a ``HeteroData`` gets a :class:`~pyg_sar.partition.hetero_writer.HeteroPartitionReport`."""
+    from pyg_sar.partition.hetero_input import is_hetero
+    if is_hetero(data):
+        from pyg_sar.partition.hetero_writer import write_hetero_partition
+        return write_hetero_partition(data, num_parts, out_dir, method, seed, overwrite,
+                                      on_nonfinite)
     t_start = time.perf_counter()
     out_dir = Path(out_dir)
     check_policy(on_nonfinite, "partition_graph")
@@ -314,7 +320,7 @@ def _write_parts(tmp: Path, layout: Layout, node_data: dict[str, Tensor],
 
     x = node_data.get("x")
     meta = {
-        "format_version": fmt.FORMAT_VERSION,
+        "format_version": fmt.HOMOGENEOUS_FORMAT_VERSION,
         "num_parts": layout.num_parts,
         "num_nodes": layout.num_nodes,
         "num_edges": layout.num_edges,
@@ -363,9 +369,17 @@ def partition_graph(data: Any, num_parts: int, out_dir: str | Path, method: str 
     splits) must happen before partitioning, exactly as the single-process script does it:
     the parts hold the tensors as given.
 
+    A ``HeteroData`` is partitioned with all its node types together (METIS on the
+    homogeneous view, rebalanced so that every part holds ``floor`` or ``ceil`` of
+    ``N_t / P`` nodes of every type ``t``; ``"random"`` and ``"contiguous"`` per type) and
+    written in the heterogeneous format; :func:`load_partition` then returns a
+    :class:`~pyg_sar.partition.hetero.HeteroPartition` (docs/how_sar_works.md,
+    "Heterogeneous graphs").
+
     Args:
         data: a ``torch_geometric.data.Data`` with ``edge_index`` (``[2, E]``, integer) or a
-            sparse ``adj_t``.
+            sparse ``adj_t``; or a ``torch_geometric.data.HeteroData`` (an ``edge_index`` per
+            edge type).
         num_parts: number of parts ``P`` (``1 <= P <= num_nodes``).
         out_dir: target folder; may exist if empty.
         method: ``"metis"``, ``"random"`` or ``"contiguous"``.

@@ -14,7 +14,14 @@ import pytest
 import torch
 
 import pyg_sar.partition.writer as writer
-from pyg_sar.partition import ChecksumError, MetaError, load_partition, partition_graph, read_meta
+from pyg_sar.partition import (
+    FORMAT_VERSION,
+    ChecksumError,
+    MetaError,
+    load_partition,
+    partition_graph,
+    read_meta,
+)
 from pyg_sar.partition.storage import load_npy
 
 REPO = Path(__file__).resolve().parents[2]
@@ -150,8 +157,8 @@ def test_rank_out_of_range(graph, tmp_path):
 
 def test_future_format_version(graph, tmp_path):
     partition_graph(graph, 2, tmp_path)
-    _rewrite_meta(tmp_path, lambda m: m.update(format_version=2))
-    with pytest.raises(MetaError, match="newer than the supported version 1"):
+    _rewrite_meta(tmp_path, lambda m: m.update(format_version=FORMAT_VERSION + 1))
+    with pytest.raises(MetaError, match=f"newer than the supported version {FORMAT_VERSION}"):
         load_partition(tmp_path, 0)
 
 
