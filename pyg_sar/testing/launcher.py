@@ -228,6 +228,12 @@ def run_on_ranks(target: str, world_size: int, *, kwargs: Optional[dict] = None,
                         extra = ["--oversubscribe"]
                         if hasattr(os, "geteuid") and os.geteuid() == 0:
                             extra.append("--allow-run-as-root")
+                        # Its rsh launcher insists on ssh / rsh existing even for ranks on this
+                        # host (containers often have neither); an empty agent starts them
+                        # locally.
+                        if not (shutil.which("ssh") or shutil.which("rsh")):
+                            base = dict(base, OMPI_MCA_plm_rsh_agent=base.get(
+                                "OMPI_MCA_plm_rsh_agent", ""))
                     cmd = [mpiexec, *extra, "-n", str(world_size), *worker]
                 else:
                     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",

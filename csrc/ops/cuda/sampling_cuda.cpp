@@ -96,6 +96,10 @@ std::tuple<at::Tensor, at::Tensor> extract_columns_cuda(
       counts.mutable_data_ptr<int64_t>(), nullptr, rows.numel(), stream));
   const at::Tensor out_ptr = exclusive_ptr(counts);
   at::Tensor pos = at::empty({out_ptr[-1].item<int64_t>()}, rows.options());
+  // The kernel counts when pos is null; an empty pos may have a null data pointer, so the
+  // writing pass runs only when there is something to write (it would otherwise count into
+  // the null counts pointer).
+  if (pos.numel() == 0) return {out_ptr, pos};
   C10_CUDA_CHECK(cuda::launch_bulk_extract_columns(
       rowptr.const_data_ptr<int64_t>(), col.const_data_ptr<int64_t>(),
       rows.const_data_ptr<int64_t>(), row_batch.const_data_ptr<int64_t>(),
