@@ -10,6 +10,11 @@ Expected layout (what ``ogb`` unpacks, e.g. ``ogbn_arxiv/``)::
     <folder>/raw/num-edge-list.csv.gz   one line: E
     <folder>/raw/edge-feat.csv.gz       optional: E lines of floats (-> edge_attr)
     <folder>/split/<type>/{train,valid,test}.csv.gz   node ids, one per line
+
+A folder in the heterogeneous layout (ogbn-mag: ``raw/num-node-dict.csv.gz`` and
+``raw/relations/``) is read into a ``HeteroData`` by
+:func:`pyg_sar.datasets.hetero_ogb.ogb_hetero_dataset`, to which :func:`ogb_node_dataset`
+hands it.
 """
 from __future__ import annotations
 
@@ -19,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torch_geometric.data import Data
+from torch_geometric.data import Data, HeteroData
 
 
 def _read_csv(path: Path, dtype: type, ndmin: int) -> np.ndarray:
@@ -56,7 +61,7 @@ def _find_split_dir(folder: Path, split_type: str | None) -> Path:
 
 
 def ogb_node_dataset(folder: str | os.PathLike, split_type: str | None = None,
-                     add_inverse_edge: bool = False) -> Data:
+                     add_inverse_edge: bool = False) -> Data | HeteroData:
     """Read an OGB node-property-prediction dataset from a local folder.
 
     Args:
@@ -69,12 +74,18 @@ def ogb_node_dataset(folder: str | os.PathLike, split_type: str | None = None,
     Returns:
         ``Data`` with ``x`` float32, ``y`` int64 (``-1`` for unlabelled nodes, which are in no
         mask), ``edge_index`` int64, ``train_mask`` / ``val_mask`` / ``test_mask`` from the
-        split files, and ``edge_attr`` float32 if ``edge-feat.csv.gz`` exists.
+        split files, and ``edge_attr`` float32 if ``edge-feat.csv.gz`` exists. For a folder
+        in the heterogeneous layout (``raw/num-node-dict.csv.gz``), the ``HeteroData`` of
+        :func:`~pyg_sar.datasets.hetero_ogb.ogb_hetero_dataset` (``add_inverse_edge`` then
+        applies ``ToUndirected()``).
     """
     folder = Path(folder).expanduser()
     if not folder.is_dir():
         raise ValueError(f"ogb: dataset folder {folder} does not exist")
     raw = folder / "raw"
+    if (raw / "num-node-dict.csv.gz").is_file():
+        from pyg_sar.datasets.hetero_ogb import ogb_hetero_dataset
+        return ogb_hetero_dataset(folder, split_type, add_reverse_edges=add_inverse_edge)
     num_nodes = _single_count(raw / "num-node-list.csv.gz")
     num_edges = _single_count(raw / "num-edge-list.csv.gz")
 

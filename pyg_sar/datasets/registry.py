@@ -3,10 +3,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from torch_geometric.data import Data
+from torch_geometric.data import Data, HeteroData
 
+from pyg_sar.datasets.hetero_mag import mag_like
+from pyg_sar.datasets.hetero_wordnet import wordnet_hetero
 from pyg_sar.datasets.ogb import ogb_node_dataset
 from pyg_sar.datasets.planetoid import citeseer, cora
 from pyg_sar.datasets.synthetic_rmat import rmat
@@ -19,7 +22,7 @@ def _rmat_default(num_nodes: int = 100_000, num_edges: int = 1_000_000, **kwargs
 
 
 # name -> (builder, takes the cache root)
-_BUILDERS: dict[str, tuple[Callable[..., Data], bool]] = {
+_BUILDERS: dict[str, tuple[Callable[..., Data | HeteroData], bool]] = {
     "cora": (cora, True),
     "citeseer": (citeseer, True),
     "wordnet": (wordnet, False),
@@ -27,6 +30,9 @@ _BUILDERS: dict[str, tuple[Callable[..., Data], bool]] = {
     "sbm-sparse": (sbm_sparse, False),
     "sbm-dense": (sbm_dense, False),
     "rmat": (_rmat_default, False),
+    # Heterogeneous (HeteroData):
+    "wordnet-hetero": (wordnet_hetero, False),
+    "mag-like": (mag_like, False),
 }
 
 KNOWN_NAMES = (*_BUILDERS, "ogb:<folder>")
@@ -41,22 +47,41 @@ def is_known_dataset(name: str) -> bool:
     return name.lower() in _BUILDERS
 
 
+HETERO_NAMES = ("wordnet-hetero", "mag-like")
+
+
+def is_hetero_dataset(name: str) -> bool:
+    """Whether the built-in ``name`` gives a ``HeteroData`` (``"ogb:<folder>"``: whether the
+    folder is in the heterogeneous layout; loads nothing)."""
+    if not isinstance(name, str):
+        return False
+    if name[:4].lower() == "ogb:":
+        return (Path(name[4:]).expanduser() / "raw" / "num-node-dict.csv.gz").is_file()
+    return name.lower() in HETERO_NAMES
+
+
 def load_dataset(name: str = "cora", root: str | os.PathLike | None = None,
-                 **kwargs: Any) -> Data:
+                 **kwargs: Any) -> Data | HeteroData:
     """Load a built-in dataset by name.
 
     Args:
         name: ``"cora"`` (default), ``"citeseer"``, ``"wordnet"``, ``"sbm"`` (= ``"sbm-sparse"``),
             ``"sbm-dense"``, ``"sbm-sparse"``, ``"rmat"`` (100k nodes, 1M requested edges unless
-            ``num_nodes`` / ``num_edges`` are given) or ``"ogb:<folder>"`` (an OGB
-            node-property dataset in a local folder). Case-insensitive except the folder.
+            ``num_nodes`` / ``num_edges`` are given), ``"ogb:<folder>"`` (an OGB
+            node-property dataset in a local folder, homogeneous or in ogbn-mag's
+            heterogeneous layout), or the heterogeneous ``"wordnet-hetero"``
+            (:func:`~pyg_sar.datasets.wordnet_hetero`) and ``"mag-like"``
+            (:func:`~pyg_sar.datasets.mag_like`, 10,000 papers unless ``num_papers`` is
+            given). Case-insensitive except the folder.
         root: writable cache folder for the datasets that need one (Cora, CiteSeer); the others
             ignore it.
         **kwargs: passed to the dataset's function (:func:`~pyg_sar.datasets.sbm`,
             :func:`~pyg_sar.datasets.rmat`, :func:`~pyg_sar.datasets.wordnet`, ...).
 
-    Every result has ``x`` (float32), ``y`` (int64), ``edge_index`` (int64) and boolean
-    ``train_mask`` / ``val_mask`` / ``test_mask``.
+    Every homogeneous result is a ``Data`` with ``x`` (float32), ``y`` (int64),
+    ``edge_index`` (int64) and boolean ``train_mask`` / ``val_mask`` / ``test_mask``; the
+    heterogeneous ones are ``HeteroData`` with those on their labelled node type
+    (:func:`is_hetero_dataset` tells which names give one).
 
     Raises:
         ValueError: for an unknown name (the message lists the known ones).
