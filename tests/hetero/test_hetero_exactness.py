@@ -30,9 +30,28 @@ WORLD_SIZES = (1, 3)
 
 
 @pytest.fixture(scope="module")
-def hand_results():
-    return {p: run_on_ranks(f"{HERE / 'hetero_cases.py'}:suite", p, timeout=300,
-                            kwargs=dict(cases=CASES)) for p in WORLD_SIZES}
+def results(tmp_path_factory):
+    """Per P, one launch: every case on a hand-built partition and on the partition written by
+    pyg_sar.partition_graph(HeteroData) (METIS on the homogeneous view, balanced per node
+    type) and read by pyg_sar.load_partition."""
+    import pyg_sar
+    root = tmp_path_factory.mktemp("hetero_parts")
+    out = {}
+    for p in WORLD_SIZES:
+        pyg_sar.partition_graph(hc.make_hetero(), p, root / f"p{p}", method="metis")
+        out[p] = run_on_ranks(f"{HERE / 'hetero_cases.py'}:both", p, timeout=300,
+                              kwargs=dict(cases=CASES, parts=str(root / f"p{p}")))
+    return out
+
+
+@pytest.fixture(scope="module")
+def hand_results(results):
+    return {p: [r["hand"] for r in res] for p, res in results.items()}
+
+
+@pytest.fixture(scope="module")
+def partition_results(results):
+    return {p: [r["partition"] for r in res] for p, res in results.items()}
 
 
 def _check(results, world_size, key):
@@ -50,9 +69,18 @@ def test_hand_partition_matches_pyg(hand_results, world_size, case):
 
 
 @pytest.mark.parametrize("world_size", WORLD_SIZES)
-def test_sar_keeps_no_remote_rows_per_edge_type(hand_results, world_size):
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "/".join(c))
+def test_partition_matches_pyg(partition_results, world_size, case):
+    _check(partition_results, world_size, "/".join(case))
+
+
+@pytest.mark.parametrize("world_size", WORLD_SIZES)
+@pytest.mark.parametrize("which", ("hand", "partition"))
+def test_sar_keeps_no_remote_rows_per_edge_type(hand_results, partition_results, world_size,
+                                                which):
     """SA keeps exactly every edge type's fetched rows for backward; SAR keeps none."""
-    for rank, res in enumerate(hand_results[world_size]):
+    results = hand_results if which == "hand" else partition_results
+    for rank, res in enumerate(results[world_size]):
         saved = res["saved_bytes"]
         assert saved["sa"] - saved["sar"] == saved["fetched_bytes"], (rank, saved)
         if world_size > 1:
