@@ -16,9 +16,9 @@ edge counts plus ``x``, never a dense matrix):
   popularity (heavy-tailed degrees);
 * each author writes one paper of its home venue, and every paper gets a geometric number of
   further authors; each edge endpoint is drawn by popularity, from the paper's venue with
-  probability ``homophily`` and from everywhere otherwise; citations and topics likewise;
-  citations point from the newer paper to the older one (or within a year); affiliations
-  follow the author's home venue;
+  probability ``homophily`` and from everywhere otherwise; citations and topics likewise, a
+  paper citing only papers of its own year or older; affiliations follow the author's home
+  venue; duplicates are drawn again (a few rounds) so that the edge counts match the ratios;
 * paper features (``num_features``, default 128 as ogbn-mag's word2vec features) are the
   venue's random centroid plus Gaussian noise (``feature_noise``): informative but far from
   sufficient, so that a model using the graph beats one using features alone.
@@ -61,31 +61,40 @@ def default_num_classes(num_papers: int) -> int:
                    max(2, round(_MAG["classes"] * math.sqrt(num_papers / _MAG["paper"])))))
 
 
-class _GroupSampler:
-    """Draws entities in proportion to ``weight``, from one group (venue) or from all."""
+class _RangeSampler:
+    """Draws entities in proportion to ``weight`` among those whose ``key`` lies in a range
+    ``[first, last]`` (one sorted, cumulated weight array; a draw is one binary search)."""
 
-    def __init__(self, group: np.ndarray, weight: np.ndarray, num_groups: int) -> None:
-        self.members = np.argsort(group, kind="stable")
-        self.cum = np.cumsum(weight[self.members].astype(np.float64))
-        counts = np.bincount(group, minlength=num_groups)
-        ends = np.cumsum(counts)
-        starts = ends - counts
-        total = float(self.cum[-1])
-        nonempty = counts > 0
-        # An empty group falls back to all entities.
-        self.lo = np.where(nonempty & (starts > 0), self.cum[np.maximum(starts - 1, 0)], 0.0)
-        self.hi = np.where(nonempty, self.cum[np.maximum(ends - 1, 0)], total)
-        self.last = np.where(nonempty, ends - 1, len(self.members) - 1)
-        self.total = total
+    def __init__(self, key: np.ndarray, weight: np.ndarray, num_keys: int) -> None:
+        self.members = np.argsort(key, kind="stable")
+        prefix = np.concatenate([[0.0], np.cumsum(weight[self.members], dtype=np.float64)])
+        self.cum = prefix[1:]
+        counts = np.bincount(key, minlength=num_keys)
+        self.ends = np.cumsum(counts)
+        self.starts = self.ends - counts
+        self.weight_before = prefix[self.starts]
+        self.weight_through = prefix[self.ends]
+        self.num_keys = num_keys
 
-    def sample(self, groups: np.ndarray, local: np.ndarray,
+    def sample(self, first: np.ndarray, last: np.ndarray,
                rng: np.random.Generator) -> np.ndarray:
-        """One entity per element: from ``groups[i]`` where ``local[i]``, else from all."""
-        lo = np.where(local, self.lo[groups], 0.0)
-        hi = np.where(local, self.hi[groups], self.total)
-        last = np.where(local, self.last[groups], len(self.members) - 1)
-        pos = np.searchsorted(self.cum, lo + rng.random(len(groups)) * (hi - lo), side="right")
-        return self.members[np.minimum(pos, last)]
+        """One entity per element, with key in ``[first[i], last[i]]``; an empty range draws
+        from all entities."""
+        lo = self.weight_before[first]
+        hi = self.weight_through[last]
+        empty = hi <= lo
+        lo = np.where(empty, 0.0, lo)
+        hi = np.where(empty, self.cum[-1], hi)
+        low_pos = np.where(empty, 0, self.starts[first])
+        high_pos = np.where(empty, len(self.members) - 1, self.ends[last] - 1)
+        pos = np.searchsorted(self.cum, lo + rng.random(len(first)) * (hi - lo), side="right")
+        return self.members[np.clip(pos, low_pos, high_pos)]
+
+    def sample_venue(self, venue: np.ndarray, local: np.ndarray,
+                     rng: np.random.Generator) -> np.ndarray:
+        """For a sampler keyed by venue: from ``venue[i]`` where ``local[i]``, else from all."""
+        return self.sample(np.where(local, venue, 0),
+                           np.where(local, venue, self.num_keys - 1), rng)
 
 
 def _homes(n: int, class_p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -210,8 +219,9 @@ def mag_like(num_papers: int = 10_000, seed: int = 0, *, num_classes: int | None
         feature_noise: standard deviation of the per-dimension noise around the venue centroid
             (whose entries are standard normal); larger makes the features less telling.
         authors_per_paper, institutions_per_paper, fields_per_paper: node counts per paper.
-        writes_per_paper, cites_per_paper, topics_per_paper: requested edges per paper (before
-            duplicates are removed).
+        writes_per_paper, cites_per_paper, topics_per_paper: edges per paper (duplicates are
+            redrawn for a few rounds; 2010 papers have few older papers to cite, so ``cites``
+            can fall a little short: 7.26 of 7.36 at 20,000 papers).
         affiliations_per_author: requested affiliations per author.
         add_reverse_edges: apply ``ToUndirected()`` (default ``False``: ogbn-mag's own shape).
 
@@ -246,43 +256,55 @@ def mag_like(num_papers: int = 10_000, seed: int = 0, *, num_classes: int | None
 
     # --- writes: one paper per author (every author writes), then more authors per paper.
     author_home = _homes(n_author, class_p, rng)
-    author_sampler = _GroupSampler(author_home, _popularity(n_author, 2.0, rng), num_classes)
-    paper_uniform = _GroupSampler(y, np.ones(n_paper), num_classes)
-    first_paper = paper_uniform.sample(author_home, np.ones(n_author, dtype=bool), rng)
+    author_sampler = _RangeSampler(author_home, _popularity(n_author, 2.0, rng), num_classes)
+    paper_uniform = _RangeSampler(y, np.ones(n_paper), num_classes)
+    first_paper = paper_uniform.sample(author_home, author_home, rng)
     extra = max(ratios["writes_per_paper"] - n_author / n_paper, 0.0)
     more = _fill_edges(_counts(n_paper, extra, True, rng), n_author,
-                       lambda src: author_sampler.sample(y[src], rng.random(len(src))
-                                                         < homophily, rng))
+                       lambda src: author_sampler.sample_venue(y[src], rng.random(len(src))
+                                                               < homophily, rng))
     keys = np.concatenate([np.arange(n_author) * n_paper + first_paper,
                            more[1].numpy() * n_paper + more[0].numpy()])
     keys = _sorted_unique(keys)
     writes = torch.from_numpy(np.stack([keys // n_paper, keys % n_paper]))
     del first_paper, more, keys
 
-    # --- cites: popularity-weighted targets, never newer than the citing paper.
-    cite_sampler = _GroupSampler(y, _popularity(n_paper, 1.5, rng), num_classes)
+    # --- cites: popularity-weighted targets among the papers not newer than the citing one
+    # (keys venue-major then year, so "this venue, up to this year" is one range).
+    year_idx = year - YEARS[0]
+    num_years = len(YEARS)
+    popularity = _popularity(n_paper, 1.5, rng)
+    cite_local = _RangeSampler(y * num_years + year_idx, popularity, num_classes * num_years)
+    cite_any = _RangeSampler(year_idx, popularity, num_years)
+
+    def draw_cited(src: np.ndarray) -> np.ndarray:
+        local = rng.random(len(src)) < homophily
+        dst = np.empty(len(src), dtype=np.int64)
+        s_loc, s_any = src[local], src[~local]
+        dst[local] = cite_local.sample(y[s_loc] * num_years,
+                                       y[s_loc] * num_years + year_idx[s_loc], rng)
+        dst[~local] = cite_any.sample(np.zeros(len(s_any), dtype=np.int64), year_idx[s_any], rng)
+        return dst
+
     cites = _fill_edges(_counts(n_paper, ratios["cites_per_paper"], False, rng), n_paper,
-                        lambda src: cite_sampler.sample(y[src], rng.random(len(src))
-                                                        < homophily, rng),
-                        lambda src, dst: (src != dst) & (year[dst] <= year[src]))
+                        draw_cited, lambda src, dst: (src != dst) & (year[dst] <= year[src]))
 
     # --- has_topic: every paper has at least one field; a few fields are very common.
-    field_sampler = _GroupSampler(_homes(n_field, class_p, rng),
+    field_sampler = _RangeSampler(_homes(n_field, class_p, rng),
                                   _popularity(n_field, 1.2, rng), num_classes)
     topics = _counts(n_paper, ratios["topics_per_paper"], True, rng) \
         if ratios["topics_per_paper"] > 0 else np.zeros(n_paper, dtype=np.int64)
     has_topic = _fill_edges(topics, n_field,
-                            lambda src: field_sampler.sample(y[src], rng.random(len(src))
-                                                             < homophily, rng))
+                            lambda src: field_sampler.sample_venue(
+                                y[src], rng.random(len(src)) < homophily, rng))
 
     # --- affiliated_with: about one institution per author, near the author's home venue.
-    inst_sampler = _GroupSampler(_homes(n_inst, class_p, rng), _popularity(n_inst, 1.2, rng),
+    inst_sampler = _RangeSampler(_homes(n_inst, class_p, rng), _popularity(n_inst, 1.2, rng),
                                  num_classes)
     affiliated = _fill_edges(_affiliation_counts(n_author, ratios["affiliations_per_author"],
                                                  rng), n_inst,
-                             lambda src: inst_sampler.sample(author_home[src],
-                                                             rng.random(len(src)) < homophily,
-                                                             rng))
+                             lambda src: inst_sampler.sample_venue(
+                                 author_home[src], rng.random(len(src)) < homophily, rng))
 
     # --- paper features: venue centroid + noise, generated in place, a chunk at a time.
     centroids = rng.standard_normal((num_classes, num_features), dtype=np.float32)

@@ -171,7 +171,7 @@ def test_mag_like_ratios_and_heavy_tails():
     per_paper = {rel: data[(s, rel, d)].edge_index.size(1) / n for s, rel, d in data.edge_types}
     # ogbn-mag: 9.70 writes, 7.36 cites, 10.19 has_topic, 1.42 affiliated_with per paper.
     assert 8.7 < per_paper["writes"] < 10.7, per_paper
-    assert 5.5 < per_paper["cites"] < 8.0, per_paper  # 2010 papers cannot cite enough
+    assert 6.8 < per_paper["cites"] < 7.9, per_paper
     assert 9.0 < per_paper["has_topic"] < 11.0, per_paper
     assert 1.2 < per_paper["affiliated_with"] < 1.6, per_paper
     frac = data["paper"].train_mask.float().mean().item()
@@ -210,7 +210,7 @@ def test_mag_like_labels_are_learnable_from_features_and_better_with_structure()
                      reduce="mean")
     coauthor = scatter(author[writes[0]], writes[1], 0, dim_size=x.size(0), reduce="mean")
     with_graph = _nearest_centroid_accuracy(x + neigh + coauthor, y, train, test, num_classes)
-    # Measured (seed 1): majority 0.14, features 0.37, features + two hops of graph 0.68.
+    # Measured (seed 1): majority 0.17, features 0.29, features + two hops of graph 0.66.
     assert feat > majority + 0.1, (feat, majority)
     assert with_graph > feat + 0.15, (with_graph, feat)
 
