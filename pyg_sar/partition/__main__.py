@@ -7,7 +7,10 @@ Example::
     python -m pyg_sar.partition --dataset mypkg.graphs:build --num-parts 4 --out parts/
 
 ``--dataset`` is a name known to :func:`pyg_sar.datasets.load_dataset`, or ``module:function``
-naming an importable function that returns a ``torch_geometric.data.Data``.
+naming an importable function that returns a ``torch_geometric.data.Data``. A ``HeteroData``
+(``wordnet-hetero``, ``mag-like``, an ogbn-mag folder, or a function's) is partitioned with
+all its node types together and loads as a :class:`~pyg_sar.partition.HeteroPartition`;
+``--normalize-features`` then normalises the ``x`` of every node type that has one.
 
 The parts hold the tensors as loaded: preprocessing the training script would do (PyG's
 examples use ``T.NormalizeFeatures()``) must happen here, before partitioning.
@@ -65,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      description="Partition a graph for pyg_sar training.")
     parser.add_argument("--dataset", required=True,
                         help=f"a built-in dataset ({', '.join(KNOWN_NAMES)}) or "
-                             f"module:function returning a torch_geometric Data")
+                             f"module:function returning a torch_geometric Data or HeteroData")
     parser.add_argument("--arg", action="append", default=[], type=_parse_arg, metavar="KEY=VALUE",
                         help="keyword argument for the dataset loader (repeatable)")
     parser.add_argument("--num-parts", type=positive_int, required=True)
@@ -99,7 +102,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.exit(2, f"{parser.prog}: error: could not load --dataset {args.dataset!r}: "
                        f"{err}\n")
     if args.normalize_features:
-        if getattr(data, "x", None) is None:
+        from pyg_sar.partition.hetero_input import is_hetero
+        has_x = bool(data.x_dict) if is_hetero(data) else getattr(data, "x", None) is not None
+        if not has_x:
             parser.exit(2, f"{parser.prog}: error: --normalize-features: dataset "
                            f"{args.dataset!r} has no node features x\n")
         import torch_geometric.transforms as T

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from pyg_sar.partition import format as fmt
+from pyg_sar.partition.hetero import HeteroPartition
 from pyg_sar.partition.loader import PartitionData, load_partition
 from pyg_sar.partition.storage import write_file_atomic
 
@@ -62,7 +63,7 @@ def _raise_remote(what: str, errors: list[Optional[str]], rank: int,
 
 def distribute(data: Any, num_parts: Optional[int] = None, *, method: str = "metis",
                seed: int = 0, context: Any = None,
-               timeout: Optional[float] = None) -> PartitionData:
+               timeout: Optional[float] = None) -> PartitionData | HeteroPartition:
     r"""Partition ``data`` (on rank 0) and return this rank's part; collective.
 
     Every rank calls it with the same ``data`` (only rank 0's is read), after the preprocessing
@@ -79,7 +80,7 @@ def distribute(data: Any, num_parts: Optional[int] = None, *, method: str = "met
         out = model(data.x, data.edge_index)
 
     Args:
-        data: a PyG ``Data`` with ``edge_index`` or a sparse ``adj_t``
+        data: a PyG ``Data`` with ``edge_index`` or a sparse ``adj_t``, or a ``HeteroData``
             (see :func:`~pyg_sar.partition.partition_graph`).
         num_parts: the number of parts; must equal the world size (default).
         method: ``"metis"``, ``"random"`` or ``"contiguous"``.
@@ -89,7 +90,8 @@ def distribute(data: Any, num_parts: Optional[int] = None, *, method: str = "met
         timeout: seconds the other ranks wait for rank 0 to partition (default 3600).
 
     Returns:
-        this rank's :class:`~pyg_sar.partition.PartitionData`.
+        this rank's :class:`~pyg_sar.partition.PartitionData` (a
+        :class:`~pyg_sar.partition.HeteroPartition` for a ``HeteroData``).
 
     Raises:
         ValueError: ``num_parts`` is not the world size, or rank 0 found ``data`` invalid

@@ -131,7 +131,18 @@ def suite(ctx, parts: str) -> dict:
         SF.mse_loss(got, target[nid]).backward()
         return {"out": _rel(got, want[nid]), "grad": _grad_error(ref, model)}
 
+    def distributed() -> dict:
+        """pyg_sar.distribute of the HeteroData gives the part the folder holds (same method
+        and seed), bound to the job's context."""
+        got = pyg_sar.distribute(make_hetero(), method="metis", seed=0)
+        same = isinstance(got, type(part)) and got.path is None and all(
+            torch.equal(got.node_ids_dict[t], part.node_ids_dict[t]) for t in part.node_types)
+        same = same and all(torch.equal(got.global_edge_index(et), part.global_edge_index(et))
+                            for et in part.edge_types)
+        return {"same": bool(same), "bound": got.edge_index_dict[EDGE_TYPES[1]].context is ctx}
+
     out["losses"] = _guard(losses)
+    out["distribute"] = _guard(distributed)
     out["homogeneous"] = _guard(homogeneous)
     out["bipartite"] = _guard(bipartite)
     pyg_sar.barrier()

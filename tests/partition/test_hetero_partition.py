@@ -25,8 +25,7 @@ from pyg_sar.partition.loader import load_node_map
 HERE = Path(__file__).resolve().parent
 CASES = runpy.run_path(str(HERE / "hetero_cases.py"))
 make_hetero = CASES["make_hetero"]
-SETUPS = [("random", 1), ("random", 2), ("random", 3), ("metis", 2), ("metis", 3),
-          ("contiguous", 3)]
+SETUPS = [("random", 1), ("random", 2), ("random", 3), ("metis", 3), ("contiguous", 2)]
 
 
 @pytest.fixture(scope="module")
@@ -336,13 +335,13 @@ def test_world_size_and_node_map_errors(folder):
 def test_losses_and_converted_layers_on_three_ranks(tmp_path):
     """Global cross-entropy / accuracy on one node type's tensors, GCNConv and GraphConv on
     the typed homogeneous view, SAGEConv on a bipartite edge type: values and gradients equal
-    single-process PyG on the whole HeteroData."""
+    single-process PyG on the whole HeteroData; pyg_sar.distribute of a HeteroData."""
     from pyg_sar.testing import run_on_ranks
     pyg_sar.partition_graph(make_hetero(), 3, tmp_path / "p", method="metis")
     ranks = run_on_ranks(f"{HERE / 'hetero_cases.py'}:suite", 3,
                          kwargs={"parts": str(tmp_path / "p")}, timeout=240)
     for rank, res in enumerate(ranks):
-        for name in ("losses", "homogeneous", "bipartite"):
+        for name in ("losses", "homogeneous", "bipartite", "distribute"):
             assert "error" not in res[name], (rank, name, res[name].get("trace"))
         loss = res["losses"]
         assert loss["value"] <= 1e-12 and loss["grad"] <= 1e-12, loss
@@ -352,3 +351,4 @@ def test_losses_and_converted_layers_on_three_ranks(tmp_path):
         for name in ("gcn", "graphconv"):
             assert homo[name]["out"] <= 1e-10 and homo[name]["grad"] <= 1e-10, (name, homo)
         assert res["bipartite"]["out"] <= 1e-10 and res["bipartite"]["grad"] <= 1e-10
+        assert res["distribute"] == {"same": True, "bound": True}, res["distribute"]
