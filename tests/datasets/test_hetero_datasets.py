@@ -97,7 +97,9 @@ def test_wordnet_hetero_shipped():
     t = time.perf_counter()
     data = wordnet_hetero()
     elapsed = time.perf_counter() - t
-    assert elapsed < 30, elapsed  # about 5-9 s on a loaded 2-core machine (mostly the .npz)
+    # 5-9 s measured on a 2-core machine under some load (mostly decompressing x from the
+    # .npz, as for the homogeneous wordnet()); the bound leaves room for a crowded CI box.
+    assert elapsed < 60, elapsed
     synset, word = data["synset"], data["word"]
     assert synset.x.shape == (117659, 2000) and synset.x.dtype == torch.float32
     assert word.x.shape == (2000, 2000)
@@ -167,7 +169,10 @@ def test_mag_like_shape_and_determinism():
 
 def test_mag_like_ratios_and_heavy_tails():
     n = 20000
+    t = time.perf_counter()
     data = mag_like(n, seed=0)
+    elapsed = time.perf_counter() - t
+    assert elapsed < 15, elapsed  # about 1 s on a loaded 2-core machine; 60 s at MAG's size
     per_paper = {rel: data[(s, rel, d)].edge_index.size(1) / n for s, rel, d in data.edge_types}
     # ogbn-mag: 9.70 writes, 7.36 cites, 10.19 has_topic, 1.42 affiliated_with per paper.
     assert 8.7 < per_paper["writes"] < 10.7, per_paper
@@ -236,14 +241,6 @@ def test_mag_like_options_and_errors():
         kwargs = {"num_papers": 10, **kwargs}
         with pytest.raises(ValueError, match=match):
             mag_like(**kwargs)
-
-
-def test_mag_like_runtime():
-    t = time.perf_counter()
-    data = mag_like(50000, seed=0)
-    elapsed = time.perf_counter() - t
-    assert data["paper"].num_nodes == 50000
-    assert elapsed < 20, elapsed  # about 2-3 s on a loaded 2-core machine
 
 
 # ---------------------------------------------------------------- ogbn-mag's folder layout
