@@ -109,6 +109,11 @@ class HeteroPartition:
         num_nodes_dict: node type -> number of local nodes.
         edge_ids_dict: edge type -> input position (within the edge type) of every stored edge.
         meta, fingerprint, path: the parsed ``meta.json``, its SHA-256, the folder.
+
+    Methods: :meth:`metadata`; ``part[node_type]`` / ``part[edge_type]`` (a :class:`TypeView`);
+    :meth:`to_homogeneous` (the typed homogeneous view, with :meth:`homogeneous_edge_map` and
+    :meth:`homogeneous_edge_attr`); :meth:`global_edge_index` (an edge type's stored edges in
+    original ids); :meth:`to` (a device).
     """
 
     def __init__(self, rank: int, world_size: int, node_types: list[str],
