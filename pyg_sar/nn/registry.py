@@ -27,7 +27,7 @@ from torch_geometric.nn.conv import MessagePassing
 from torch_geometric.nn.models import LabelPropagation
 from torch_geometric.nn.models.linkx import SparseLinear
 
-from pyg_sar.nn import families, forwards, labels, laplacian, linkx
+from pyg_sar.nn import families, forwards, hetero_attention, labels, laplacian, linkx
 from pyg_sar.nn.families import Prepare
 from pyg_sar.nn.sage import sage_forward
 
@@ -160,6 +160,13 @@ VERIFIED: dict[type, Adapter] = {
     _C.GeneralConv: Adapter("softmax_in_message (attention=True)",
                             softmax_in_message="attention"),
     _C.HEATConv: Adapter("softmax_in_message", softmax_in_message=True),
+    # Heterogeneous attention (pyg_sar.nn.hetero_attention): HGT's one softmax over the in-edges
+    # of all edge types runs over the edge types' graphs combined into one bipartite DistGraph;
+    # HAN's semantic attention averages over all ranks' nodes of a type.
+    _C.HGTConv: Adapter("softmax_in_message (all edge types combined)",
+                        softmax_in_message=True, forward=hetero_attention.hgt_forward),
+    _C.HANConv: Adapter("softmax_in_message + global semantic mean", softmax_in_message=True,
+                        forward=hetero_attention.han_forward),
     _C.PointTransformerConv: Adapter("self_loops+softmax_in_message",
                                      families.self_loops("add_self_loops"),
                                      softmax_in_message=True),
@@ -253,8 +260,6 @@ def structural_refusal(cls: type) -> Optional[str]:
 # Why known classes cannot be exact (or are not yet verified); the class name is added.
 REFUSED: dict[str, str] = {
     "GPSConv": "its global attention spans every node of the graph, not a node's neighbours",
-    "HGTConv": "heterogeneous graphs (dicts of node and edge types) are not supported",
-    "HANConv": "heterogeneous graphs (dicts of node and edge types) are not supported",
     "DynamicEdgeConv": "it builds a k-NN graph from the features in forward (a dynamic graph)",
     "GravNetConv": "it builds a k-NN graph from the features in forward (a dynamic graph)",
     "XConv": "it builds a k-NN graph from the positions in forward (a dynamic graph)",

@@ -1,0 +1,220 @@
+"""Rank-side cases of the HGTConv / HANConv exactness tests: many cases per launch.
+
+Same oracle as :mod:`hetero_cases` (plain PyG on the whole HeteroData of
+:func:`hetero_cases.make_hetero`, float64, every node type's output, input gradient and every
+parameter gradient after the sum over ranks), on a hand-built partition and on one written by
+``pyg_sar.partition_graph``. Plus: HAN's semantic attention weights, the bytes autograd saves in
+modes sar and sa (SAR keeps no remote row), and bad input.
+"""
+from __future__ import annotations
+
+import copy
+import sys
+from pathlib import Path
+from typing import Optional
+
+import torch
+from torch_geometric.nn import HANConv, HeteroDictLinear, HGTConv
+
+import pyg_sar
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import hetero_cases as hc  # noqa: E402
+
+SKIPPED = ("author", "rev_employs", "inst")  # "hgt_subset" leaves it out: inst gets zero rows
+
+
+class HGT(torch.nn.Module):
+    """Two HGTConv layers (the second with HGT's skip connection: in = out channels)."""
+
+    def __init__(self, metadata, heads: int, subset: bool = False, project: bool = False):
+        super().__init__()
+        self.lin = HeteroDictLinear(-1, 6, types=metadata[0]) if project else None
+        self.conv1 = HGTConv(-1, 8, metadata, heads=heads)
+        self.conv2 = HGTConv(8, 8, metadata, heads=heads)
+        self.subset = subset
+
+    def forward(self, x_dict, edge_index_dict):
+        if self.subset:
+            edge_index_dict = {et: g for et, g in edge_index_dict.items() if et != SKIPPED}
+        if self.lin is not None:
+            x_dict = {t: v.tanh() for t, v in self.lin(x_dict).items()}
+        x_dict = self.conv1(x_dict, edge_index_dict)
+        return self.conv2({t: v.relu() for t, v in x_dict.items()}, edge_index_dict)
+
+
+class HAN(torch.nn.Module):
+    """Two HANConv layers; with ``weights`` the second also returns its semantic attention
+    weights, appended to the output as ``attn:<type>`` entries (one row of weights per type)."""
+
+    def __init__(self, metadata, heads: int, weights: bool = False):
+        super().__init__()
+        self.conv1 = HANConv(-1, 8, metadata, heads=heads)
+        self.conv2 = HANConv(8, 6, metadata, heads=heads)
+        self.weights = weights
+
+    def forward(self, x_dict, edge_index_dict):
+        x_dict = self.conv1(x_dict, edge_index_dict)
+        if not self.weights:
+            return self.conv2(x_dict, edge_index_dict)
+        out, attn = self.conv2(x_dict, edge_index_dict, return_semantic_attention_weights=True)
+        return out, attn
+
+
+MODELS = {
+    "hgt": lambda md: HGT(md, heads=2),
+    "hgt_1head_proj": lambda md: HGT(md, heads=1, project=True),
+    "hgt_subset": lambda md: HGT(md, heads=2, subset=True),
+    "han": lambda md: HAN(md, heads=2),
+    "han_1head": lambda md: HAN(md, heads=1),
+    "han_weights": lambda md: HAN(md, heads=2, weights=True),
+}
+
+
+def _build(name: str, metadata):
+    return MODELS[name](metadata), False
+
+
+def _run(model, x_dict, graphs):
+    out = model(x_dict, graphs)
+    if isinstance(out, tuple):
+        return out
+    return out, None
+
+
+def _oracle(data, name: str):
+    torch.manual_seed(7)
+    ref = _build(name, data.metadata())[0].double()
+    with torch.no_grad():  # initialise lazy parameters on the whole graph
+        _run(ref, data.x_dict, data.edge_index_dict)
+    pristine = copy.deepcopy(ref)
+    x_ref = {t: v.clone().requires_grad_() for t, v in data.x_dict.items()}
+    out_ref, attn_ref = _run(ref, x_ref, data.edge_index_dict)
+    weights = {t: torch.randn(out_ref[t].shape, dtype=torch.float64,
+                              generator=torch.Generator().manual_seed(3 + i))
+               for i, t in enumerate(sorted(out_ref))}
+    sum((out_ref[t] * weights[t]).sum() for t in out_ref).backward()
+    grads = {pname: p.grad for pname, p in ref.named_parameters()}
+    x_grads = {t: v.grad for t, v in x_ref.items()}
+    attn = None if attn_ref is None else {t: a.detach() for t, a in attn_ref.items()
+                                          if a is not None}
+    return pristine, {t: v.detach() for t, v in out_ref.items()}, attn, weights, x_grads, grads
+
+
+def one_case(part, oracle, mode: str) -> dict:
+    pristine, out_ref, attn_ref, weights, x_grads, grads = oracle
+    dist = pyg_sar.convert(copy.deepcopy(pristine),
+                           pyg_sar.SARConfig(mode=mode, check_loss=False))
+    ids = part.node_ids_dict
+    x_loc = {t: part.x_dict[t].double().clone().requires_grad_() for t in x_grads}
+    out, attn = _run(dist, x_loc, part.edge_index_dict)
+    errs = {f"out:{t}": hc._rel(out[t].detach(), out_ref[t][ids[t]]) for t in out_ref}
+    if set(out) != set(out_ref):
+        errs["node_types"] = 1.0
+    if attn_ref is not None:
+        for t, a in attn_ref.items():
+            errs[f"attn:{t}"] = hc._rel(attn[t].detach(), a)
+    sum((out[t] * weights[t][ids[t]]).sum() for t in out_ref).backward()
+    pyg_sar.all_reduce_gradients(dist)
+    for t, g in x_grads.items():
+        if g is not None:
+            errs[f"x_grad:{t}"] = hc._rel(x_loc[t].grad, g[ids[t]])
+    scale = max(float(g.abs().max()) for g in grads.values() if g is not None)
+    for pname, p in dist.named_parameters():
+        g = grads[pname]
+        if g is None:
+            errs[f"grad:{pname}"] = 0.0 if p.grad is None or not p.grad.any() else 1.0
+        else:
+            errs[f"grad:{pname}"] = float((p.grad - g).abs().max()) / scale
+    return {"max": max(errs.values()), "errors": errs}
+
+
+def saved_bytes(part, name: str, mode: str) -> int:
+    """Bytes autograd saves for backward in one forward of one layer (no lazy parameters)."""
+    torch.manual_seed(5)
+    md = (list(hc.NUM), list(hc.EDGES))
+    conv = (HGTConv(hc.DIM, 8, md, heads=2) if name == "hgt"
+            else HANConv(hc.DIM, 8, md, heads=2)).double()
+    pyg_sar.convert(conv, pyg_sar.SARConfig(mode=mode, check_loss=False))
+    x = {t: v.clone().requires_grad_() for t, v in _x64(part).items()}
+    sizes: list[int] = []
+
+    def pack(t, sizes=sizes):
+        sizes.append(t.numel() * t.element_size())
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = conv(x, part.edge_index_dict)
+    sum(v.sum() for v in out.values() if v is not None).backward()
+    return sum(sizes)
+
+
+def fetched_bytes(part, name: str) -> int:
+    """Bytes of the remote rows one forward fetches: HGT's k and v (8 channels each) over the
+    combined graph; HAN's x_j (8 channels) and alpha_j (2 heads) per edge type."""
+    graphs = part.edge_index_dict
+    if name == "hgt":
+        from pyg_sar.nn.hetero_attention import combined_graph
+        graph, _ = combined_graph(graphs, list(hc.NUM))
+        return sum(graph.recv_counts) * 2 * 8 * 8
+    return sum(sum(g.recv_counts) for g in graphs.values()) * (8 + 2) * 8
+
+
+def _converted(cls: type):
+    torch.manual_seed(0)
+    conv = cls(hc.DIM, 8, (list(hc.NUM), list(hc.EDGES)), heads=2).double()
+    return pyg_sar.convert(conv, pyg_sar.SARConfig(check_loss=False))
+
+
+def bad_input(part) -> dict:
+    """The errors of bad calls (messages, for the pytest side to check)."""
+    x, graphs = _x64(part), part.edge_index_dict
+    calls = {
+        "hgt_rows": lambda: _converted(HGTConv)({**x, "author": x["author"][:-1]}, graphs),
+        "hgt_missing_type": lambda: _converted(HGTConv)(
+            {t: v for t, v in x.items() if t != "inst"}, graphs),
+        "han_mixed": lambda: _converted(HANConv)(
+            x, {**graphs, SKIPPED: torch.zeros(2, 0, dtype=torch.long)}),
+        "hgt_mixed": lambda: _converted(HGTConv)(
+            x, {**graphs, SKIPPED: torch.zeros(2, 0, dtype=torch.long)}),
+    }
+    out = {}
+    for key, call in calls.items():
+        try:
+            call()
+            out[key] = "no error"
+        except Exception as err:  # noqa: BLE001 - reported, asserted by pytest
+            out[key] = f"{type(err).__name__}: {err}"
+    return out
+
+
+def _x64(part) -> dict:
+    return {t: v.double() for t, v in part.x_dict.items()}
+
+
+def suite(ctx, cases: list, parts: Optional[str] = None, seed: int = 0) -> dict:
+    data, part = hc.load(ctx, parts, ctx.world_size, seed)
+    results, oracles = {}, {}
+    for name, mode in cases:
+        try:
+            if name not in oracles:
+                oracles = {name: _oracle(data, name)}
+            results[f"{name}/{mode}"] = one_case(part, oracles[name], mode)
+        except Exception as err:  # noqa: BLE001 - reported per case, asserted by pytest
+            import traceback
+            results[f"{name}/{mode}"] = {"error": f"{type(err).__name__}: {err}\n"
+                                                  f"{traceback.format_exc()}"}
+    for name in ("hgt", "han"):
+        try:
+            results[f"saved_bytes/{name}"] = {
+                "sar": saved_bytes(part, name, "sar"), "sa": saved_bytes(part, name, "sa"),
+                "fetched_bytes": fetched_bytes(part, name)}
+        except Exception as err:  # noqa: BLE001
+            results[f"saved_bytes/{name}"] = {"error": f"{type(err).__name__}: {err}"}
+    results["bad_input"] = bad_input(part)
+    return results
+
+
+def both(ctx, cases: list, parts: str, seed: int = 0) -> dict:
+    """:func:`suite` on the hand-built partition and on the partition folder ``parts``."""
+    return {"hand": suite(ctx, cases, None, seed), "partition": suite(ctx, cases, parts, seed)}
