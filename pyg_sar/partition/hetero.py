@@ -106,7 +106,9 @@ class HeteroPartition:
             nodes, local order (ascending new id).
         node_offsets_dict: node type -> the ``P + 1`` boundaries of the per-rank ranges of
             the type's new ids.
-        num_nodes_dict: node type -> number of local nodes.
+        num_nodes_dict: node type -> number of local nodes; ``num_edges_dict``: edge type ->
+            number of stored edges; ``num_features_dict`` / ``num_classes_dict``: per node
+            type, as recorded at partition time.
         edge_ids_dict: edge type -> input position (within the edge type) of every stored edge.
         meta, fingerprint, path: the parsed ``meta.json``, its SHA-256, the folder.
 
@@ -176,6 +178,19 @@ class HeteroPartition:
     @property
     def num_nodes_dict(self) -> dict[str, int]:
         return {t: int(self.node_ids_dict[t].numel()) for t in self.node_types}
+
+    @property
+    def num_features_dict(self) -> dict[str, int]:
+        """Node type -> number of features of its ``x`` (0 without one), as partitioned."""
+        return {info["name"]: int(info.get("num_features") or 0)
+                for info in self.meta.get("hetero", {}).get("node_types", [])}
+
+    @property
+    def num_classes_dict(self) -> dict[str, int]:
+        """Node type -> number of classes of its ``y`` (types with labels), as partitioned."""
+        return {info["name"]: int(info["num_classes"])
+                for info in self.meta.get("hetero", {}).get("node_types", [])
+                if info.get("num_classes") is not None}
 
     @property
     def num_edges_dict(self) -> dict[EdgeType, int]:

@@ -109,6 +109,8 @@ def test_node_tensors_ids_and_balance(data, partitions, setup):
             {"paper"}
         assert p["inst"].x is None and p["inst"].num_nodes == p.num_nodes_dict["inst"]
         assert p["author"].score.dtype == torch.bfloat16
+        assert p.num_features_dict == {"paper": 5, "author": 3, "inst": 0}
+        assert p.num_classes_dict == {"paper": int(data["paper"].y.max()) + 1}
 
 
 @pytest.mark.parametrize("setup", SETUPS, ids=[f"{m}-P{p}" for m, p in SETUPS])
