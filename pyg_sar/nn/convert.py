@@ -12,6 +12,7 @@ from pyg_sar.config import SARConfig
 from pyg_sar.distributed import grad_sync
 from pyg_sar.nn import registry
 from pyg_sar.nn.converted import LayerState, SARAttentionLayer, SARLayer, converted_class
+from pyg_sar.nn.hetero import check_hetero_call
 from pyg_sar.nn.layers import UnsupportedLayerError, inspect_layer
 from pyg_sar.nn.norm import DistributedBatchNorm
 
@@ -101,7 +102,9 @@ def _bind_norms_to_graph(model: torch.nn.Module, args: tuple, kwargs: dict) -> N
     the ranks of the DistGraph it is called with (its context; also when a partition is passed
     whole), not a process-wide one. A model that reads its graph from elsewhere (``model()``
     over a captured ``data``) leaves them unbound: they then use :func:`pyg_sar.init`'s
-    context, the only one such a script has."""
+    context, the only one such a script has. A heterogeneous model's call is checked first
+    (:func:`pyg_sar.nn.hetero.check_hetero_call`: edge types and node row counts)."""
+    check_hetero_call(model, args, kwargs)  # a heterogeneous model's types and row counts
     context = grad_sync.find_context(args, kwargs)
     if context is None:
         return

@@ -111,7 +111,17 @@ class SARLayer:
         if not isinstance(edge_index, DistGraph):
             return self._sar_base.propagate(self, edge_index, size=size, **kwargs)
         from pyg_sar.nn.propagate import dist_propagate
-        return dist_propagate(self, edge_index, size, kwargs)
+        # PyG's propagate hooks see the call as a whole, as in PyG's propagate.
+        for hook in self._propagate_forward_pre_hooks.values():
+            res = hook(self, (edge_index, size, kwargs))
+            if res is not None:
+                edge_index, size, kwargs = res
+        out = dist_propagate(self, edge_index, size, kwargs)
+        for hook in self._propagate_forward_hooks.values():
+            res = hook(self, (edge_index, size, kwargs), out)
+            if res is not None:
+                out = res
+        return out
 
 
 class SARAttentionLayer(SARLayer):

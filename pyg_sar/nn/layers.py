@@ -88,6 +88,9 @@ def inspect_layer(layer: MessagePassing, where: str,
         raise UnsupportedLayerError(f"{name}: the layer has an instance-level propagate "
                                     f"(explain mode or decomposed_layers), which pyg_sar "
                                     f"cannot follow")
+    hooks = message_passing_hooks(layer)
+    if hooks:
+        raise UnsupportedLayerError(f"{name}: {hooks_reason(hooks)}")
     if getattr(layer, "decomposed_layers", 1) > 1:
         raise UnsupportedLayerError(f"{name}: decomposed_layers > 1 is not supported")
     if layer.flow != "source_to_target":
@@ -103,6 +106,32 @@ def inspect_layer(layer: MessagePassing, where: str,
     linear = adapter.linear_weight is not None and aggr in ("sum", "mean")
     weight_arg = adapter.linear_weight or None
     return LayerSpec(aggr, linear, weight_arg, adapter.prepare, adapter=adapter)
+
+
+# PyG's per-layer hook tables of the per-edge steps (``register_message_forward_hook`` and
+# friends). Propagate hooks see the whole call (graph, arguments, output) and run over a
+# DistGraph as over an edge_index (:class:`pyg_sar.nn.converted.SARLayer`).
+_PYG_HOOK_TABLES = ("_message_forward_pre_hooks", "_message_forward_hooks",
+                    "_aggregate_forward_pre_hooks", "_aggregate_forward_hooks",
+                    "_message_and_aggregate_forward_pre_hooks",
+                    "_message_and_aggregate_forward_hooks",
+                    "_edge_update_forward_pre_hooks", "_edge_update_forward_hooks")
+
+
+def message_passing_hooks(layer: MessagePassing) -> list[str]:
+    """The names of PyG's hook tables of ``layer`` that hold hooks of a per-edge step
+    (message, aggregate, message_and_aggregate, edge-update hooks; propagate hooks and torch's
+    module hooks run as usual)."""
+    return [t for t in _PYG_HOOK_TABLES if getattr(layer, t, None)]
+
+
+def hooks_reason(tables: list[str]) -> str:
+    """Why a layer with PyG message-passing hooks is refused."""
+    names = ", ".join(t.strip("_").replace("_hooks", "") for t in tables)
+    return (f"it has PyG message-passing hooks ({names} hooks), which see a whole graph's "
+            f"messages or aggregation: pyg_sar computes a layer's messages block by block "
+            f"(one source rank at a time) and would not run them (to_hetero_with_bases "
+            f"registers one to weight messages by edge type); propagate hooks are supported")
 
 
 def _unconverted(cls: type) -> type:

@@ -20,7 +20,7 @@ from pyg_sar.core.views import BipartiteLoopsError, GraphView, ViewBlock
 from pyg_sar.graph import DistGraph
 from pyg_sar.nn.aggregation import StatsAggregation
 from pyg_sar.nn.families import option
-from pyg_sar.nn.layers import LayerSpec, node_tensor
+from pyg_sar.nn.layers import LayerSpec, hooks_reason, message_passing_hooks, node_tensor
 from pyg_sar.nn.softmax_capture import SoftmaxInMessageProgram
 from pyg_sar.nn.wire import layer_wire
 
@@ -154,6 +154,9 @@ def dist_propagate(layer: MessagePassing, graph: DistGraph, size, kwargs: dict) 
     """``layer.propagate`` of a converted layer over a DistGraph (see the module docstring)."""
     config: SARConfig = layer._sar_config
     spec: LayerSpec = layer._sar_spec
+    hooks = message_passing_hooks(layer)
+    if hooks:  # registered after convert
+        raise ValueError(f"pyg_sar: {type(layer).__name__}: {hooks_reason(hooks)}")
     expected = (graph.num_src_nodes, graph.num_nodes)
     if size is not None and tuple(size) != expected:
         raise ValueError(f"pyg_sar: propagate with size={tuple(size)} over a DistGraph whose "

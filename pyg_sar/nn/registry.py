@@ -307,6 +307,13 @@ PASSTHROUGH_MODULES = frozenset({
 })
 # Namespaces whose modules are checked elsewhere: norms (convert), aggregations (the layer).
 CHECKED_ELSEWHERE = ("torch_geometric.nn.norm.", "torch_geometric.nn.aggr.")
+_BASES_REASON = (
+    "to_hetero_with_bases groups the edge types into one homogeneous edge_index by adding "
+    "node-type offsets to its index tensors and weights every message by its edge type "
+    "through a message forward hook over the whole grouped edge list; over a partition the "
+    "edge types are bipartite DistGraphs (no index tensors to offset) and pyg_sar computes "
+    "messages block by block, where that hook would not run. Use to_hetero(model, metadata) "
+    "(exact), or RGCNConv(num_bases=...) over HeteroPartition.to_homogeneous()")
 MODULE_REFUSED = {
     "LightGCN": "get_embedding propagates its whole embedding table (a row for every node of "
                 "the whole graph) as x, where a rank has only its own nodes' rows; running it "
@@ -319,6 +326,9 @@ MODULE_REFUSED = {
     "SGFormer": "its global attention spans every node of the graph",
     "Polynormer": "its global attention spans every node of the graph",
     "GraphUNet": "pooling coarsens the whole graph",
+    # to_hetero_with_bases: its wrapper and its input alignment.
+    "HeteroBasisConv": _BASES_REASON,
+    "LinearAlign": _BASES_REASON,
 }
 # Options of pass-through modules that are not exact: module -> reason, or None.
 MODULE_OPTIONS = {
