@@ -83,6 +83,8 @@ def combined_graph(graphs: dict, dst_types: list) -> tuple[DistGraph, Tensor]:
     key = ("hgt_combined", tuple(graphs), tuple(dst_types))
     hit = first._cache.get(key)
     if hit is not None and all(a is b for a, b in zip(hit[0], graphs.values())):
+        if first._context is not None:  # the edge types' graphs may have been bound since
+            hit[1]._context = first._context
         return hit[1], hit[2]
     result = _build_combined(graphs, dst_types)
     first._cache[key] = (tuple(graphs.values()), *result)

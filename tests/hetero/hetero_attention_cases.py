@@ -21,7 +21,32 @@ import pyg_sar
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hetero_cases as hc  # noqa: E402
 
-SKIPPED = ("author", "rev_employs", "inst")  # "hgt_subset" leaves it out: inst gets zero rows
+SKIPPED = ("author", "rev_employs", "inst")  # the "subset" cases leave it out
+
+# hetero_cases' graph plus a node type of 2 nodes ("venue", none on rank 2 of 3): a rank
+# without nodes of a type still takes part in HAN's global mean and HGT's combined graph.
+NUM = {**hc.NUM, "venue": 2}
+DIM = {**hc.DIM, "venue": 3}
+VENUE_EDGES = (("paper", "published_in", "venue"), ("venue", "publishes", "paper"))
+
+
+def make_data(seed: int = 0):
+    """:func:`hetero_cases.make_hetero` with the "venue" type: papers 0..29 published in one
+    of the two venues, and the reverse edges."""
+    data = hc.make_hetero(seed)
+    g = torch.Generator().manual_seed(100 + seed)
+    data["venue"].x = torch.randn(NUM["venue"], DIM["venue"], generator=g, dtype=torch.float64)
+    papers = torch.arange(30)
+    venue = torch.randint(0, NUM["venue"], (30,), generator=g)
+    data[VENUE_EDGES[0]].edge_index = torch.stack([papers, venue])
+    data[VENUE_EDGES[1]].edge_index = torch.stack([venue, papers])
+    for et in VENUE_EDGES:
+        data[et].edge_attr = torch.randn(30, hc.EDGE_DIM, generator=g, dtype=torch.float64)
+    return data
+
+
+def metadata() -> tuple[list, list]:
+    return list(NUM), list(hc.EDGES) + list(VENUE_EDGES)
 
 
 class HGT(torch.nn.Module):
@@ -61,6 +86,19 @@ class HAN(torch.nn.Module):
         return out, attn
 
 
+class HANSubset(torch.nn.Module):
+    """One HANConv over all edge types but one: the type that then receives no edge type
+    gets PyG's None, left out of the output."""
+
+    def __init__(self, metadata):
+        super().__init__()
+        self.conv = HANConv(-1, 8, metadata, heads=2)
+
+    def forward(self, x_dict, edge_index_dict):
+        graphs = {et: g for et, g in edge_index_dict.items() if et != SKIPPED}
+        return {t: v for t, v in self.conv(x_dict, graphs).items() if v is not None}
+
+
 MODELS = {
     "hgt": lambda md: HGT(md, heads=2),
     "hgt_1head_proj": lambda md: HGT(md, heads=1, project=True),
@@ -68,6 +106,7 @@ MODELS = {
     "han": lambda md: HAN(md, heads=2),
     "han_1head": lambda md: HAN(md, heads=1),
     "han_weights": lambda md: HAN(md, heads=2, weights=True),
+    "han_subset": HANSubset,
 }
 
 
@@ -132,9 +171,8 @@ def one_case(part, oracle, mode: str) -> dict:
 def saved_bytes(part, name: str, mode: str) -> int:
     """Bytes autograd saves for backward in one forward of one layer (no lazy parameters)."""
     torch.manual_seed(5)
-    md = (list(hc.NUM), list(hc.EDGES))
-    conv = (HGTConv(hc.DIM, 8, md, heads=2) if name == "hgt"
-            else HANConv(hc.DIM, 8, md, heads=2)).double()
+    conv = (HGTConv(DIM, 8, metadata(), heads=2) if name == "hgt"
+            else HANConv(DIM, 8, metadata(), heads=2)).double()
     pyg_sar.convert(conv, pyg_sar.SARConfig(mode=mode, check_loss=False))
     x = {t: v.clone().requires_grad_() for t, v in _x64(part).items()}
     sizes: list[int] = []
@@ -155,14 +193,14 @@ def fetched_bytes(part, name: str) -> int:
     graphs = part.edge_index_dict
     if name == "hgt":
         from pyg_sar.nn.hetero_attention import combined_graph
-        graph, _ = combined_graph(graphs, list(hc.NUM))
+        graph, _ = combined_graph(graphs, list(NUM))
         return sum(graph.recv_counts) * 2 * 8 * 8
     return sum(sum(g.recv_counts) for g in graphs.values()) * (8 + 2) * 8
 
 
 def _converted(cls: type):
     torch.manual_seed(0)
-    conv = cls(hc.DIM, 8, (list(hc.NUM), list(hc.EDGES)), heads=2).double()
+    conv = cls(DIM, 8, metadata(), heads=2).double()
     return pyg_sar.convert(conv, pyg_sar.SARConfig(check_loss=False))
 
 
@@ -193,7 +231,9 @@ def _x64(part) -> dict:
 
 
 def suite(ctx, cases: list, parts: Optional[str] = None, seed: int = 0) -> dict:
-    data, part = hc.load(ctx, parts, ctx.world_size, seed)
+    data = make_data(seed)
+    part = (hc.hand_partition(data, ctx.world_size, ctx.rank, seed) if parts is None
+            else pyg_sar.load_partition(parts, ctx.rank))
     results, oracles = {}, {}
     for name, mode in cases:
         try:
@@ -212,6 +252,7 @@ def suite(ctx, cases: list, parts: Optional[str] = None, seed: int = 0) -> dict:
         except Exception as err:  # noqa: BLE001
             results[f"saved_bytes/{name}"] = {"error": f"{type(err).__name__}: {err}"}
     results["bad_input"] = bad_input(part)
+    results["local_nodes"] = {t: int(v.shape[0]) for t, v in part.x_dict.items()}
     return results
 
 

@@ -1,7 +1,8 @@
 """HGTConv and HANConv after ``pyg_sar.convert``, called as PyG users call them
 (``conv(part.x_dict, part.edge_index_dict)``), against single-process PyG on the whole
 HeteroData: P = 1 and 3, modes sar / sa / halo, float64, every node type's output (and HAN's
-semantic attention weights), every input and parameter gradient within 1e-10; SAR keeps no
+semantic attention weights), every input and parameter gradient within 1e-10, including a
+rank holding no node of a type and a node type no given edge type reaches; SAR keeps no
 remote row between forward and backward; bad input names the type.
 
 One launch per P runs every case on a hand-built partition and on one written by
@@ -34,7 +35,7 @@ def results(tmp_path_factory):
     root = tmp_path_factory.mktemp("hetero_attention_parts")
     out = {}
     for p in WORLD_SIZES:
-        pyg_sar.partition_graph(hc.make_hetero(), p, root / f"p{p}", method="metis")
+        pyg_sar.partition_graph(hac.make_data(), p, root / f"p{p}", method="metis")
         res = run_on_ranks(f"{HERE / 'hetero_attention_cases.py'}:both", p, timeout=300,
                            kwargs=dict(cases=CASES, parts=str(root / f"p{p}")))
         for which in ("hand", "partition"):
@@ -69,6 +70,12 @@ def test_sar_keeps_no_remote_rows(results, world_size, which, layer):
             assert saved["fetched_bytes"] > 0, (rank, saved)
 
 
+def test_a_rank_holds_no_node_of_a_type(results):
+    """The hand-built P = 3 partition leaves rank 2 without "venue" nodes (2 of them), so
+    the cases above include a rank that joins HAN's global mean with no node of a type."""
+    assert [r["local_nodes"]["venue"] for r in results[3, "hand"]] == [1, 1, 0]
+
+
 @pytest.mark.parametrize("world_size", WORLD_SIZES)
 def test_bad_input_names_the_type(results, world_size):
     for res in results[world_size, "hand"]:
@@ -84,7 +91,7 @@ def test_combined_graph_holds_every_edge_once():
     """The combined graph (P = 3, rank by rank, no communication): every edge of every type
     appears once, from (edge type, source) to the destination type's row, with its type."""
     from pyg_sar.nn.hetero_attention import combined_graph
-    data, world = hc.make_hetero(), 3
+    data, world = hac.make_data(), 3
     parts = [hc.hand_partition(data, world, r) for r in range(world)]
     ets = list(data.edge_types)
     dst_types = [t for t in data.node_types if any(et[-1] == t for et in ets)]
