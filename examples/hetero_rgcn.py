@@ -3,6 +3,7 @@ next to single-process PyG on the whole HeteroData in the same run.
 
     mpiexec -n 2 python examples/hetero_rgcn.py                       # WordNet, R-GCN
     mpiexec -n 2 python examples/hetero_rgcn.py --model sage          # to_hetero(GraphSAGE)
+    mpiexec -n 2 python examples/hetero_rgcn.py --model hgt           # HGTConv
     mpiexec -n 2 python examples/hetero_rgcn.py --dataset mag-like --num_papers 20000
     python examples/hetero_rgcn.py                                    # one process
 
@@ -18,7 +19,9 @@ Models (no dropout, so that every rank count follows the same path):
 * ``--model rgcn``: two ``RGCNConv`` layers on the typed homogeneous graph
   (``data.to_homogeneous()`` in PyG, ``part.to_homogeneous()`` here);
 * ``--model sage``: ``to_hetero`` of a two-layer GraphSAGE, called on ``x_dict`` /
-  ``edge_index_dict``.
+  ``edge_index_dict``;
+* ``--model hgt``: a linear layer per node type, two ``HGTConv`` layers and a linear head, on
+  ``x_dict`` / ``edge_index_dict``.
 
 Rank 0 also trains the same model (same seed, same initial parameters) with plain PyG on the
 whole graph in one process and prints its loss and accuracy on the same line: they agree
@@ -33,13 +36,14 @@ import torch.nn.functional as F
 
 import pyg_sar
 from pyg_sar.datasets import mag_like, wordnet_hetero
-from torch_geometric.nn import RGCNConv, SAGEConv, to_hetero
+from torch_geometric.nn import HGTConv, Linear, RGCNConv, SAGEConv, to_hetero
 from torch_geometric.utils import scatter
 
 parser = argparse.ArgumentParser()
 parser.add_argument('--dataset', choices=['wordnet', 'mag-like'], default='wordnet')
 parser.add_argument('--num_papers', type=int, default=20000, help='mag-like only')
-parser.add_argument('--model', choices=['rgcn', 'sage'], default='rgcn')
+parser.add_argument('--model', choices=['rgcn', 'sage', 'hgt'], default='rgcn')
+parser.add_argument('--heads', type=int, default=2, help='HGT attention heads')
 parser.add_argument('--hidden_channels', type=int, default=32)
 parser.add_argument('--num_bases', type=int, default=None, help='R-GCN basis decomposition')
 parser.add_argument('--lr', type=float, default=0.01)
@@ -112,11 +116,31 @@ class GNN(torch.nn.Module):
         return self.conv2(x, edge_index)
 
 
+class HGT(torch.nn.Module):
+    def __init__(self, in_channels, hidden_channels, out_channels, num_heads, metadata):
+        super().__init__()
+        self.lin_dict = torch.nn.ModuleDict({
+            node_type: Linear(in_channels, hidden_channels) for node_type in metadata[0]})
+        self.convs = torch.nn.ModuleList([
+            HGTConv(hidden_channels, hidden_channels, metadata, num_heads) for _ in range(2)])
+        self.lin = Linear(hidden_channels, out_channels)
+
+    def forward(self, x_dict, edge_index_dict):
+        x_dict = {node_type: self.lin_dict[node_type](x).relu_()
+                  for node_type, x in x_dict.items()}
+        for conv in self.convs:
+            x_dict = conv(x_dict, edge_index_dict)
+        return self.lin(x_dict[target])
+
+
 def build_model():
     torch.manual_seed(args.seed)
     if args.model == 'rgcn':
         model = RGCN(num_features, args.hidden_channels, num_classes,
                      len(part.edge_types), args.num_bases)
+    elif args.model == 'hgt':
+        model = HGT(num_features, args.hidden_channels, num_classes, args.heads,
+                    part.metadata())
     else:
         model = to_hetero(GNN(num_features, args.hidden_channels, num_classes),
                           part.metadata(), aggr='sum')
@@ -128,6 +152,8 @@ def inputs_of(graph):
     a HeteroPartition (this rank's part) or a HeteroData (the whole graph)."""
     if args.model == 'sage':
         return (graph.x_dict, graph.edge_index_dict), lambda out: out[target]
+    if args.model == 'hgt':  # the model returns the target type's rows
+        return (graph.x_dict, graph.edge_index_dict), lambda out: out
     if isinstance(graph, pyg_sar.HeteroPartition):
         edge_index, node_type, edge_type = graph.to_homogeneous()
     else:  # PyG: the same typed homogeneous view of the whole graph

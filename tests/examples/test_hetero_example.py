@@ -2,10 +2,10 @@
 those of single-process PyG on the whole HeteroData, which rank 0 trains in the same run (same
 seed, same initial parameters).
 
-One launch runs R-GCN (``RGCNConv`` on ``part.to_homogeneous()``) and ``to_hetero(GraphSAGE)``
-(on ``x_dict`` / ``edge_index_dict``) on a small OGB-MAG-shaped graph in float64: the losses
-agree to 1e-10 (relative) and every printed accuracy is the same string. The oracle is PyG's
-own run of the model on the whole graph, not the example's distributed half.
+One launch runs R-GCN (``RGCNConv`` on ``part.to_homogeneous()``), ``to_hetero(GraphSAGE)``
+and HGT (``HGTConv``; both on ``x_dict`` / ``edge_index_dict``) on a small OGB-MAG-shaped graph
+in float64: the losses agree to 1e-10 (relative) and every printed accuracy is the same string.
+The oracle is PyG's own run of the model on the whole graph, not the example's distributed half.
 """
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ EPOCH = re.compile(r"Epoch: (\d+), Loss: (\S+), Train: (\S+), Val: (\S+), Test: 
 COMMON = ["--dataset", "mag-like", "--num_papers", "1500", "--epochs", "4", "--float64",
           "--hidden_channels", "16"]
 CASES = [(["hetero_rgcn.py", *COMMON, "--model", "rgcn"], None),
-         (["hetero_rgcn.py", *COMMON, "--model", "sage"], None)]
+         (["hetero_rgcn.py", *COMMON, "--model", "sage"], None),
+         (["hetero_rgcn.py", *COMMON, "--model", "hgt"], None)]
 
 
 def epochs_of(lines: list[str]) -> list[tuple[str, ...]]:
@@ -34,7 +35,7 @@ def epochs_of(lines: list[str]) -> list[tuple[str, ...]]:
 def test_hetero_example_equals_single_process_pyg(tmp_path):
     out = launch(runner_command(CASES, max_epochs=None), tmp_path, ranks=2, timeout=600)
     runs = sections(out)
-    assert [name for name, _ in runs] == ["hetero_rgcn.py", "hetero_rgcn.py"], out[-3000:]
+    assert [name for name, _ in runs] == ["hetero_rgcn.py"] * len(CASES), out[-3000:]
     for (argv, _), (_, lines) in zip(CASES, runs):
         model = argv[-1]
         parts = [x for x in lines if x.startswith("Rank part:")]
