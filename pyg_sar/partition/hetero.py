@@ -317,6 +317,13 @@ class HeteroPartition:
         offsets = torch.tensor([0] + [int(t.size(0)) for t in tensors]).cumsum(0)
         return torch.cat(tensors)[offsets[etype] + pos]
 
+    def __getstate__(self) -> dict:
+        """Pickled (``torch.save``) without its communication context, which the graphs bind
+        again on first use (to that of :func:`pyg_sar.init`)."""
+        state = dict(self.__dict__)
+        state["_context"] = None
+        return state
+
     # ------------------------------------------------------------ device moves
     def to(self, device: Any) -> HeteroPartition:
         """Move every tensor and graph to ``device`` (in place; returns ``self``)."""

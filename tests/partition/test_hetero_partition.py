@@ -204,6 +204,17 @@ def test_metis_cuts_fewer_edges_than_random(data, tmp_path):
     assert cut["metis"] < cut["random"], cut
 
 
+def test_torch_save_round_trip(partitions, tmp_path):
+    part = partitions["random", 2][1][1]
+    part.to_homogeneous()
+    torch.save(part, tmp_path / "part.pt")
+    back = torch.load(tmp_path / "part.pt", weights_only=False)
+    assert back.metadata() == part.metadata() and back._context is None
+    for et in part.edge_types:
+        assert torch.equal(back.global_edge_index(et), part.global_edge_index(et))
+    assert torch.equal(back.to_homogeneous()[2], part.to_homogeneous()[2])
+
+
 def test_type_views_and_lookup(partitions):
     part = partitions["random", 2][1][0]
     assert part["writes"].edge_index is part.edge_index_dict["author", "writes", "paper"]
