@@ -186,6 +186,23 @@ def test_to_homogeneous_matches_pyg(data, partitions, setup):
     assert found == want
 
 
+def test_homogeneous_edge_attr_follows_the_homogeneous_stored_order(tmp_path):
+    """With edge_attr of one shape on every edge type, homogeneous_edge_attr() holds each
+    homogeneous stored edge's attribute (as PyG's to_homogeneous concatenates them)."""
+    data = make_hetero()
+    g = torch.Generator().manual_seed(5)
+    for et in data.edge_types:
+        data[et].edge_attr = torch.randn(data[et].edge_index.size(1), 2, generator=g)
+    pyg_sar.partition_graph(data, 2, tmp_path, method="random")
+    for r in range(2):
+        part = load_partition(tmp_path, r, world_size=2)
+        etype, pos = part.homogeneous_edge_map()
+        want = torch.stack([data[part.edge_types[int(j)]].edge_attr[
+            part.edge_ids_dict[part.edge_types[int(j)]][int(k)]] for j, k in zip(etype, pos)])
+        assert torch.equal(part.homogeneous_edge_attr(), want)
+        assert torch.equal(etype, part.to_homogeneous()[2])
+
+
 def _type_offset(data: HeteroData, node_type: str) -> int:
     out = 0
     for t in data.node_types:
