@@ -4,8 +4,11 @@ epochs, and reaches an accuracy floor.
 Scripts that share a launcher run one after another in one launch
 (``tests/examples/runner.py``: one interpreter, torch and MPI start-up for the batch); the
 runner stops PyG's hard-coded epoch loops after ``MAX_EPOCHS`` without editing the scripts.
-Each launch runs under a timeout; a failing launch fails its test with the output of the rank
-that failed (under mpiexec every rank writes its output to files of its own). The floors sit a few
+Every 2-rank script that needs no fresh process (the full-batch examples, WordNet, the first
+two runs of checkpoint_resume.py) shares one module-scoped launch; each test reads its own
+scripts' sections of rank 0's output. Each launch runs under a timeout; a failing launch fails
+every test that uses it with the output of the rank that failed (under mpiexec every rank
+writes its output to files of its own). The floors sit a few
 points under what the scripts reached here (seed 0, 2 ranks), well above what a run without
 gradient synchronisation or with a per-rank loss reaches.
 """
@@ -40,6 +43,13 @@ MULTI_RANK = [
     (["own_layer.py", "--epochs", "20"], 0.50),
     (["compression.py", "--epochs", "20"], 0.55),
 ]
+# graph_sage_wordnet.py on 2 ranks (WordNet 3.0: 117,659 nodes; 45 classes, the largest holds
+# 12% of the nodes); its 3 epochs are under MAX_EPOCHS, so the shared launch's cap leaves it alone.
+WORDNET = ["graph_sage_wordnet.py", "--epochs", "3", "--eval_every", "3",
+           "--hidden_channels", "32", "--lr", "0.05"]
+# checkpoint_resume.py: 12 epochs (under MAX_EPOCHS), checkpoints every 4; the "cut" run stops
+# after epoch 6 and is resumed in a launch of its own (a fresh process must resume it).
+CHECKPOINT_COMMON = ["--epochs", "12", "--save_every", "4"]
 # As one process (``python examples/X.py``): the ported scripts, and the single-process
 # bulk-sampling example.
 SINGLE_PROCESS = [
@@ -165,12 +175,38 @@ def check_floors(output: str, cases) -> None:
     assert not failures, "\n".join(failures) + "\n\nrank 0's output:\n" + output[-4000:]
 
 
+def _checkpoint_run(tmp_path: Path, name: str, *extra: str) -> list[str]:
+    return [str(EXAMPLES / "checkpoint_resume.py"), "--checkpoint", str(tmp_path / name),
+            *CHECKPOINT_COMMON, *extra]
+
+
+@pytest.fixture(scope="module")
+def two_ranks(tmp_path_factory):
+    """One ``mpiexec -n 2`` launch of the runner for every 2-rank script that needs no fresh
+    process: the full-batch examples, graph_sage_wordnet.py, and checkpoint_resume.py run
+    uninterrupted ("full") and stopped after epoch 6 ("cut"). Returns the sections of rank 0's
+    output in launch order and the checkpoint folder."""
+    if not _has_mpi():
+        pytest.skip("needs mpiexec and mpi4py")
+    tmp_path = tmp_path_factory.mktemp("two_ranks")
+    cmd = runner_command(MULTI_RANK + [(WORDNET, None)])
+    cmd += [":::", *_checkpoint_run(tmp_path, "full"),
+            ":::", *_checkpoint_run(tmp_path, "cut", "--stop_after", "6")]
+    (tmp_path / "launch").mkdir()
+    out = launch(cmd, tmp_path / "launch", ranks=2, timeout=TIMEOUT_S + 300)
+    runs = sections(out)
+    names = [name for name, _ in runs]
+    expected = [argv[0] for argv, _ in MULTI_RANK] + [WORDNET[0]] + ["checkpoint_resume.py"] * 2
+    assert names == expected, f"scripts run: {names}\n\nrank 0's output:\n{out[-4000:]}"
+    return {"output": out, "runs": runs, "tmp": tmp_path}
+
+
 @needs_mpi
-def test_examples_on_two_ranks(tmp_path):
-    """``mpiexec -n 2 python examples/X.py`` for every full-batch example (one launch)."""
-    out = launch(runner_command(MULTI_RANK), tmp_path, ranks=2)
+def test_examples_on_two_ranks(two_ranks):
+    """``mpiexec -n 2 python examples/X.py`` for every full-batch example (shared launch)."""
+    out = two_ranks["output"]
     check_floors(out, MULTI_RANK)
-    got = dict(sections(out))
+    got = dict(two_ranks["runs"][:len(MULTI_RANK)])
     # own_layer.py shows the refusal of a layer the static rule rejects, naming the reason.
     assert any("Refused, as expected" in x and "SoftmaxConv" in x and "index" in x
                for x in got["own_layer.py"])
@@ -188,21 +224,17 @@ def test_examples_single_process(tmp_path):
 
 
 @needs_mpi
-def test_checkpoint_resume_equals_uninterrupted(tmp_path):
-    """checkpoint_resume.py: stopped after epoch 6 and resumed in a new launch, the run ends
-    exactly as the uninterrupted one (same losses and accuracies, to the printed digits)."""
-    script = str(EXAMPLES / "checkpoint_resume.py")
-    common = ["--epochs", "12", "--save_every", "4"]
-    runner = [sys.executable, str(RUNNER)]
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    first = launch([*runner, script, "--checkpoint", str(tmp_path / "full"), *common, ":::",
-                    script, "--checkpoint", str(tmp_path / "cut"), *common,
-                    "--stop_after", "6"], tmp_path / "a", ranks=2)
-    resumed = launch([*runner, script, "--checkpoint", str(tmp_path / "cut"), *common,
-                      "--resume"], tmp_path / "b", ranks=2)
-    (_, full), (_, cut) = sections(first)
+def test_checkpoint_resume_equals_uninterrupted(two_ranks):
+    """checkpoint_resume.py: stopped after epoch 6 (shared launch) and resumed in a new launch,
+    the run ends exactly as the uninterrupted one (same losses and accuracies, to the printed
+    digits)."""
+    tmp_path = two_ranks["tmp"]
+    (tmp_path / "resume").mkdir()
+    resumed = launch([sys.executable, str(RUNNER), *_checkpoint_run(tmp_path, "cut", "--resume")],
+                     tmp_path / "resume", ranks=2)
+    (_, full), (_, cut) = two_ranks["runs"][-2:]
     epochs = [x for x in full if x.startswith("Epoch:")]
+    assert len(epochs) == 12, full
     assert [x for x in cut if x.startswith("Epoch:")] == epochs[:6]
     assert any("Stopped after epoch 6" in x for x in cut), cut
     ((_, cont),) = sections(resumed)
@@ -212,13 +244,9 @@ def test_checkpoint_resume_equals_uninterrupted(tmp_path):
 
 
 @needs_mpi
-def test_graph_sage_wordnet(tmp_path):
-    """graph_sage_wordnet.py on 2 ranks (WordNet 3.0: 117,659 nodes; 45 classes, the largest
-    holds 12% of the nodes)."""
-    argv = ["graph_sage_wordnet.py", "--epochs", "3", "--eval_every", "3",
-            "--hidden_channels", "32", "--lr", "0.05"]
-    out = launch(runner_command([(argv, None)], max_epochs=None), tmp_path, ranks=2)
-    ((_, lines),) = sections(out)
+def test_graph_sage_wordnet(two_ranks):
+    """graph_sage_wordnet.py on 2 ranks (shared launch)."""
+    _, lines = two_ranks["runs"][len(MULTI_RANK)]
     assert any(x.startswith("Rank part:") for x in lines)
     assert final_test_accuracy(lines) >= 0.25
 
