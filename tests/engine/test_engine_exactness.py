@@ -1,7 +1,8 @@
 """Exactness of the SAR engine against single-process PyG on P = 1..4 real processes.
 
-One ``mpiexec`` launch per P runs every case (layers x modes x dtypes); the tests below assert
-each case's relative errors (outputs, input gradients, every parameter gradient).
+One ``mpiexec`` launch per P runs every case (layers x modes x dtypes), shared with
+test_fused_attention.py (tests/engine/conftest.py); the tests below assert each case's
+relative errors (outputs, input gradients, every parameter gradient).
 """
 from __future__ import annotations
 
@@ -9,9 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
-import pyg_sar
-from pyg_sar.testing import run_on_ranks
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -35,21 +33,10 @@ def _key(case) -> str:
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory):
-    from pyg_sar.datasets import sbm
-    root = tmp_path_factory.mktemp("engine")
-    graph = ec.make_graph()
-    small_sbm = sbm(num_nodes=240, num_classes=4, avg_degree=6.0, num_features=8, seed=1)
-    out = {}
-    for p in WORLD_SIZES:
-        method = "metis" if p % 2 == 0 else "random"
-        pyg_sar.partition_graph(graph, p, root / f"g{p}", method=method, seed=p)
-        pyg_sar.partition_graph(small_sbm, p, root / f"s{p}", method="metis")
-        out[p] = run_on_ranks(f"{HERE / 'engine_cases.py'}:suite", p, timeout=900,
-                              kwargs=dict(parts=str(root / f"g{p}"),
-                                          sbm_parts=str(root / f"s{p}"), cases=CASES,
-                                          steps=STEPS))
-    return out
+def results(engine_launches):
+    """P -> the ranks' engine results (the launch is shared with test_fused_attention.py:
+    tests/engine/conftest.py)."""
+    return {p: [res["engine"] for res in ranks] for p, ranks in engine_launches.items()}
 
 
 @pytest.mark.parametrize("world_size", WORLD_SIZES)

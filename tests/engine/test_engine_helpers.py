@@ -21,9 +21,16 @@ def parts(tmp_path_factory):
     return str(root)
 
 
-def test_ddp_with_sum_hook_gives_single_process_gradients(parts):
-    for res in run_on_ranks(f"{HERE / 'helper_cases.py'}:ddp", 3, launcher="spawn",
-                            backend="gloo", kwargs={"parts": parts}, timeout=300):
+def gloo3_call(root: Path) -> list:
+    """The DDP case of the shared P = 3 spawn/gloo launch (tests/engine/conftest.py): its
+    partition (METIS, as the ``parts`` fixture's) and ``[name, module, function, kwargs]``."""
+    pyg_sar.partition_graph(ec.make_graph(), 3, root, method="metis")
+    return ["ddp", "helper_cases", "ddp", {"parts": str(root)}]
+
+
+def test_ddp_with_sum_hook_gives_single_process_gradients(gloo3_launch):
+    """Under spawn/gloo, in the launch shared with test_reduce.py and test_model_adapters.py."""
+    for res in gloo3_launch["ddp"]:
         assert res["loss_diff"] <= 1e-12
         assert res["grad_rel"] <= 1e-10
 

@@ -3,19 +3,10 @@ P = 1..4 (outputs and every gradient), with the kernels (checked to run) and wit
 fallback; attention dropout is the same for every P and replays exactly in SAR mode."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 
-import pyg_sar
 from pyg_sar.ops import native_available
-from pyg_sar.testing import run_on_ranks
-
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import engine_cases as ec  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not native_available(),
                                 reason="needs the native library pyg_sar._C (pip install -e .)")
@@ -37,16 +28,10 @@ def _key(case) -> str:
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory):
-    root = tmp_path_factory.mktemp("fused_attention")
-    graph = ec.make_graph()
-    out = {}
-    for p in WORLD_SIZES:
-        method = "metis" if p % 2 == 0 else "random"
-        pyg_sar.partition_graph(graph, p, root / f"g{p}", method=method, seed=p)
-        out[p] = run_on_ranks(f"{HERE / 'fused_attention_cases.py'}:suite", p, timeout=600,
-                              kwargs=dict(parts=str(root / f"g{p}"), cases=CASES))
-    return out
+def results(engine_launches):
+    """P -> the ranks' fused-attention results: one launch per P runs these cases after the
+    engine suite of test_engine_exactness.py on the same partition (tests/engine/conftest.py)."""
+    return {p: [res["fused"] for res in ranks] for p, ranks in engine_launches.items()}
 
 
 @pytest.mark.parametrize("world_size", WORLD_SIZES)

@@ -12,25 +12,31 @@ from torch_geometric.nn.models.linkx import SparseLinear
 
 import pyg_sar
 from pyg_sar.graph import DistGraph
-from pyg_sar.testing import run_on_ranks
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import engine_cases as ec  # noqa: E402
 
 
-def test_label_propagation_one_hot_uses_the_whole_graphs_classes(tmp_path):
+def gloo3_call(root: Path) -> list:
+    """The label case of the shared P = 3 spawn/gloo launch (tests/engine/conftest.py): its
+    inputs and ``[name, module, function, kwargs]``."""
+    root.mkdir(parents=True)
     data = ec.make_graph()
     n = data.num_nodes
     # contiguous parts: the largest class only in the last third (rank 2)
     data.y = torch.where(torch.arange(n) >= 2 * n // 3, 3, data.y % 2)
-    pyg_sar.partition_graph(data, 3, tmp_path / "p3", method="contiguous")
+    pyg_sar.partition_graph(data, 3, root / "p3", method="contiguous")
     torch.save({k: data[k] for k in ("y", "edge_index", "train_mask", "edge_weight")},
-               tmp_path / "graph.pt")
-    results = run_on_ranks(f"{HERE / 'model_adapter_cases.py'}:label_classes", 3,
-                           launcher="spawn", backend="gloo", timeout=300,
-                           kwargs={"parts": str(tmp_path / "p3"),
-                                   "graph": str(tmp_path / "graph.pt")})
+               root / "graph.pt")
+    return ["label_classes", "model_adapter_cases", "label_classes",
+            {"parts": str(root / "p3"), "graph": str(root / "graph.pt")}]
+
+
+def test_label_propagation_one_hot_uses_the_whole_graphs_classes(gloo3_launch):
+    """Under spawn/gloo, in the launch shared with test_engine_helpers.py and test_reduce.py."""
+    results = gloo3_launch["label_classes"]
+    assert len(results) == 3
     assert results[0]["local_classes"] < 4  # the case this test is about
     for res in results:
         assert res["columns"] == 4

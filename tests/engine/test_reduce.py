@@ -6,10 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pytest
-
 import pyg_sar
-from pyg_sar.testing import run_on_ranks
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -30,13 +27,18 @@ def test_reductions_single_process(tmp_path):
     _assert_exact(reduce_cases.reductions(Ctx(), str(tmp_path / "p1")))
 
 
-@pytest.mark.parametrize("world_size", [3])
-def test_reductions_three_ranks(tmp_path, world_size):
-    parts = tmp_path / "p3"
-    pyg_sar.partition_graph(ec.make_graph(), world_size, parts, method="random", seed=2)
-    results = run_on_ranks(f"{HERE / 'reduce_cases.py'}:reductions", world_size,
-                           launcher="spawn", backend="gloo", kwargs={"parts": str(parts)},
-                           timeout=300)
+def gloo3_call(root: Path) -> list:
+    """The reductions of the shared P = 3 spawn/gloo launch (tests/engine/conftest.py): their
+    partition and ``[name, module, function, kwargs]``."""
+    pyg_sar.partition_graph(ec.make_graph(), 3, root, method="random", seed=2)
+    return ["reductions", "reduce_cases", "reductions", {"parts": str(root)}]
+
+
+def test_reductions_three_ranks(gloo3_launch):
+    """Under spawn/gloo, in the launch shared with test_engine_helpers.py and
+    test_model_adapters.py."""
+    results = gloo3_launch["reductions"]
+    assert len(results) == 3
     for rank, res in enumerate(results):
         assert set(res) >= {"owners_count", "adjoint", "out_degree", "max_grad"}, rank
         _assert_exact(res)
