@@ -34,7 +34,7 @@ import torch
 
 import pyg_sar
 from pyg_sar.cli_types import positive_int
-from pyg_sar.datasets.registry import KNOWN_NAMES, is_known_dataset
+from pyg_sar.datasets.registry import KNOWN_NAMES, is_hetero_dataset, is_known_dataset
 from pyg_sar.distributed.terminal import terminal_columns, writes_to_terminal
 from pyg_sar.nn.functional import accuracy, cross_entropy
 from pyg_sar.partition.assign import METHODS
@@ -144,6 +144,11 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     if args.dataset is not None and not is_known_dataset(args.dataset):
         parser.error(f"argument --dataset: unknown dataset {args.dataset!r} (known: "
                      f"{', '.join(KNOWN_NAMES)})")
+    if args.dataset is not None and is_hetero_dataset(args.dataset):
+        parser.error(f"argument --dataset: {args.dataset!r} is a heterogeneous graph "
+                     f"(HeteroData); this CLI trains homogeneous models: partition it with "
+                     f"python -m pyg_sar.partition and train a to_hetero / HeteroConv model "
+                     f"from a script")
     if args.reference and args.parts:
         parser.error("--reference trains plain PyG on the whole --dataset in one process; "
                      "it does not take --parts")

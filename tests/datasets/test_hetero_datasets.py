@@ -418,3 +418,12 @@ def test_registry_names_the_hetero_datasets():
     data = load_dataset("mag-like", num_papers=200, seed=4)
     assert isinstance(data, HeteroData) and data["paper"].num_nodes == 200
     _assert_same(data, mag_like(200, seed=4))
+
+
+def test_train_cli_refuses_hetero_names(capsys):
+    from pyg_sar.train import parse_args
+    with pytest.raises(SystemExit) as info:
+        parse_args(["--dataset", "mag-like"])
+    assert info.value.code == 2
+    assert "'mag-like' is a heterogeneous graph (HeteroData)" in capsys.readouterr().err
+
