@@ -22,6 +22,15 @@ edge counts plus ``x``, never a dense matrix):
 * paper features (``num_features``, default 128 as ogbn-mag's word2vec features) are the
   venue's random centroid plus Gaussian noise (``feature_noise``): informative but far from
   sufficient, so that a model using the graph beats one using features alone.
+
+Measured (2-core machine under load): at ogbn-mag's size (736,389 papers) 60-86 s and 1.3 GB
+peak memory, giving 1,134,649 authors, 8,740 institutions, 59,965 fields and 1,043,070 /
+7,149,433 / 5,398,727 / 7,498,980 affiliated_with / writes / cites / has_topic edges (ogbn-mag:
+1,043,998 / 7,145,660 / 5,416,271 / 7,505,078), 349 venues, split 629,246 / 65,189 / 41,954
+(ogbn-mag: 629,571 / 64,879 / 41,939); 100,000 papers in about 6 s. At 10,000 papers (seed 0,
+41 venues, 40 epochs of full-batch Adam), an MLP on the paper features reaches 33 % test
+accuracy and ``to_hetero`` of a two-layer GraphSAGE (after ``ToUndirected``, learned
+32-dimensional embeddings for the featureless types) 69 %.
 """
 from __future__ import annotations
 
