@@ -123,6 +123,23 @@ class Homo(torch.nn.Module):
         return self.conv2(h.relu(), edge_index)
 
 
+class HomoEdge(torch.nn.Module):
+    """A homogeneous model with edge attributes for ``to_hetero``: GINE then GAT with
+    ``edge_dim`` (edge attributes of every edge type, in the graph's stored edge order)."""
+
+    def __init__(self, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.lin = Linear(-1, 8)
+        self.conv1 = GINEConv(_mlp(8, 8), edge_dim=EDGE_DIM, train_eps=True)
+        self.conv2 = GATConv((-1, -1), 5, heads=2, edge_dim=EDGE_DIM, add_self_loops=False,
+                             dropout=dropout)
+
+    def forward(self, x, edge_index, edge_attr):
+        x = self.lin(x).relu()
+        x = self.conv1(x, edge_index, edge_attr).relu()
+        return self.conv2(x, edge_index, edge_attr)
+
+
 HOMO = {
     "sage_mean": lambda: Homo(SAGEConv((-1, -1), 8), SAGEConv((-1, -1), 5)),
     "sage_sum": lambda: Homo(SAGEConv((-1, -1), 8, aggr="sum"),
@@ -137,6 +154,7 @@ HOMO = {
     "graphconv": lambda: Homo(GraphConv((-1, -1), 8), GraphConv((-1, -1), 5, aggr="max")),
     "gin": lambda: Homo(GINConv(_mlp(8, 8), train_eps=True), GINConv(_mlp(8, 5))),
     "sage_bn": lambda: Homo(SAGEConv((-1, -1), 8), SAGEConv((-1, -1), 5), norm=True),
+    "gine_gat_edge": lambda: HomoEdge(),
 }
 
 
@@ -185,7 +203,7 @@ def build(name: str, metadata) -> tuple[torch.nn.Module, bool]:
     kind, *rest = name.split("/")
     if kind == "to_hetero":
         homo, aggr = rest
-        return to_hetero(HOMO[homo](), metadata, aggr=aggr), False
+        return to_hetero(HOMO[homo](), metadata, aggr=aggr), homo == "gine_gat_edge"
     if kind in ("heteroconv", "dictlinear"):
         aggr = None if rest[0] == "none" else rest[0]
         return DictModel(aggr), True
@@ -272,6 +290,34 @@ def saved_bytes(part, mode: str) -> int:
     return sum(sizes)
 
 
+def rng_replay(part, data: HeteroData) -> dict:
+    """Mode sar recomputes each remote block in backward with the forward's randomness:
+    with attention dropout (GAT over every edge type, bipartite ones included, fused
+    kernels and the plain path) its gradients equal mode sa's, which keeps the rows."""
+    out = {}
+    for kernels in (True, False):
+        grads = {}
+        for mode in ("sa", "sar"):
+            torch.manual_seed(11)
+            model = to_hetero(HomoEdge(dropout=0.4), data.metadata(), aggr="sum").double()
+            with torch.no_grad():
+                model(data.x_dict, data.edge_index_dict, data.edge_attr_dict)
+            pyg_sar.convert(model, pyg_sar.SARConfig(mode=mode, use_kernels=kernels,
+                                                     check_loss=False))
+            model.train()
+            x = {t: part.x_dict[t].double().clone().requires_grad_() for t in NUM}
+            attrs = {k: v.double() for k, v in part.edge_attr_dict.items()}
+            torch.manual_seed(100 + part.rank)
+            y = model(x, part.edge_index_dict, attrs)
+            sum(v.square().sum() for v in y.values()).backward()
+            grads[mode] = [x[t].grad for t in NUM] + [p.grad for p in model.parameters()]
+        diff = max(float((a - b).abs().max()) for a, b in zip(grads["sa"], grads["sar"])
+                   if a is not None)
+        nonzero = all(g is not None and bool(g.abs().sum() > 0) for g in grads["sar"][3:])
+        out[f"kernels={kernels}"] = {"max_abs_diff": diff, "grads_nonzero": nonzero}
+    return out
+
+
 def load(ctx, parts: Optional[str], world: int, seed: int):
     data = make_hetero(seed)
     if parts is None:
@@ -294,10 +340,12 @@ def suite(ctx, cases: list, parts: Optional[str] = None, seed: int = 0) -> dict:
     fetched = sum(sum(g.recv_counts) * DIM[et[0]] * 8
                   for et, g in part.edge_index_dict.items())
     results["saved_bytes"] = {"sar": sar, "sa": sa, "fetched_bytes": fetched}
+    results["rng_replay"] = rng_replay(part, data)
     return results
 
 
-def both(ctx, cases: list, parts: str, seed: int = 0) -> dict:
-    """:func:`suite` on the hand-built partition and on the partition folder ``parts``, in
-    one launch."""
-    return {"hand": suite(ctx, cases, None, seed), "partition": suite(ctx, cases, parts, seed)}
+def both(ctx, cases: list, parts: str, partition_cases: list, seed: int = 0) -> dict:
+    """:func:`suite` of ``cases`` on the hand-built partition and of ``partition_cases`` on
+    the partition folder ``parts``, in one launch."""
+    return {"hand": suite(ctx, cases, None, seed),
+            "partition": suite(ctx, partition_cases, parts, seed)}
