@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import io
-import runpy
 from pathlib import Path
 
 import pytest
@@ -12,18 +11,15 @@ import torch
 
 import pyg_sar
 from pyg_sar.distributed import grad_sync
-from pyg_sar.testing import run_on_ranks
 
 HERE = Path(__file__).resolve().parent
 
 
 @pytest.fixture(scope="module")
-def ranks(tmp_path_factory):
-    make_graph = runpy.run_path(str(HERE / "training_cases.py"))["make_graph"]
-    root = tmp_path_factory.mktemp("grad_sync") / "p3"
-    pyg_sar.partition_graph(make_graph(), 3, root, method="metis")
-    return run_on_ranks(f"{HERE / 'training_cases.py'}:grad_sync", 3,
-                        kwargs={"parts": str(root)}, timeout=400)
+def ranks(api_p3_launch):
+    """The 3 ranks' results of ``training_cases.grad_sync`` (one launch shared with the other
+    api files: tests/api/conftest.py)."""
+    return api_p3_launch["grad_sync"]
 
 
 @pytest.mark.parametrize("explicit", [False, True])

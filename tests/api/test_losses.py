@@ -2,16 +2,13 @@
 against single-process PyG on the whole graph (values, synchronised gradients, accuracy)."""
 from __future__ import annotations
 
-import runpy
 from pathlib import Path
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-import pyg_sar
 import pyg_sar.nn.functional as SF
-from pyg_sar.testing import run_on_ranks
 
 HERE = Path(__file__).resolve().parent
 LOSSES = ("cross_entropy", "cross_entropy_premasked", "cross_entropy_index_mask",
@@ -23,12 +20,10 @@ LOSSES = ("cross_entropy", "cross_entropy_premasked", "cross_entropy_index_mask"
 
 
 @pytest.fixture(scope="module")
-def ranks(tmp_path_factory):
-    make_graph = runpy.run_path(str(HERE / "training_cases.py"))["make_graph"]
-    root = tmp_path_factory.mktemp("losses") / "p3"
-    pyg_sar.partition_graph(make_graph(), 3, root, method="metis")
-    return run_on_ranks(f"{HERE / 'training_cases.py'}:losses", 3,
-                        kwargs={"parts": str(root)}, timeout=400)
+def ranks(api_p3_launch):
+    """The 3 ranks' results of ``training_cases.losses`` (one launch shared with the other
+    api files: tests/api/conftest.py)."""
+    return api_p3_launch["losses"]
 
 
 @pytest.mark.parametrize("name", LOSSES)

@@ -2,24 +2,18 @@
 drift apart, gradients left unsynchronised; a forgotten broadcast is harmless."""
 from __future__ import annotations
 
-import runpy
 from pathlib import Path
 
 import pytest
-
-import pyg_sar
-from pyg_sar.testing import run_on_ranks
 
 HERE = Path(__file__).resolve().parent
 
 
 @pytest.fixture(scope="module")
-def ranks(tmp_path_factory):
-    make_graph = runpy.run_path(str(HERE / "training_cases.py"))["make_graph"]
-    root = tmp_path_factory.mktemp("mistakes") / "p3"
-    pyg_sar.partition_graph(make_graph(), 3, root, method="metis")
-    return run_on_ranks(f"{HERE / 'training_cases.py'}:mistakes", 3,
-                        kwargs={"parts": str(root)}, timeout=400)
+def ranks(api_p3_launch):
+    """The 3 ranks' results of ``training_cases.mistakes`` (one launch shared with the other
+    api files: tests/api/conftest.py)."""
+    return api_p3_launch["mistakes"]
 
 
 @pytest.mark.parametrize("case", ["local_loss", "local_loss_mse"])

@@ -34,14 +34,14 @@ def data():
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory, data):
+def results(tmp_path_factory, data, api_p3_launch):
+    """P -> the ranks' results of ``values_cases.suite``: P = 1 in a launch of its own, P = 3
+    (METIS) in the 3-rank launch shared with the other api files (tests/api/conftest.py)."""
     root = tmp_path_factory.mktemp("values")
-    out = {}
-    for p in (1, 3):
-        pyg_sar.partition_graph(data, p, root / f"p{p}", method="metis" if p > 1 else "random")
-        out[p] = run_on_ranks(f"{HERE / 'values_cases.py'}:suite", p, timeout=900,
-                              kwargs={"parts": str(root / f"p{p}")})
-    return out
+    pyg_sar.partition_graph(data, 1, root / "p1", method="random")
+    return {1: run_on_ranks(f"{HERE / 'values_cases.py'}:suite", 1, timeout=900,
+                            kwargs={"parts": str(root / "p1")}),
+            3: api_p3_launch["values"]}
 
 
 CASES = [f"{name}/{mode}" for name in vc.MODELS for mode in vc.MODES]
