@@ -481,4 +481,3 @@ def mistakes(ctx, parts: str) -> dict:
             s6.model.convs[1].lin_l.weight.add_(1.0)
     out["drift_check_off"] = _error_of(lambda: s6.model(x, graph))
     return out
-
