@@ -34,22 +34,6 @@ IN = 6
 SEED = 5
 
 
-def launch(root, launches: dict, cases) -> dict:
-    """Partition :func:`make_graph` for every world size of ``launches`` (``{P: (method,
-    groups)}``) under ``root`` and run the ``suite`` of the cases file ``cases`` on P ranks
-    with those groups: ``{P: [result of rank 0, ...]}``. The timeout only detects hangs (a
-    launch takes about a minute)."""
-    from pyg_sar.testing import run_on_ranks
-    graph = make_graph()
-    out = {}
-    for world, (method, groups) in launches.items():
-        parts = root / f"p{world}"
-        pyg_sar.partition_graph(graph, world, parts, method=method, seed=world)
-        out[world] = run_on_ranks(f"{cases}:suite", world, timeout=1800,
-                                  kwargs=dict(parts=str(parts), groups=groups))
-    return out
-
-
 def ranks_with(results: dict, launches: dict, group: str):
     """``(label, result)`` of ``group`` on every rank of every launch that ran it."""
     for world, (_, groups) in launches.items():

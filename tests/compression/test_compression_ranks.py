@@ -20,8 +20,10 @@ LAUNCHES = {3: ("random", list(rc.GROUPS)), 2: ("metis", ["sar_vs_sa", "bytes", 
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory):
-    return rc.launch(tmp_path_factory.mktemp("compression"), LAUNCHES, HERE / "rank_cases.py")
+def results(compression_launches):
+    """P -> the ranks' results of ``rank_cases.suite`` (one launch per P shared with the other
+    compression file: tests/compression/conftest.py)."""
+    return compression_launches["rank_cases"]
 
 
 def _ranks(results, group):

@@ -23,8 +23,10 @@ LAUNCHES = {3: ("random", list(wc.GROUPS)), 2: ("metis", ["halo"])}
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory):
-    return rc.launch(tmp_path_factory.mktemp("wire"), LAUNCHES, HERE / "wire_cases.py")
+def results(compression_launches):
+    """P -> the ranks' results of ``wire_cases.suite`` (one launch per P shared with the other
+    compression file: tests/compression/conftest.py)."""
+    return compression_launches["wire_cases"]
 
 
 def _ranks(results, group):
