@@ -27,7 +27,8 @@ KINDS = ("cpu", "cuda", "python")
 # helpers (pyg_sar.testing: run_on_ranks, its worker, the namespace hosts) stay in the wheel.
 HARNESS_MODULES = frozenset(("pyg_sar.testing", name) for name in
                             ("zoo", "zoo_models", "zoo_rank", "zoo_recipes", "zoo_report",
-                             "zoo_precision", "zoo_precision_rank"))
+                             "zoo_precision", "zoo_precision_rank", "zoo_hetero",
+                             "zoo_hetero_rank", "zoo_hetero_recipes"))
 
 
 class BuildPyWithoutHarness(build_py):

@@ -221,12 +221,23 @@ def run_zoo(work: str | Path, which: str = "all", world_sizes: tuple[int, ...] =
     work = Path(work)
     table = recipe_table(which)
     chosen = [table[n] for n in names] if names is not None else list(table.values())
-    cells = [(rec.name, mode) for rec in chosen for mode in modes]
     start = time.monotonic()
     parts = partition(work, world_sizes)
+    return run_recipes(chosen, parts, work, world_sizes, modes, start, which, timeout)
+
+
+def run_recipes(chosen: list, parts: dict[int, Path], work: Path,
+                world_sizes: tuple[int, ...], modes: tuple[str, ...], start: float,
+                which: str = "all", timeout: float = LAUNCH_TIMEOUT_S,
+                target: str = _TARGET) -> dict[str, Any]:
+    """Run the recipes ``chosen`` on the partitions ``parts`` (P -> folder) with the rank
+    function ``target``, one launch per P, classify them and return the JSON-ready results
+    (``start``: the run's ``time.monotonic()`` start, for its seconds)."""
+    cells = [(rec.name, mode) for rec in chosen for mode in modes]
     per_p, launches = {}, {}
     for p in world_sizes:
-        per_p[p], launches[p] = run_world_size(parts[p], p, cells, work, which, timeout)
+        per_p[p], launches[p] = run_world_size(parts[p], p, cells, work, which, timeout,
+                                               target=target)
     recipes = []
     for rec in chosen:
         merged = {_cell_key(p, mode): merge_ranks(per_p[p][(rec.name, mode)])

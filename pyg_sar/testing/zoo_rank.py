@@ -195,16 +195,24 @@ def compare(oracle: Oracle, out: Tensor, inputs: Inputs, model: torch.nn.Module,
         err = _grad_error(getattr(inputs, key).grad, rows)
         if err is not None:
             errors[f"grad:{key}"] = err
+    param_errors(oracle.param_grads, model, errors, notes)
+    return {"errors": errors, "notes": notes}
+
+
+def param_errors(param_grads: dict[str, Optional[Tensor]], model: torch.nn.Module,
+                 errors: dict[str, float], notes: list[str]) -> None:
+    """Add to ``errors`` / ``notes`` how ``model``'s parameter gradients differ from
+    ``param_grads`` (PyG's, by parameter name)."""
     params = dict(model.named_parameters())
-    if set(params) != set(oracle.param_grads):
+    if set(params) != set(param_grads):
         notes.append(f"parameter names differ: converted {sorted(params)}, "
-                     f"PyG {sorted(oracle.param_grads)}")
+                     f"PyG {sorted(param_grads)}")
         errors["params"] = 1.0
     # Parameter gradients relative to the largest entry of the whole gradient: some entries are
     # zero in exact arithmetic, and rounding residue there has no meaningful relative size.
-    scale = max((float(g.abs().max()) for g in oracle.param_grads.values()
+    scale = max((float(g.abs().max()) for g in param_grads.values()
                  if g is not None and g.numel()), default=0.0)
-    for name, want_grad in oracle.param_grads.items():
+    for name, want_grad in param_grads.items():
         if name not in params:
             continue
         got = params[name].grad
@@ -217,7 +225,6 @@ def compare(oracle: Oracle, out: Tensor, inputs: Inputs, model: torch.nn.Module,
             notes.append(f"gradient of {name} has shape {list(got.shape)}")
         elif got.numel():
             errors[f"grad:{name}"] = float((got - want_grad).abs().max()) / max(scale, 1e-30)
-    return {"errors": errors, "notes": notes}
 
 
 def _names_class(message: str, names: tuple[str, ...]) -> bool:
@@ -305,7 +312,23 @@ def run(ctx, parts: str, cells: list, log_dir: str, recipes: str = "all") -> dic
     info = graph_info(data)
     part = pyg_sar.load_partition(parts, ctx.rank)
     check_partition(part, data)
-    log = Log(log_dir, ctx.rank)
+
+    def build(recipe: Recipe) -> torch.nn.Module:
+        return recipe.make(info).double().train(recipe.train)
+
+    def cell(recipe: Recipe, pristine, mode: str, oracle, oracle_error) -> dict:
+        return run_cell(ctx, part, recipe, pristine, mode, oracle, oracle_error)
+
+    run_cells(ctx, cells, Log(log_dir, ctx.rank), table, build,
+              lambda recipe, pristine: Oracle(recipe, pristine, data), cell)
+    return {"cells": len(cells)}
+
+
+def run_cells(ctx, cells: list, log: Log, table: dict, build, make_oracle, run_one) -> None:
+    """Run ``cells`` = [[recipe, mode], ...] in order and log every result: per recipe
+    ``build(recipe)`` (seeded) and ``make_oracle(recipe, pristine)`` once (a failure of either
+    is recorded for every cell), then ``run_one(recipe, pristine, mode, oracle, oracle_error)``
+    per cell; a :class:`CellCrash` is logged and re-raised (the launch stops)."""
     current = None
     for name, mode in cells:
         recipe = table[name]
@@ -315,23 +338,22 @@ def run(ctx, parts: str, cells: list, log_dir: str, recipes: str = "all") -> dic
             current, pristine, oracle, oracle_error, build_error = name, None, None, None, None
             torch.manual_seed(SEED)
             try:
-                pristine = recipe.make(info).double().train(recipe.train)
+                pristine = build(recipe)
             except Exception as exc:  # noqa: BLE001 - recorded for every cell of the recipe
                 build_error = _error(exc)
             if pristine is not None:
                 try:
-                    oracle = Oracle(recipe, pristine, data)
+                    oracle = make_oracle(recipe, pristine)
                 except Exception as exc:  # noqa: BLE001 - plain PyG cannot run it: recorded
                     oracle_error = _error(exc)
         if build_error is not None:
             cell = {"status": "crash", "stage": "build", "error": build_error}
         else:
             try:
-                cell = run_cell(ctx, part, recipe, pristine, mode, oracle, oracle_error)
+                cell = run_one(recipe, pristine, mode, oracle, oracle_error)
             except CellCrash as exc:
                 exc.cell["seconds"] = round(time.perf_counter() - started, 4)
                 log.write(event="end", recipe=name, mode=mode, cell=exc.cell)
                 raise
         cell["seconds"] = round(time.perf_counter() - started, 4)  # the oracle counts too
         log.write(event="end", recipe=name, mode=mode, cell=cell)
-    return {"cells": len(cells)}
