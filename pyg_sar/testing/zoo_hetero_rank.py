@@ -28,14 +28,12 @@ from pyg_sar.testing.zoo_hetero_recipes import (
     whole_inputs,
 )
 from pyg_sar.testing.zoo_rank import (
-    CellCrash,
     Log,
-    _error,
     _grad_error,
     _rel,
-    convert_cell,
     param_errors,
     run_cells,
+    run_converted,
 )
 
 
@@ -140,32 +138,18 @@ def compare(oracle: HeteroOracle, out: dict[str, Tensor], inputs: HeteroInputs,
 
 def run_cell(ctx, part, recipe: HeteroRecipe, pristine: torch.nn.Module, mode: str,
              oracle: Optional[HeteroOracle], oracle_error: Optional[dict]) -> dict[str, Any]:
-    """One (recipe, mode) cell on this rank; raises :class:`CellCrash` where the launch must
-    stop."""
-    model, cell = convert_cell(ctx, recipe, pristine, mode)
-    if cell is not None:
-        return cell
-    if oracle is None:
-        return {"status": "no_oracle", "error": oracle_error}
-    inputs = local_inputs(part)
-    stage = "forward"
-    try:
+    """One (recipe, mode) cell on this rank; raises
+    :class:`~pyg_sar.testing.zoo_rank.CellCrash` where the launch must stop."""
+    def forward(model: torch.nn.Module) -> tuple[dict, HeteroInputs, dict]:
+        inputs = local_inputs(part)
         out = _outputs(recipe, model, inputs)
-        values = {t: v.detach().clone() for t, v in out.items()}
-        stage = "backward"
+        return out, inputs, {t: v.detach().clone() for t, v in out.items()}
+
+    def backward(out: dict[str, Tensor]) -> None:
         _backward(out, {t: w[part.node_ids_dict[t]] for t, w in oracle.weights.items()})
-        stage = "all_reduce_gradients"
-        pyg_sar.all_reduce_gradients(model)
-    except Exception as exc:  # noqa: BLE001 - every failure is a result
-        cell = {"status": "crash", "stage": stage, "error": _error(exc)}
-        if ctx.world_size > 1:
-            raise CellCrash(cell) from exc
-        return cell
-    try:
-        result = compare(oracle, values, inputs, model, part)
-    except Exception as exc:  # noqa: BLE001 - local only: no rank waits on this one
-        return {"status": "crash", "stage": "compare", "error": _error(exc)}
-    return {"status": "ran", **result}
+
+    return run_converted(ctx, recipe, pristine, mode, oracle, oracle_error, forward, backward,
+                         lambda out, inputs, model: compare(oracle, out, inputs, model, part))
 
 
 def run(ctx, parts: str, cells: list, log_dir: str, recipes: str = "hetero") -> dict:

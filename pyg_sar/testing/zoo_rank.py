@@ -274,20 +274,37 @@ def run_cell(ctx, part, recipe: Recipe, pristine: torch.nn.Module, mode: str,
              oracle: Optional[Oracle], oracle_error: Optional[dict]) -> dict[str, Any]:
     """One (recipe, mode) cell on this rank; raises :class:`CellCrash` where the launch must
     stop."""
+    def forward(model: torch.nn.Module) -> tuple[Tensor, Inputs, Tensor]:
+        inputs = local_inputs(part)
+        out = _run_model(recipe, model, inputs)
+        return out, inputs, out.detach().clone()
+
+    def backward(out: Tensor) -> None:
+        weight = oracle.weight[part.node_ids]
+        if weight.shape == out.shape:  # else compare() reports the shape
+            _backward(out, weight)
+
+    return run_converted(ctx, recipe, pristine, mode, oracle, oracle_error, forward, backward,
+                         lambda out, inputs, model: compare(oracle, out, inputs, model, part))
+
+
+def run_converted(ctx, recipe, pristine: torch.nn.Module, mode: str, oracle: Any,
+                  oracle_error: Optional[dict], forward, backward, compare_outputs
+                  ) -> dict[str, Any]:
+    """One cell: convert a copy of ``pristine`` (:func:`convert_cell`), then
+    ``forward(model) -> (out, inputs, out_values)``, ``backward(out)``, the gradient sum over
+    ranks and ``compare_outputs(out_values, inputs, model) -> {"errors", "notes"}``; a failure
+    is the cell's result (a crash in a multi-rank launch raises :class:`CellCrash`)."""
     model, cell = convert_cell(ctx, recipe, pristine, mode)
     if cell is not None:
         return cell
     if oracle is None:
         return {"status": "no_oracle", "error": oracle_error}
-    inputs = local_inputs(part)
     stage = "forward"
     try:
-        out = _run_model(recipe, model, inputs)
-        out_value = out.detach().clone()
+        out, inputs, values = forward(model)
         stage = "backward"
-        weight = oracle.weight[part.node_ids]
-        if weight.shape == out.shape:  # else compare() reports the shape
-            _backward(out, weight)
+        backward(out)
         stage = "all_reduce_gradients"
         pyg_sar.all_reduce_gradients(model)
     except Exception as exc:  # noqa: BLE001 - every failure is a result
@@ -296,7 +313,7 @@ def run_cell(ctx, part, recipe: Recipe, pristine: torch.nn.Module, mode: str,
             raise CellCrash(cell) from exc
         return cell
     try:
-        result = compare(oracle, out_value, inputs, model, part)
+        result = compare_outputs(values, inputs, model)
     except Exception as exc:  # noqa: BLE001 - local only: no rank waits on this one
         return {"status": "crash", "stage": "compare", "error": _error(exc)}
     return {"status": "ran", **result}
