@@ -278,12 +278,18 @@ def partition_stats(parts: str | os.PathLike) -> dict:
     """Sizes and the measured halo fraction of a partition folder written by
     ``pyg_sar.partition_graph`` (reads only its ``meta.json``): ``num_nodes``, ``num_edges``,
     ``num_features``, ``num_classes``, ``world_size``, ``halo_fraction`` (mean over ranks of
-    rows received / nodes outside the rank)."""
+    rows received / nodes outside the rank).
+
+    A heterogeneous folder (written from a ``HeteroData``) gives its figures per type instead
+    (:func:`hetero_partition_stats`): ``hetero`` (``True``), ``world_size``, ``num_nodes`` and
+    ``num_edges`` (all types), ``node_types`` and ``edge_types`` dicts."""
     path = Path(parts) / "meta.json"
     if not path.is_file():
         raise ValueError(f"partition_stats: {path} not found (not a partition folder)")
     try:
         meta = json.loads(path.read_text())
+        if isinstance(meta, dict) and "hetero" in meta:
+            return hetero_partition_stats(meta)
         total, sizes = int(meta["num_nodes"]), [int(v) for v in meta["part_num_nodes"]]
         recv = [sum(int(c) for c in part["recv_counts"]) for part in meta["parts"]]
         stats = {"num_nodes": total, "num_edges": int(meta["num_edges"]),
@@ -291,10 +297,45 @@ def partition_stats(parts: str | os.PathLike) -> dict:
                  "num_classes": int(meta["num_classes"]), "world_size": int(meta["num_parts"])}
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"partition_stats: {path} lacks partition sizes ({exc!r})") from None
-    outside = [total - n for n in sizes]
-    stats["halo_fraction"] = (sum(r / o for r, o in zip(recv, outside) if o) / len(sizes)
-                              if stats["world_size"] > 1 else 0.0)
+    stats["halo_fraction"] = _halo_fraction(recv, [total - n for n in sizes])
     return stats
+
+
+def _halo_fraction(recv: list[int], outside: list[int]) -> float:
+    """Mean over ranks of rows received / nodes outside the rank (0 for one rank)."""
+    return sum(r / o for r, o in zip(recv, outside) if o) / len(recv) if len(recv) > 1 else 0.0
+
+
+def hetero_partition_stats(meta: dict) -> dict:
+    """The figures of a heterogeneous partition's ``meta.json`` (see :func:`partition_stats`):
+    per node type ``num_nodes``, ``num_features``, ``num_classes``, ``part_num_nodes``; per
+    edge type ``(src, rel, dst)`` ``num_edges``, ``part_num_edges``, ``edge_cut`` and
+    ``halo_fraction`` (mean over ranks of source-type rows received / source-type nodes
+    outside the rank). The planner's model is homogeneous, so there is no overall
+    ``num_features`` or ``halo_fraction``. Raises ``KeyError`` / ``TypeError`` /
+    ``ValueError`` on a malformed section (:func:`partition_stats` reports them)."""
+    world = int(meta["num_parts"])
+    node_types = {}
+    for info in meta["hetero"]["node_types"]:
+        offsets = [int(o) for o in info["node_offsets"]]
+        node_types[str(info["name"])] = {
+            "num_nodes": int(info["num_nodes"]), "num_features": info.get("num_features"),
+            "num_classes": info.get("num_classes"),
+            "part_num_nodes": [b - a for a, b in zip(offsets, offsets[1:])]}
+    edge_types = {}
+    for info in meta["hetero"]["edge_types"]:
+        src = node_types[info["src"]]
+        recv = [sum(int(c) for c in part["recv_counts"]) for part in info["parts"]]
+        edge_types[(info["src"], info["rel"], info["dst"])] = {
+            "num_edges": int(info["num_edges"]),
+            "part_num_edges": [int(e) for e in info["part_num_edges"]],
+            "edge_cut": int(info["edge_cut"]),
+            "halo_fraction": _halo_fraction(
+                recv, [src["num_nodes"] - n for n in src["part_num_nodes"]])}
+    return {"hetero": True, "world_size": world,
+            "num_nodes": sum(t["num_nodes"] for t in node_types.values()),
+            "num_edges": sum(e["num_edges"] for e in edge_types.values()),
+            "node_types": node_types, "edge_types": edge_types}
 
 
 def _data_bytes(w: Workload, n: float, e: float, h: float) -> float:
@@ -493,6 +534,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     worlds = args.world_sizes
     if args.parts is not None:
         st = partition_stats(args.parts)
+        if st.get("hetero"):
+            raise ValueError(
+                f"--parts '{args.parts}' is a heterogeneous partition (node types "
+                f"{list(st['node_types'])}); the planner models homogeneous GraphSAGE / GAT "
+                f"training. Give the homogeneous view's sizes instead (--nodes "
+                f"{st['num_nodes']} --edges {st['num_edges']} --features and --classes of "
+                f"your model); pyg_sar.plan.partition_stats lists the per-type figures")
         args.nodes, args.edges = st["num_nodes"], st["num_edges"]
         args.features, args.classes = st["num_features"], st["num_classes"]
         worlds = [st["world_size"]]

@@ -152,6 +152,12 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     if args.reference and args.parts:
         parser.error("--reference trains plain PyG on the whole --dataset in one process; "
                      "it does not take --parts")
+    if args.parts and _is_hetero_folder(args.parts):
+        parser.error(f"argument --parts: '{args.parts}' holds a heterogeneous partition "
+                     f"(written from a HeteroData); this CLI trains homogeneous node "
+                     f"classification. Load it with pyg_sar.load_partition (a HeteroPartition) "
+                     f"and train a to_hetero / HeteroConv model, or RGCNConv on "
+                     f"part.to_homogeneous(), from a script: see examples/hetero_rgcn.py")
     from pyg_sar.compression.cli import check_arguments as check_compression_arguments
     check_compression_arguments(parser, args)
     if args.precision != "32" and args.dtype != "float32":
@@ -167,6 +173,16 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
                 parser.error(f"{flag} {value} applies to full-batch training, not to "
                              f"--sampler")
     return args
+
+
+def _is_hetero_folder(parts: str) -> bool:
+    """Whether the folder's ``meta.json`` has a ``hetero`` section (a missing or malformed one
+    is reported later, by ``pyg_sar.load_partition``)."""
+    try:
+        meta = json.loads((Path(parts) / "meta.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(meta, dict) and "hetero" in meta
 
 
 def forward_precision(args: argparse.Namespace, device: torch.device):

@@ -21,6 +21,15 @@ import torch
 from torch import Tensor
 
 
+def hetero_message(what: str) -> str:
+    """Why the samplers refuse a heterogeneous graph or partition, and what to use instead."""
+    return (f"{what} is heterogeneous (node and edge types); pyg_sar's neighbour samplers "
+            f"(BulkNeighborLoader, BulkLadiesLoader) sample one homogeneous graph. Train it "
+            f"full-batch instead: pyg_sar.load_partition gives a HeteroPartition for to_hetero "
+            f"/ HeteroConv models (part.x_dict, part.edge_index_dict) or RGCNConv / RGATConv / "
+            f"HEATConv on part.to_homogeneous(); see examples/hetero_rgcn.py")
+
+
 @dataclass
 class SamplingGraph:
     """CSR rows of the adjacency, columns in original ids.
@@ -110,9 +119,17 @@ class SamplingGraph:
 
     @classmethod
     def from_partition_folder(cls, path: str | Path) -> SamplingGraph:
-        """The whole graph, read from every part of a partition folder."""
+        """The whole graph, read from every part of a partition folder.
+
+        Raises:
+            ValueError: the folder holds a heterogeneous partition (written from a
+                ``HeteroData``): the samplers sample one homogeneous graph, and the typed
+                homogeneous view would lose what a typed model needs.
+        """
         from pyg_sar.partition import load_partition, read_meta
         meta, _ = read_meta(path)
+        if "hetero" in meta:
+            raise ValueError(hetero_message(f"the partition at '{path}'"))
         num_parts = meta["num_parts"]
         srcs, dsts, eids = [], [], []
         for r in range(num_parts):

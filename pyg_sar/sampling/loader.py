@@ -32,7 +32,7 @@ from torch import Tensor
 from pyg_sar.sampling import schedule
 from pyg_sar.sampling.buffers import BufferRing
 from pyg_sar.sampling.bulk import BulkSample, sample_bulk
-from pyg_sar.sampling.graph import SamplingGraph
+from pyg_sar.sampling.graph import SamplingGraph, hetero_message
 from pyg_sar.sampling.rows import LocalRows
 
 
@@ -44,7 +44,11 @@ class _LocalData:
     """A whole PyG ``Data`` in this process."""
 
     def __init__(self, data, input_nodes, backend: str) -> None:
-        from torch_geometric.data import Data
+        from torch_geometric.data import Data, HeteroData
+
+        from pyg_sar.partition.hetero import HeteroPartition
+        if isinstance(data, (HeteroData, HeteroPartition)):
+            raise ValueError(hetero_message(f"BulkNeighborLoader: the {type(data).__name__}"))
         if not isinstance(data, Data):
             raise TypeError(f"BulkNeighborLoader: expected a torch_geometric.data.Data or a "
                             f"pyg_sar LocalPartition (got {type(data).__name__})")
