@@ -29,7 +29,7 @@ SUMMARY_FIELDS = {"workload", "world_size", "model", "mode", "peak_growth_mb", "
 def test_hetero_memory_tiny(tmp_path, monkeypatch):
     out = tmp_path / "hetero_memory.json"
     result = hetero_memory.measure(300, [1, 2], ["rgcn", "hgt"], ["sar", "halo", "pyg"],
-                                   warmup=1, repeats=3, work=tmp_path, out=out, timeout=600)
+                                   warmup=1, repeats=1, work=tmp_path, out=out, timeout=600)
     assert json.loads(out.read_text()) == json.loads(json.dumps(result))
     assert result["failures"] == []
     assert {"machine", "graph", "models", "warmup", "repeats", "rows", "summary",
@@ -45,7 +45,7 @@ def test_hetero_memory_tiny(tmp_path, monkeypatch):
     assert got == want
     for r in result["rows"]:
         assert ROW_FIELDS <= set(r), ROW_FIELDS - set(r)
-        assert len(r["epoch_times_s"]) == 3 and r["epoch_s"] > 0 and r["saved_mb"] > 0
+        assert len(r["epoch_times_s"]) == 1 and r["epoch_s"] > 0 and r["saved_mb"] > 0
         if r["world_size"] == 2:
             assert r["bytes_sent"] > 0 and r["bytes_recv"] > 0, r
     for s in result["summary"]:
