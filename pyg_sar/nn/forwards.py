@@ -155,3 +155,32 @@ def supergat_attention_loss(self) -> Tensor:
             f"super_gat.py; in eval mode it returns 0 as in PyG), or run the layer on a Tensor "
             f"edge_index")
     return self._sar_base.get_attention_loss(self)
+
+
+# ------------------------------------------------------------------ featureless R-GCN (x=None)
+def featureless_node_ids(forward: Callable, cls_name: str) -> Callable:
+    """``forward`` also taking ``x=None`` over a DistGraph (RGCNConv's featureless input: node ``i`` is the one-hot vector ``i``, so PyG takes
+    ``torch.arange(in_channels)`` as ``x`` and indexes its weight by the source node's id).
+
+    On a rank those ids are the whole graph's ids of its nodes, ``graph.node_ids``
+    (``part.node_ids``; PyG's homogeneous ids on :meth:`pyg_sar.HeteroPartition.to_homogeneous`),
+    which the engine exchanges like any node tensor; passing them is what PyG's ``arange`` does
+    on the whole graph. A graph without ``node_ids``, a bipartite graph, or ``in_channels`` not
+    the graph's node count (PyG would then give a different number of rows) is refused.
+    """
+    @functools.wraps(forward)
+    def wrapped(self, x, edge_index, *args, **kwargs):
+        if x is None and isinstance(edge_index, DistGraph):
+            n = edge_index.num_global_nodes
+            if edge_index.node_ids is None or edge_index.is_bipartite:
+                raise ValueError(
+                    f"pyg_sar: {cls_name}(x=None) (featureless) indexes its weight by node id, "
+                    f"but the DistGraph has no node_ids or is bipartite; pass x = the global "
+                    f"ids of the rank's nodes (int64) or features")
+            if self.in_channels_l != n:
+                raise ValueError(
+                    f"pyg_sar: {cls_name}(x=None) (featureless) needs in_channels = the "
+                    f"graph's number of nodes ({n}), got {self.in_channels_l}")
+            x = edge_index.node_ids.to(self.weight.device)
+        return forward(self, x, edge_index, *args, **kwargs)
+    return wrapped

@@ -204,9 +204,10 @@ VERIFIED: dict[type, Adapter] = {
                           forward=linkx.sparse_linear_forward),
     # Layers that index edge_index in forward: a DistGraph runs exactly the edge_index
     # operations that are exact on a partition (graph[:, mask], graph[1]; pyg_sar.graph).
-    _C.RGCNConv: Adapter("masked_edge_index", linear_weight="", forward=forwards.pyg_forward(
-        _C.RGCNConv, masked_edge_index=forwards.dist_masked_edge_index(
-            pyg_conv.rgcn_conv.masked_edge_index))),
+    _C.RGCNConv: Adapter("masked_edge_index", linear_weight="", forward=(
+        forwards.featureless_node_ids(forwards.pyg_forward(
+            _C.RGCNConv, masked_edge_index=forwards.dist_masked_edge_index(
+                pyg_conv.rgcn_conv.masked_edge_index)), "RGCNConv"))),
     _C.FiLMConv: Adapter("masked_edge_index"),
     _C.MFConv: Adapter("degree(edge_index[1])", linear_weight="", forward=forwards.pyg_forward(
         _C.MFConv, Tensor=forwards.TENSOR_OR_DIST_GRAPH)),

@@ -140,3 +140,23 @@ def test_hetero_conv_edge_type_missing_from_the_partition_is_named(part):
     model = pyg_sar.convert(HeteroConv(convs).double(), pyg_sar.SARConfig(check_loss=False))
     with pytest.raises(ValueError, match=r"\('venue', 'publishes', 'paper'\)"):
         model(part.x_dict, part.edge_index_dict)
+
+
+def test_featureless_rgcn_needs_in_channels_the_node_count(part):
+    """RGCNConv(x=None) over the typed view takes the graph's node ids as PyG takes
+    arange(in_channels) (exact above: rgcn/featureless/*); a wrong in_channels or a bipartite
+    graph (one edge type's) is refused."""
+    from torch_geometric.nn import RGCNConv
+    graph, _, edge_type = part.to_homogeneous()
+    n = sum(tv.NUM.values())
+    conv = pyg_sar.convert(RGCNConv(n, 3, tv.R).double())
+    assert conv(None, graph, edge_type).shape == (n, 3)
+    conv = pyg_sar.convert(RGCNConv(n - 1, 3, tv.R).double())
+    with pytest.raises(ValueError, match=rf"in_channels = the graph's number of nodes \({n}\), "
+                                         rf"got {n - 1}"):
+        conv(None, graph, edge_type)
+    et = ("author", "writes", "paper")
+    bipartite = part.edge_index_dict[et]
+    conv = pyg_sar.convert(RGCNConv(tv.NUM["author"], 3, 1).double())
+    with pytest.raises(ValueError, match=r"RGCNConv\(x=None\) .* is bipartite"):
+        conv(None, bipartite, torch.zeros(bipartite.num_edges, dtype=torch.long))

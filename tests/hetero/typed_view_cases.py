@@ -68,6 +68,18 @@ class Typed(torch.nn.Module):
         return self.conv(x, edge_index, edge_type)
 
 
+class Featureless(torch.nn.Module):
+    """RGCNConv without node features (``x=None``: node ``i`` is one-hot ``i``, in_channels =
+    the number of nodes), as R-GCN on featureless node types is run in PyG."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__()
+        self.conv = RGCNConv(sum(NUM.values()), 5, NUM_RELATIONS, **kwargs)
+
+    def forward(self, x, edge_index, node_type, edge_type, edge_attr):
+        return self.conv(None, edge_index, edge_type)
+
+
 class RGCN(torch.nn.Module):
     """Two RGCNConv layers (bases, then blocks) with a ReLU between them."""
 
@@ -117,6 +129,8 @@ MODELS = {
     "heat/no_concat/no_root": lambda: Typed(HEATConv(
         DIM, 6, NUM_TYPES, R, edge_type_emb_dim=2, edge_dim=EDGE_DIM, edge_attr_emb_dim=3,
         heads=3, concat=False, root_weight=False)),
+    "rgcn/featureless/mean": Featureless,
+    "rgcn/featureless/bases/add": lambda: Featureless(num_bases=2, aggr="add"),
     "rgcn_2_layers": RGCN,
 }
 
@@ -157,7 +171,10 @@ def one_case(part, homo, oracle, mode: str) -> dict:
     errs = {"out": _rel(out.detach(), out_ref[nid])}
     (out * weight[nid]).sum().backward()
     pyg_sar.all_reduce_gradients(dist)
-    errs["x_grad"] = _rel(x.grad, x_grad[nid])
+    if x_grad is None:  # the input is not used (featureless)
+        errs["x_grad"] = 0.0 if x.grad is None else 1.0
+    else:
+        errs["x_grad"] = _rel(x.grad, x_grad[nid])
     scale = max(float(g.abs().max()) for g in grads.values() if g is not None)
     for pname, p in dist.named_parameters():
         g = grads[pname]
