@@ -159,8 +159,9 @@ def supergat_attention_loss(self) -> Tensor:
 
 # ------------------------------------------------------------------ featureless R-GCN (x=None)
 def featureless_node_ids(forward: Callable, cls_name: str) -> Callable:
-    """``forward`` also taking ``x=None`` over a DistGraph (RGCNConv's featureless input: node ``i`` is the one-hot vector ``i``, so PyG takes
-    ``torch.arange(in_channels)`` as ``x`` and indexes its weight by the source node's id).
+    """``forward`` also taking ``x=None`` over a DistGraph (RGCNConv's featureless input: node
+    ``i`` is the one-hot vector ``i``, so PyG takes ``torch.arange(in_channels)`` as ``x`` and
+    indexes its weight by the source node's id).
 
     On a rank those ids are the whole graph's ids of its nodes, ``graph.node_ids``
     (``part.node_ids``; PyG's homogeneous ids on :meth:`pyg_sar.HeteroPartition.to_homogeneous`),
