@@ -45,6 +45,7 @@ from torch_geometric.nn import (
     RGATConv,
     RGCNConv,
     SAGEConv,
+    models,
     to_hetero,
     to_hetero_with_bases,
 )
@@ -310,7 +311,13 @@ _TO_HETERO = {
                                                                        aggr="max")),
     "GIN": lambda: TwoConvs(GINConv(_mlp(HIDDEN, HIDDEN), train_eps=True),
                             GINConv(_mlp(HIDDEN, OUT))),
+    # PyG's own models (torch_geometric.nn.models, BasicGNN) as users pass them to to_hetero
+    "models.GraphSAGE": lambda: models.GraphSAGE((-1, -1), HIDDEN, 2, OUT, jk="cat"),
+    "models.GAT": lambda: models.GAT((-1, -1), HIDDEN, 2, OUT, heads=2, v2=True,
+                                     add_self_loops=False),
 }
+_TO_HETERO_OPTIONS = {"models.GraphSAGE": "torch_geometric.nn.models.GraphSAGE, 2 layers, jk=cat",
+                      "models.GAT": "torch_geometric.nn.models.GAT, v2, heads=2, 2 layers"}
 _TYPED = {
     "RGCNConv": (RGCNConv, lambda n: RGCNConv(HIDDEN, OUT, n), "edge_type", "mean"),
     "RGCNConv[bases]": (RGCNConv, lambda n: RGCNConv(HIDDEN, OUT, n, num_bases=2, aggr="add"),
@@ -348,11 +355,13 @@ def _hetero_recipes() -> list[HeteroRecipe]:
                            f"SAGEConv(max)"))
     # Every aggr across edge types with GraphSAGE; the other layers with one aggr each (the
     # combination across edge types is to_hetero's, the same for every layer).
-    for homo, aggr in (("GraphSAGE", "sum"), ("GraphSAGE", "mean"), ("GraphSAGE", "max"),
-                       ("GAT", "max"), ("GraphConv", "mean"), ("GIN", "sum")):
+    for homo, aggr in (("GraphSAGE", "sum"), ("GraphSAGE", "mean"), ("models.GraphSAGE", "max"),
+                       ("GAT", "max"), ("models.GAT", "sum"), ("GraphConv", "mean"),
+                       ("GIN", "sum")):
+        what = _TO_HETERO_OPTIONS.get(homo, f"{homo}-like (two layers)")
         out.append(_recipe(f"to_hetero[{homo},{aggr}]", to_hetero,
                            lambda md, mk=_TO_HETERO[homo], a=aggr: to_hetero(mk(), md, aggr=a),
-                           _dicts, f"{homo}-like (two layers), aggr={aggr}"))
+                           _dicts, f"{what}, aggr={aggr}"))
     out.append(_recipe("to_hetero[GraphSAGE+BatchNorm,sum]", to_hetero,
                        lambda md: to_hetero(TwoConvs(SAGEConv((-1, -1), HIDDEN),
                                                      SAGEConv((-1, -1), OUT),
