@@ -265,3 +265,13 @@ def write_results(results: dict, path: str | Path) -> Path:
     tmp.write_text(json.dumps(results, indent=1, allow_nan=True) + "\n", encoding="utf-8")
     os.replace(tmp, path)
     return path
+
+
+def recorded(results: dict, work: Path, env_var: str) -> dict[str, Any]:
+    """A zoo test's record of its run: ``results`` written as JSON to ``$env_var`` (default
+    ``work/results.json``), with the path and the recipes by name."""
+    path = Path(os.environ.get(env_var) or work / "results.json")
+    write_results(results, path)
+    return {"results": results, "path": path,
+            "by_name": {rec["name"]: rec for rec in results["recipes"]}}
+

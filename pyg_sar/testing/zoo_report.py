@@ -115,6 +115,26 @@ def replace_section(text: str, table: str, markers: tuple[str, str] = (BEGIN, EN
     return f"{text[:begin + len(markers[0])]}\n{table}\n{text[end:]}"
 
 
+def docs_mismatch(results: dict, results_path: Path, hetero: bool = False,
+                  page: Path = SUPPORTED_PAGE) -> Optional[str]:
+    """Why ``page``'s zoo table (the heterogeneous one with ``hetero``) is not the one generated
+    from ``results`` (saved at ``results_path``), with the command that regenerates it; ``None``
+    when it is."""
+    markers = (HETERO_BEGIN, HETERO_END) if hetero else (BEGIN, END)
+    table = hetero_table(results) if hetero else supported_table(results)
+    flag = "--hetero-results" if hetero else "--results"
+    regenerate = f"python -m pyg_sar.testing.zoo_report {flag} {results_path} --write-docs"
+    what = "heterogeneous zoo table" if hetero else "zoo table"
+    section = marked_section(page.read_text(encoding="utf-8"), markers)
+    if section is None:
+        return (f"{page.name} has no '{markers[0]}' ... '{markers[1]}' markers around its "
+                f"{what}; add them, then run: {regenerate}")
+    if section != table:
+        return (f"{page.name}'s {what} differs from the table generated from this run's "
+                f"results; run: {regenerate}")
+    return None
+
+
 def status_markdown(results: dict, command: str = "") -> str:
     """Every cell of every recipe, for prioritising work (not for the docs)."""
     recipes = results["recipes"]

@@ -8,34 +8,20 @@ docs/supported_layers.md must be the one generated from them.
 """
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
-from pyg_sar.testing.zoo import EXACT, REFUSED, run_zoo, write_results
+from pyg_sar.testing.zoo import EXACT, REFUSED, recorded, run_zoo
 from pyg_sar.testing.zoo_models import MODEL_RECIPES, unclassified_models
 from pyg_sar.testing.zoo_recipes import CONV_RECIPES, unclassified_classes
-from pyg_sar.testing.zoo_report import (
-    BEGIN,
-    END,
-    SUPPORTED_PAGE,
-    marked_section,
-    supported_table,
-)
+from pyg_sar.testing.zoo_report import docs_mismatch
 
-ROOT = Path(__file__).resolve().parents[2]
 RECIPES = CONV_RECIPES + MODEL_RECIPES
 
 
 @pytest.fixture(scope="module")
 def zoo(tmp_path_factory):
     work = tmp_path_factory.mktemp("zoo")
-    results = run_zoo(work)
-    path = Path(os.environ.get("PYG_SAR_ZOO_RESULTS") or work / "results.json")
-    write_results(results, path)
-    return {"results": results, "path": path,
-            "by_name": {rec["name"]: rec for rec in results["recipes"]}}
+    return recorded(run_zoo(work), work, "PYG_SAR_ZOO_RESULTS")
 
 
 def test_every_conv_class_has_a_recipe():
@@ -59,13 +45,5 @@ def test_exact_or_refused(zoo, name):
 
 
 def test_docs_table_is_generated_from_these_results(zoo):
-    page = SUPPORTED_PAGE.relative_to(ROOT)
-    section = marked_section(SUPPORTED_PAGE.read_text(encoding="utf-8"))
-    regenerate = (f"python -m pyg_sar.testing.zoo_report --results {zoo['path']} "
-                  f"--write-docs")
-    assert section is not None, (
-        f"{page} has no '{BEGIN}' ... '{END}' markers around its supported-layers table; "
-        f"add them, then run: {regenerate}")
-    assert section == supported_table(zoo["results"]), (
-        f"{page}'s zoo table differs from the table generated from this run's results; "
-        f"run: {regenerate}")
+    problem = docs_mismatch(zoo["results"], zoo["path"])
+    assert problem is None, problem

@@ -11,12 +11,9 @@ must be the one generated from them.
 """
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
-from pyg_sar.testing.zoo import EXACT, REFUSED, write_results
+from pyg_sar.testing.zoo import EXACT, REFUSED, recorded
 from pyg_sar.testing.zoo_hetero import run_hetero_zoo
 from pyg_sar.testing.zoo_hetero_recipes import (
     HETERO_RECIPES,
@@ -25,25 +22,13 @@ from pyg_sar.testing.zoo_hetero_recipes import (
     unclassified_hetero_names,
 )
 from pyg_sar.testing.zoo_recipes import CONV_RECIPES
-from pyg_sar.testing.zoo_report import (
-    HETERO_BEGIN,
-    HETERO_END,
-    SUPPORTED_PAGE,
-    hetero_table,
-    marked_section,
-)
-
-ROOT = Path(__file__).resolve().parents[2]
+from pyg_sar.testing.zoo_report import docs_mismatch
 
 
 @pytest.fixture(scope="module")
 def zoo(tmp_path_factory):
     work = tmp_path_factory.mktemp("zoo_hetero")
-    results = run_hetero_zoo(work)
-    path = Path(os.environ.get("PYG_SAR_ZOO_HETERO_RESULTS") or work / "results.json")
-    write_results(results, path)
-    return {"results": results, "path": path,
-            "by_name": {rec["name"]: rec for rec in results["recipes"]}}
+    return recorded(run_hetero_zoo(work), work, "PYG_SAR_ZOO_HETERO_RESULTS")
 
 
 def test_every_hetero_class_has_a_recipe():
@@ -93,14 +78,5 @@ def test_every_cell_compared_outputs_and_gradients(zoo):
 
 
 def test_docs_table_is_generated_from_these_results(zoo):
-    page = SUPPORTED_PAGE.relative_to(ROOT)
-    section = marked_section(SUPPORTED_PAGE.read_text(encoding="utf-8"),
-                             (HETERO_BEGIN, HETERO_END))
-    regenerate = (f"python -m pyg_sar.testing.zoo_report --hetero-results {zoo['path']} "
-                  f"--write-docs")
-    assert section is not None, (
-        f"{page} has no '{HETERO_BEGIN}' ... '{HETERO_END}' markers around its heterogeneous "
-        f"table; add them, then run: {regenerate}")
-    assert section == hetero_table(zoo["results"]), (
-        f"{page}'s heterogeneous zoo table differs from the table generated from this run's "
-        f"results; run: {regenerate}")
+    problem = docs_mismatch(zoo["results"], zoo["path"], hetero=True)
+    assert problem is None, problem
