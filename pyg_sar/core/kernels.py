@@ -11,6 +11,7 @@ backward sums read a low-precision ``grad_out`` in float32 the same way.
 """
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 import torch
@@ -58,7 +59,8 @@ def native_accepts(dtype: torch.dtype, device: torch.device) -> bool:
 
 
 def _flat(x: Tensor) -> Tensor:
-    return x.reshape(x.shape[0], -1).contiguous()
+    """``x`` as ``[rows, features]`` (also with no rows: a rank holding no node of a type)."""
+    return x.reshape(x.shape[0], math.prod(x.shape[1:])).contiguous()
 
 
 def block_sum(rowptr: Tensor, col: Tensor, x_src: Tensor, weight: Optional[Tensor]) -> Tensor:
@@ -138,8 +140,7 @@ def block_sum_transpose(grad_out: Tensor, rowptr: Tensor, col: Tensor,
 
 def edge_weight_grad(grad_out: Tensor, row: Tensor, col: Tensor, x_src: Tensor) -> Tensor:
     """Gradient of :func:`block_sum` with respect to the edge weights: ``<g[row_e], x[col_e]>``."""
-    g = grad_out.reshape(grad_out.shape[0], -1)
-    x = x_src.reshape(x_src.shape[0], -1)
+    g, x = _flat(grad_out), _flat(x_src)
     out = torch.empty(col.numel(), dtype=grad_out.dtype, device=grad_out.device)
     chunk = 1 << 16  # bound the transient E x F product
     for s in range(0, col.numel(), chunk):

@@ -5,7 +5,8 @@ halo, float64: every node type's output, every input and parameter gradient with
 One launch per P runs every case (``hetero_cases.both``): every model in every mode on a
 hand-built partition (random node order per type, contiguous ranges: the engine alone), and
 every model once (the modes in turn) on the partition written by
-``pyg_sar.partition_graph(HeteroData)`` and read by ``pyg_sar.load_partition``.
+``pyg_sar.partition_graph(HeteroData)`` and read by ``pyg_sar.load_partition``, and a few
+models on a graph with a node type of 2 nodes (one rank of 3 holds none of it).
 """
 from __future__ import annotations
 
@@ -35,6 +36,12 @@ CASES += [[name, MODES[i % len(MODES)]] for i, name in enumerate(
 # On the partitioner's partitions every model once, the modes in turn (the engine's modes are
 # covered in full on the hand-built partitions; this checks what the partitioner writes).
 PARTITION_CASES = [[name, MODES[i % len(MODES)]] for i, name in enumerate(NAMES)]
+# A node type of 2 nodes: at P = 3 one rank holds none of it (empty blocks, zero-row
+# sources and destinations, batch norm statistics without local rows).
+SMALL_CASES = [["to_hetero/sage_bn/sum", "sar"], ["to_hetero/sage_max/sum", "sa"],
+               ["to_hetero/gat/mean", "sa"], ["to_hetero/gin/sum", "sar"],
+               ["to_hetero/graphconv/sum", "halo"], ["to_hetero/gine_gat_edge/max", "halo"],
+               ["heteroconv/max", "halo"], ["heteroconv/none", "sar"], ["heterolinear", "sa"]]
 WORLD_SIZES = (1, 3)
 
 
@@ -50,7 +57,8 @@ def results(tmp_path_factory):
         pyg_sar.partition_graph(hc.make_hetero(), p, root / f"p{p}", method="metis")
         out[p] = run_on_ranks(f"{HERE / 'hetero_cases.py'}:both", p, timeout=300,
                               kwargs=dict(cases=CASES, parts=str(root / f"p{p}"),
-                                          partition_cases=PARTITION_CASES))
+                                          partition_cases=PARTITION_CASES,
+                                          small_cases=SMALL_CASES))
     return out
 
 
@@ -82,6 +90,17 @@ def test_hand_partition_matches_pyg(hand_results, world_size, case):
 @pytest.mark.parametrize("case", PARTITION_CASES, ids=lambda c: "/".join(c))
 def test_partition_matches_pyg(partition_results, world_size, case):
     _check(partition_results, world_size, "/".join(case))
+
+
+@pytest.fixture(scope="module")
+def small_type_results(results):
+    return {p: [r["small_type"] for r in res] for p, res in results.items()}
+
+
+@pytest.mark.parametrize("world_size", WORLD_SIZES)
+@pytest.mark.parametrize("case", SMALL_CASES, ids=lambda c: "/".join(c))
+def test_rank_without_nodes_of_a_type_matches_pyg(small_type_results, world_size, case):
+    _check(small_type_results, world_size, "/".join(case))
 
 
 @pytest.mark.parametrize("world_size", WORLD_SIZES)
