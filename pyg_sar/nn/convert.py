@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Optional
 
 import torch
+from torch_geometric.nn import HeteroBatchNorm
 from torch_geometric.nn import norm as pyg_norm
 from torch_geometric.nn.conv import MessagePassing
 
@@ -14,7 +15,7 @@ from pyg_sar.nn import registry
 from pyg_sar.nn.converted import LayerState, SARAttentionLayer, SARLayer, converted_class
 from pyg_sar.nn.hetero import check_hetero_call
 from pyg_sar.nn.layers import UnsupportedLayerError, inspect_layer
-from pyg_sar.nn.norm import DistributedBatchNorm
+from pyg_sar.nn.norm import DistributedBatchNorm, DistributedHeteroBatchNorm
 
 # Norms whose statistics span the whole graph and have no distributed version yet.
 _GRAPH_NORMS = tuple(getattr(pyg_norm, n) for n in (
@@ -109,7 +110,7 @@ def _bind_norms_to_graph(model: torch.nn.Module, args: tuple, kwargs: dict) -> N
     if context is None:
         return
     for module in model.modules():
-        if isinstance(module, DistributedBatchNorm):
+        if isinstance(module, (DistributedBatchNorm, DistributedHeteroBatchNorm)):
             module.bind(context)
 
 
@@ -129,5 +130,7 @@ def _replace_batch_norms(module: torch.nn.Module) -> None:
         if isinstance(child, torch.nn.BatchNorm1d) and not isinstance(child,
                                                                       DistributedBatchNorm):
             setattr(module, child_name, DistributedBatchNorm.from_batch_norm(child))
+        elif isinstance(child, HeteroBatchNorm):
+            DistributedHeteroBatchNorm.convert_in_place(child)
         else:
             _replace_batch_norms(child)

@@ -13,6 +13,7 @@ from typing import Optional
 
 import torch
 from torch import Tensor
+from torch_geometric.nn import HeteroBatchNorm
 
 from pyg_sar.core.collectives import sum_over_ranks
 from pyg_sar.core.precision import accumulate_dtype, is_low_precision
@@ -187,3 +188,66 @@ class DistributedBatchNorm(torch.nn.BatchNorm1d):
             momentum = 1.0 / float(self.num_batches_tracked)
         self.running_mean.mul_(1 - momentum).add_(mean, alpha=momentum)
         self.running_var.mul_(1 - momentum).add_(unbiased_var, alpha=momentum)
+
+
+class DistributedHeteroBatchNorm(HeteroBatchNorm):
+    r""":class:`torch_geometric.nn.HeteroBatchNorm` whose statistics per type are over the
+    entries of that type on all ranks.
+
+    PyG computes each type's mean and (biased) variance without gradient and updates the
+    running statistics of the types present; here the sums of ``x`` and ``x * x`` and the
+    counts per type are added over ranks (one collective), "present" means present on some
+    rank, and the normalisation itself is PyG's, so backward is local. :func:`pyg_sar.convert`
+    gives a model's ``HeteroBatchNorm`` modules this class (sharing their parameters and
+    buffers) and binds them to the graph's ranks as it does :class:`DistributedBatchNorm`;
+    unbound or with one process it is PyG's.
+    """
+
+    bind = DistributedBatchNorm.bind
+    _comm = DistributedBatchNorm._comm
+
+    def __getstate__(self) -> dict:
+        state = super().__getstate__()
+        for key in [k for k in state if k.startswith("_sar_")]:  # live communicators
+            del state[key]
+        return state
+
+    @classmethod
+    def convert_in_place(cls, module: HeteroBatchNorm) -> DistributedHeteroBatchNorm:
+        """Give ``module`` this class (its parameters and buffers are kept); returns it."""
+        module.__class__ = cls
+        return module
+
+    def forward(self, x: Tensor, type_vec: Tensor) -> Tensor:
+        comm = self._comm()
+        if comm is None or (not self.training and self.track_running_stats):
+            return super().forward(x, type_vec)
+        with torch.no_grad():
+            wide = accumulate_dtype(x.dtype)
+            xw = x.detach().to(wide)
+            sums = xw.new_zeros(self.num_types, 2 * self.in_channels + 1)
+            sums[:, :self.in_channels].index_add_(0, type_vec, xw)
+            sums[:, self.in_channels:-1].index_add_(0, type_vec, xw * xw)
+            sums[:, -1].index_add_(0, type_vec, xw.new_ones(type_vec.numel()))
+            total = sum_over_ranks(sums, comm)
+            count = total[:, -1:].clamp(min=1)  # as PyG's scatter mean: an absent type is 0
+            mean = total[:, :self.in_channels] / count
+            var = total[:, self.in_channels:-1] / count - mean * mean
+            present = total[:, -1] > 0
+            mean, var = mean.to(x.dtype), var.to(x.dtype)
+        if self.training and self.track_running_stats:
+            if self.momentum is None:
+                self.num_batches_tracked.add_(1)
+                factor = 1.0 / float(self.num_batches_tracked)
+            else:
+                factor = self.momentum
+            with torch.no_grad():
+                index = present.nonzero().view(-1)
+                self.running_mean[index] = ((1.0 - factor) * self.running_mean[index]
+                                            + factor * mean[index])
+                self.running_var[index] = ((1.0 - factor) * self.running_var[index]
+                                           + factor * var[index])
+        out = (x - mean[type_vec]) / var.clamp(self.eps).sqrt()[type_vec]
+        if self.affine:
+            out = out * self.weight[type_vec] + self.bias[type_vec]
+        return out

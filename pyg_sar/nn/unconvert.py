@@ -8,7 +8,7 @@ from torch.utils.hooks import RemovableHandle
 
 from pyg_sar.nn.converted import SARLayer
 from pyg_sar.nn.forwards import AttentionNotKept
-from pyg_sar.nn.norm import DistributedBatchNorm
+from pyg_sar.nn.norm import DistributedBatchNorm, DistributedHeteroBatchNorm
 
 # torch.nn.Module's hook tables; the ``*_with_kwargs`` / ``always_called`` tables are keyed by
 # the same handle ids as the forward hook tables.
@@ -48,6 +48,8 @@ def unconvert(model: torch.nn.Module) -> torch.nn.Module:
             module.__class__ = type(module)._sar_base
         elif isinstance(module, DistributedBatchNorm):
             module.__class__ = torch.nn.BatchNorm1d
+        elif isinstance(module, DistributedHeteroBatchNorm):
+            module.__class__ = DistributedHeteroBatchNorm.__bases__[0]
         for name in [k for k in vars(module) if k.startswith("_sar_")]:
             delattr(module, name)
         for name, value in list(vars(module).items()):

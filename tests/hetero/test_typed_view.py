@@ -78,6 +78,18 @@ def test_the_view_is_pygs(results, world_size, method):
         assert sum(f["local_nodes"][t] for f in facts) == n
 
 
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("world_size", WORLD_SIZES)
+def test_hetero_batch_norm_uses_every_ranks_nodes(results, world_size, method):
+    """HeteroBatchNorm between two RGCNConv: training outputs over two SGD steps, running
+    statistics per node type and the evaluation output equal PyG's on the whole graph."""
+    got = results[world_size]
+    for rank in range(world_size):
+        r = got[rank][f"{method}|hetero_batch_norm"]
+        assert "error" not in r, f"rank {rank}: {r['error']}"
+        assert r["max"] <= TOL, f"rank {rank}: {r['errors']}"
+
+
 def test_a_rank_holds_no_venue(results):
     """The 2 "venue" nodes over 3 ranks: some rank holds none, so the cases above include a
     rank without nodes of a type."""

@@ -17,7 +17,7 @@ import traceback
 
 import torch
 from torch_geometric.data import HeteroData
-from torch_geometric.nn import FiLMConv, HEATConv, RGATConv, RGCNConv
+from torch_geometric.nn import FiLMConv, HEATConv, HeteroBatchNorm, RGATConv, RGCNConv
 
 import pyg_sar
 
@@ -188,6 +188,57 @@ def one_case(part, homo, oracle, mode: str) -> dict:
     return {"max": max(errs.values()), "errors": errs}
 
 
+class BatchNormModel(torch.nn.Module):
+    """RGCNConv -> HeteroBatchNorm over the node types -> RGCNConv."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = RGCNConv(DIM, 6, R)
+        self.bn = HeteroBatchNorm(6, NUM_TYPES, momentum=0.3)
+        self.conv2 = RGCNConv(6, 3, R)
+
+    def forward(self, x, edge_index, node_type, edge_type):
+        h = self.bn(self.conv1(x, edge_index, edge_type), node_type).relu()
+        return self.conv2(h, edge_index, edge_type)
+
+
+def hetero_batch_norm_case(part, homo) -> dict:
+    """Two SGD steps in training mode, then an evaluation forward: HeteroBatchNorm's
+    statistics per node type over all ranks (a rank may hold no node of a type), its running
+    statistics and the evaluation output equal PyG's on the whole graph."""
+    torch.manual_seed(7)
+    ref = BatchNormModel().double()
+    dist = pyg_sar.convert(copy.deepcopy(ref), pyg_sar.SARConfig(check_loss=False))
+    graph, node_type, edge_type = part.to_homogeneous()
+    nid = graph.node_ids
+    weight = torch.randn(homo.num_nodes, 3, dtype=torch.float64,
+                         generator=torch.Generator().manual_seed(3))
+    opt_ref = torch.optim.SGD(ref.parameters(), lr=0.1)
+    opt_dist = torch.optim.SGD(dist.parameters(), lr=0.1)
+    errs = {}
+    for step in range(2):
+        opt_ref.zero_grad()
+        out_ref = ref(homo.x, homo.edge_index, homo.node_type, homo.edge_type)
+        (out_ref * weight).sum().backward()
+        opt_ref.step()
+        opt_dist.zero_grad()
+        out = dist(homo.x[nid], graph, node_type, edge_type)
+        (out * weight[nid]).sum().backward()
+        pyg_sar.all_reduce_gradients(dist)
+        opt_dist.step()
+        errs[f"train_out{step}"] = _rel(out.detach(), out_ref.detach()[nid])
+    errs["running_mean"] = _rel(dist.bn.running_mean, ref.bn.running_mean)
+    errs["running_var"] = _rel(dist.bn.running_var, ref.bn.running_var)
+    ref.eval()
+    dist.eval()
+    with torch.no_grad():
+        errs["eval_out"] = _rel(dist(homo.x[nid], graph, node_type, edge_type),
+                                ref(homo.x, homo.edge_index, homo.node_type,
+                                    homo.edge_type)[nid])
+    errs["distributed"] = 0.0 if type(dist.bn).__name__ == "DistributedHeteroBatchNorm" else 1.0
+    return {"max": max(errs.values()), "errors": errs}
+
+
 def _view_facts(part, homo) -> dict:
     """What the test checks of the view itself: node types, edge types and edge attributes
     agree with PyG's for the rank's nodes and stored edges."""
@@ -212,6 +263,11 @@ def suite(ctx, cases: list, parts: dict, seed: int = 0) -> dict:
             results[f"{name}|view"] = _view_facts(part, homo)
         except Exception as err:  # noqa: BLE001 - reported, asserted by pytest
             results[f"{name}|view"] = {"error": f"{type(err).__name__}: {err}"}
+        try:
+            results[f"{name}|hetero_batch_norm"] = hetero_batch_norm_case(part, homo)
+        except Exception as err:  # noqa: BLE001 - reported, asserted by pytest
+            results[f"{name}|hetero_batch_norm"] = {
+                "error": f"{type(err).__name__}: {err}\n{traceback.format_exc()}"}
     oracles: dict = {}
     for model, mode in cases:
         for name, part in loaded.items():
