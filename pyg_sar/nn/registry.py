@@ -281,7 +281,10 @@ PASSTHROUGH_MODULES = frozenset({
     "torch_geometric.nn.models.basic_gnn.GIN", "torch_geometric.nn.models.basic_gnn.GAT",
     "torch_geometric.nn.models.basic_gnn.PNA", "torch_geometric.nn.models.basic_gnn.EdgeCNN",
     "torch_geometric.nn.models.mlp.MLP", "torch_geometric.nn.models.jumping_knowledge."
-    "JumpingKnowledge", "torch_geometric.nn.models.deepgcn.DeepGCNLayer",
+    "JumpingKnowledge",
+    # JumpingKnowledge per node type over dicts of node features (never sees a graph).
+    "torch_geometric.nn.models.jumping_knowledge.HeteroJumpingKnowledge",
+    "torch_geometric.nn.models.deepgcn.DeepGCNLayer",
     "torch_geometric.nn.dense.linear.Linear", "torch_geometric.nn.dense.linear.HeteroLinear",
     "torch_geometric.nn.dense.linear.HeteroDictLinear",
     # Heterogeneous models: HeteroConv hands each edge type's DistGraph (bipartite between two

@@ -212,7 +212,7 @@ MODEL_RECIPES: tuple[Recipe, ...] = tuple(_model_recipes())
 # Exported names that are no node-level model of one whole graph, with the reason.
 NOT_IN_ZOO = {
     "JumpingKnowledge": "a component: covered through the jk option of the BasicGNN models",
-    "HeteroJumpingKnowledge": "a component for heterogeneous graphs (dicts of node types)",
+    "HeteroJumpingKnowledge": "a component for heterogeneous graphs: in the heterogeneous zoo",
     "MetaLayer": "a container of user functions that index edge_index directly",
     "Node2Vec": "random-walk embedding, trained on sampled walks",
     "MetaPath2Vec": "random-walk embedding of heterogeneous graphs",
