@@ -25,11 +25,20 @@ SUMMARY_FIELDS = {"workload", "world_size", "model", "mode", "peak_growth_mb", "
                   "epoch_s", "bytes_sent_mb", "bytes_recv_mb"}
 
 
-@pytest.mark.skipif(not has_mpi(), reason="needs mpiexec (mpich/Open MPI) and mpi4py")
-def test_hetero_memory_tiny(tmp_path, monkeypatch):
-    out = tmp_path / "hetero_memory.json"
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """One tiny run at P = 1 and 2: (result, its JSON file)."""
+    if not has_mpi():
+        pytest.skip("needs mpiexec (mpich/Open MPI) and mpi4py")
+    work = tmp_path_factory.mktemp("hetero_memory")
+    out = work / "hetero_memory.json"
     result = hetero_memory.measure(300, [1, 2], ["rgcn", "hgt"], ["sar", "halo", "pyg"],
-                                   warmup=1, repeats=1, work=tmp_path, out=out, timeout=600)
+                                   warmup=1, repeats=1, work=work, out=out, timeout=600)
+    return result, out
+
+
+def test_hetero_memory_tiny(tiny):
+    result, out = tiny
     assert json.loads(out.read_text()) == json.loads(json.dumps(result))
     assert result["failures"] == []
     assert {"machine", "graph", "models", "warmup", "repeats", "rows", "summary",
@@ -55,6 +64,11 @@ def test_hetero_memory_tiny(tmp_path, monkeypatch):
         assert by[(2, model, "sar")]["saved_mb"] <= by[(2, model, "halo")]["saved_mb"], model
         assert by[(2, model, "sar")]["saved_mb"] < by[(1, model, "sar")]["saved_mb"], model
     assert hetero_memory.table(result).count("\n") == len(result["summary"]) + 1
+
+
+def test_hetero_memory_plots(tiny, tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib", reason="the plots need matplotlib (not a dependency)")
+    result, _ = tiny
     # run.plot names its files relative to the folder above its own (here: tmp_path)
     monkeypatch.setattr(hetero_memory.suite_run, "HERE", tmp_path / "benchmarks")
     plots = hetero_memory.suite_run.plot(result, tmp_path / "plots", "hetero_tiny")
