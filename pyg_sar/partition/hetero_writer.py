@@ -14,8 +14,7 @@ import torch
 from torch import Tensor
 
 from pyg_sar.partition import hetero_format as hfmt
-from pyg_sar.partition.assign import METHODS
-from pyg_sar.partition.finite import check_finite, check_policy
+from pyg_sar.partition.finite import check_finite
 from pyg_sar.partition.format import META_FILE, validate_meta
 from pyg_sar.partition.hetero_assign import assign_hetero_parts
 from pyg_sar.partition.hetero_input import HeteroInput, read_hetero
@@ -28,7 +27,7 @@ from pyg_sar.partition.storage import (
     to_storage,
     write_file_atomic,
 )
-from pyg_sar.partition.writer import _key_spec, _num_classes
+from pyg_sar.partition.writer import _key_spec, _num_classes, checked_arguments
 
 
 @dataclass
@@ -72,14 +71,7 @@ def write_hetero_partition(data: Any, num_parts: int, out_dir: str | Path,
     """
     t_start = time.perf_counter()
     out_dir = Path(out_dir)
-    check_policy(on_nonfinite, "partition_graph")
-    if method not in METHODS:
-        raise ValueError(f"unknown partition method {method!r} (expected one of {METHODS})")
-    if not isinstance(num_parts, (int, np.integer)) or isinstance(num_parts, bool):
-        raise ValueError(f"num_parts must be an integer (got {num_parts!r})")
-    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
-        raise ValueError(f"seed must be an integer (got {seed!r})")
-    num_parts, seed = int(num_parts), int(seed)
+    num_parts, seed = checked_arguments(num_parts, method, seed, on_nonfinite)
     inp = read_hetero(data)
     total = sum(inp.num_nodes.values())
     if not 1 <= num_parts <= max(total, 1) or total == 0:

@@ -228,6 +228,20 @@ def _key_spec(value: Tensor) -> dict:
             "shape": list(value.shape)}
 
 
+def checked_arguments(num_parts: Any, method: str, seed: Any, on_nonfinite: str
+                      ) -> tuple[int, int]:
+    """``(num_parts, seed)`` as ints, after checking the arguments every partition writer
+    (homogeneous or heterogeneous) takes; a ValueError names the offending value."""
+    check_policy(on_nonfinite, "partition_graph")
+    if method not in METHODS:
+        raise ValueError(f"unknown partition method {method!r} (expected one of {METHODS})")
+    if not isinstance(num_parts, (int, np.integer)) or isinstance(num_parts, bool):
+        raise ValueError(f"num_parts must be an integer (got {num_parts!r})")
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
+        raise ValueError(f"seed must be an integer (got {seed!r})")
+    return int(num_parts), int(seed)
+
+
 def write_partition(data: Any, num_parts: int, out_dir: str | Path, method: str = "metis",
                     seed: int = 0, overwrite: bool = False,
                     on_nonfinite: str = "warn") -> PartitionReport:
@@ -240,14 +254,7 @@ def write_partition(data: Any, num_parts: int, out_dir: str | Path, method: str 
                                       on_nonfinite)
     t_start = time.perf_counter()
     out_dir = Path(out_dir)
-    check_policy(on_nonfinite, "partition_graph")
-    if method not in METHODS:
-        raise ValueError(f"unknown partition method {method!r} (expected one of {METHODS})")
-    if not isinstance(num_parts, (int, np.integer)) or isinstance(num_parts, bool):
-        raise ValueError(f"num_parts must be an integer (got {num_parts!r})")
-    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
-        raise ValueError(f"seed must be an integer (got {seed!r})")
-    num_parts, seed = int(num_parts), int(seed)
+    num_parts, seed = checked_arguments(num_parts, method, seed, on_nonfinite)
     data, adj_t_meta = _from_adj_t(data)
     num_nodes = data.num_nodes
     if num_nodes is None or num_nodes < 1:
