@@ -36,7 +36,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(1, str(HERE.parent))
 
 import run as suite_run  # noqa: E402 (benchmarks/run.py: RANK_ENV, _summarise, plot)
-from suite import _measure, _saved_bytes  # noqa: E402 (benchmarks/suite.py: the same method)
+from suite import _measure, _saved_bytes, training_step  # noqa: E402 (the suite's method)
 
 import pyg_sar  # noqa: E402
 from pyg_sar.files import atomic_write  # noqa: E402
@@ -173,18 +173,8 @@ def rank_hetero(ctx, parts: str, models: list[str], modes: list[str], warmup: in
                 return pyg_sar.nn.functional.cross_entropy(
                     out if rows_of is None else out[rows_of], y, mask)
 
-            def step(net=net, inputs=inputs, opt=opt, loss_of=loss_of) -> dict:
-                comm.stats.reset()
-                opt.zero_grad()
-                loss_of(net(*inputs)).backward()
-                t = time.perf_counter()
-                pyg_sar.all_reduce_gradients(net)
-                allreduce_s = time.perf_counter() - t
-                opt.step()
-                s = comm.stats
-                return {"bytes_sent": s.bytes_sent, "bytes_recv": s.bytes_recv,
-                        "messages": s.messages, "comm_wait_s": s.wait_s,
-                        "allreduce_s": allreduce_s}
+            step = training_step(net, lambda net=net, inputs=inputs: net(*inputs), loss_of,
+                                 opt, comm)
 
             for _ in range(warmup):
                 step()

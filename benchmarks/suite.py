@@ -53,6 +53,23 @@ def _saved_bytes(forward: Callable[[], torch.Tensor], loss_of) -> int:
     return sum(storages.values())
 
 
+def training_step(net, forward, loss_of, opt, comm):
+    """One training step of ``net`` (``forward()`` its output) with the traffic it caused:
+    the step function both memory benchmarks measure."""
+    def step() -> dict:
+        comm.stats.reset()
+        opt.zero_grad()
+        loss_of(forward()).backward()
+        t = time.perf_counter()
+        pyg_sar.all_reduce_gradients(net)
+        allreduce_s = time.perf_counter() - t
+        opt.step()
+        s = comm.stats
+        return {"bytes_sent": s.bytes_sent, "bytes_recv": s.bytes_recv,
+                "messages": s.messages, "comm_wait_s": s.wait_s, "allreduce_s": allreduce_s}
+    return step
+
+
 def _measure(step: Callable[[], dict], barrier: Callable[[], None], repeats: int) -> dict:
     times, growth, extra = [], [], []
     for _ in range(repeats):
@@ -98,18 +115,8 @@ def rank_suite(ctx, parts: str, models: list[str], modes: list[str], warmup: int
             def loss_of(out):
                 return pyg_sar.nn.functional.cross_entropy(out, y, mask)
 
-            def step(net=net, graph=graph, opt=opt) -> dict:
-                comm.stats.reset()
-                opt.zero_grad()
-                loss_of(net(x, graph)).backward()
-                t = time.perf_counter()
-                pyg_sar.all_reduce_gradients(net)
-                allreduce_s = time.perf_counter() - t
-                opt.step()
-                s = comm.stats
-                return {"bytes_sent": s.bytes_sent, "bytes_recv": s.bytes_recv,
-                        "messages": s.messages, "comm_wait_s": s.wait_s,
-                        "allreduce_s": allreduce_s}
+            step = training_step(net, lambda net=net, graph=graph: net(x, graph), loss_of,
+                                 opt, comm)
 
             for _ in range(warmup):
                 step()
