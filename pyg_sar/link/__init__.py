@@ -1,0 +1,26 @@
+"""Link prediction and recommendation over a partitioned graph.
+
+Node pairs whose ends live on different ranks (:func:`gather`), negatives drawn from the whole
+graph and keyed by ``(seed, epoch)`` so that every number of ranks draws the same ones, and
+global ranking metrics. Global node ids here are the partition's new ids: rank ``r`` owns
+``[node_offsets[r], node_offsets[r + 1])``.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# name -> module; each module is imported on first use.
+_LAZY: dict[str, str] = {
+}
+
+__all__ = list(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pyg_sar.link' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
