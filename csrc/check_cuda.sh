@@ -29,12 +29,40 @@ echo "check_cuda: $("$NVCC" --version | tail -1)"
 # them fails here as it would in the real build.
 TORCH_NVCC_DEFINES=(-D__CUDA_NO_HALF_OPERATORS__ -D__CUDA_NO_HALF_CONVERSIONS__
   -D__CUDA_NO_BFLOAT16_CONVERSIONS__ -D__CUDA_NO_HALF2_OPERATORS__)
+# Files compile in parallel, one job per core (CHECK_CUDA_JOBS overrides): each compile is
+# single-threaded and the whole check is on CI's critical path.
+JOBS="${CHECK_CUDA_JOBS:-$(nproc 2>/dev/null || echo 2)}"
+LOGS="$(mktemp -d)"
+trap 'rm -rf "$LOGS"' EXIT
+FAILED=0
+# run_jobs LABEL CMD... -- FILES...: runs "CMD FILE" for every file, JOBS at a time, prints
+# "check_cuda: LABEL  FILE" for each success and the compiler's output for each failure.
+run_jobs() {
+  local label="$1"; shift
+  local cmd=()
+  while [[ "$1" != "--" ]]; do cmd+=("$1"); shift; done
+  shift
+  local files=("$@") pids=() i=0 j
+  for f in "${files[@]}"; do
+    "${cmd[@]}" "$f" >"$LOGS/$i.log" 2>&1 &
+    pids+=($!)
+    i=$((i + 1))
+    while [[ $(jobs -rp | wc -l) -ge $JOBS ]]; do wait -n || true; done
+  done
+  for j in "${!files[@]}"; do
+    if wait "${pids[$j]}"; then
+      echo "check_cuda: $label  ${files[$j]}"
+    else
+      cat "$LOGS/$j.log"
+      echo "check_cuda: FAILED  ${files[$j]}"
+      FAILED=1
+    fi
+  done
+}
 mapfile -t CU_FILES < <(find csrc -name '*.cu' | sort)
-for f in "${CU_FILES[@]}"; do
-  # shellcheck disable=SC2086
-  "$NVCC" -c -std=c++20 -Icsrc "${TORCH_NVCC_DEFINES[@]}" ${NVCC_FLAGS:-} -o /dev/null "$f"
-  echo "check_cuda: nvcc OK  $f"
-done
+# shellcheck disable=SC2086
+run_jobs "nvcc OK" "$NVCC" -c -std=c++20 -Icsrc "${TORCH_NVCC_DEFINES[@]}" ${NVCC_FLAGS:-} \
+  -o /dev/null -- "${CU_FILES[@]}"
 
 mapfile -t BINDINGS < <(find csrc -name '*_cuda.cpp' | sort)
 CHECKED=0
@@ -44,17 +72,19 @@ if [[ ${#BINDINGS[@]} -gt 0 && -z "$CUDA_ROOT" ]]; then
 elif [[ ${#BINDINGS[@]} -gt 0 && ! -f "$TORCH_INCLUDE/c10/cuda/CUDAGuard.h" ]]; then
   echo "check_cuda: bindings not checked (no torch with c10/cuda headers for '$PYTHON')"
 elif [[ ${#BINDINGS[@]} -gt 0 ]]; then
-  STUB="$(mktemp -d)"
-  trap 'rm -rf "$STUB"' EXIT
+  STUB="$LOGS/stub"
+  mkdir -p "$STUB"
   if [[ ! -f "$TORCH_INCLUDE/c10/cuda/impl/cuda_cmake_macros.h" ]]; then
     mkdir -p "$STUB/c10/cuda/impl"
     echo '#define C10_CUDA_BUILD_SHARED_LIBS' > "$STUB/c10/cuda/impl/cuda_cmake_macros.h"
   fi
-  for f in "${BINDINGS[@]}"; do
-    "${CXX:-c++}" -std=c++20 -fsyntax-only -DWITH_CUDA -Icsrc -I"$TORCH_INCLUDE" \
-      -I"$TORCH_INCLUDE/torch/csrc/api/include" -I"$CUDA_ROOT/include" -I"$STUB" "$f"
-    echo "check_cuda: syntax OK  $f"
-    CHECKED=$((CHECKED + 1))
-  done
+  run_jobs "syntax OK" "${CXX:-c++}" -std=c++20 -fsyntax-only -DWITH_CUDA -Icsrc \
+    -I"$TORCH_INCLUDE" -I"$TORCH_INCLUDE/torch/csrc/api/include" -I"$CUDA_ROOT/include" \
+    -I"$STUB" -- "${BINDINGS[@]}"
+  CHECKED=${#BINDINGS[@]}
+fi
+if [[ $FAILED -ne 0 ]]; then
+  echo "check_cuda: FAILED (see the compiler output above)"
+  exit 1
 fi
 echo "check_cuda: ${#CU_FILES[@]} .cu file(s) compiled, $CHECKED of ${#BINDINGS[@]} binding(s) checked"
