@@ -69,7 +69,21 @@ def _error_lines(text: str) -> list[str]:
     return [line for line in text.splitlines() if "error:" in line]
 
 
-def test_cli_errors_name_the_flag_before_loading(tmp_path):
+def _cli_in_process(args: list[str], cwd: Path, monkeypatch, capsys) -> tuple[int, str, str]:
+    """``main(args)`` run in this process from ``cwd``: (exit code, stdout, stderr). Each
+    subprocess costs seconds of imports; one real process (the first case below) checks that
+    the error reaches a user's terminal the same way."""
+    monkeypatch.chdir(cwd)
+    capsys.readouterr()
+    try:
+        code = main(args)
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_errors_name_the_flag_before_loading(tmp_path, monkeypatch, capsys):
     prog = "python -m pyg_sar.partition"
     full = tmp_path / "full"
     full.mkdir()
@@ -82,25 +96,30 @@ def test_cli_errors_name_the_flag_before_loading(tmp_path):
     assert "overwrite=True" not in proc.stderr and "Traceback" not in proc.stderr
     assert [p.name for p in full.iterdir()] == ["keep.txt"]
 
-    proc = _cli(["--dataset", "coraa", "--num-parts", "2", "--out", "p"], tmp_path)
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    [line] = _error_lines(proc.stderr)
+    code, _, err = _cli_in_process(["--dataset", "coraa", "--num-parts", "2", "--out", "p"],
+                                   tmp_path, monkeypatch, capsys)
+    assert code == 2 and "Traceback" not in err
+    [line] = _error_lines(err)
     assert line.startswith(f"{prog}: error: argument --dataset: unknown dataset 'coraa' (known: ")
     assert all(name in line for name in KNOWN_NAMES), line
 
-    proc = _cli(["--dataset", "ogb:missing-folder", "--num-parts", "2", "--out", "p"], tmp_path)
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    [line] = _error_lines(proc.stderr)
+    code, _, err = _cli_in_process(
+        ["--dataset", "ogb:missing-folder", "--num-parts", "2", "--out", "p"],
+        tmp_path, monkeypatch, capsys)
+    assert code == 2 and "Traceback" not in err
+    [line] = _error_lines(err)
     assert line.startswith(f"{prog}: error: could not load --dataset 'ogb:missing-folder': ")
     assert "missing-folder does not exist" in line, line
 
-    proc = _cli(["--dataset", "cora", "--num-parts", "0", "--out", "p"], tmp_path)
-    assert _error_lines(proc.stderr) == [
+    code, _, err = _cli_in_process(["--dataset", "cora", "--num-parts", "0", "--out", "p"],
+                                   tmp_path, monkeypatch, capsys)
+    assert code == 2 and _error_lines(err) == [
         f"{prog}: error: argument --num-parts: expected an integer >= 1 (got 0)"]
     assert not (tmp_path / "p").exists()
 
-    text = "".join(_cli(["--help"], tmp_path).stdout.split())  # argparse wraps at hyphens
-    assert all(name in text for name in KNOWN_NAMES), text
+    code, out, _ = _cli_in_process(["--help"], tmp_path, monkeypatch, capsys)
+    text = "".join(out.split())  # argparse wraps at hyphens
+    assert code == 0 and all(name in text for name in KNOWN_NAMES), text
 
 
 def test_normalize_features_matches_pyg_examples(tmp_path, monkeypatch, capsys):
