@@ -390,3 +390,20 @@ def accuracy(out: Tensor, target: Tensor, mask: Optional[Tensor] = None, *,
     stats = sum_over_ranks(torch.stack([correct, torch.tensor(
         float(target.numel()), dtype=torch.float64, device=correct.device)]), comm)
     return float(stats[0] / stats[1]) if float(stats[1]) > 0 else float("nan")
+
+
+# Link-prediction losses and ranking metrics live in pyg_sar.link.metrics (which imports this
+# module); re-exported here lazily, on first use, to keep the import order one-way.
+_LINK_METRICS = ("roc_auc", "mrr", "hits_at_k", "bpr_loss", "recall_at_k", "precision_at_k",
+                 "ndcg_at_k")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LINK_METRICS:
+        from pyg_sar.link import metrics
+        return getattr(metrics, name)
+    raise AttributeError(f"module 'pyg_sar.nn.functional' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LINK_METRICS])

@@ -1,0 +1,176 @@
+r"""Top-k recommendation when the items are spread over the ranks.
+
+:func:`topk_items` scores this rank's users against the items of ALL ranks, ``user_emb @
+item_emb_global.T``, without ever holding that matrix: the item blocks travel around a ring
+(rank ``r`` sends the block it holds to rank ``r + 1`` and receives from ``r - 1``, ``P - 1``
+steps, the next block in flight while the current one is scored) and each user keeps a running
+top-k, merged block by block. Ties are broken by the lower global item id, so the result is
+the single-process one for every number of ranks.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Optional, Union
+
+import torch
+from torch import Tensor
+
+from pyg_sar.link.metrics import _agree
+from pyg_sar.nn.functional import _comm
+
+# Score at most this many (user, item) entries at once: bounds the scratch memory.
+_CHUNK_ENTRIES = 1 << 24
+_TAG = 7307
+
+
+def _merge(best: tuple[Tensor, Tensor], scores: Tensor, ids: Tensor, k: int
+           ) -> tuple[Tensor, Tensor]:
+    """The top ``k`` of the running best and the candidates (``scores``, ``ids`` ``[n, c]``),
+    by score descending, then id ascending (two stable sorts)."""
+    s = torch.cat([best[0], scores], dim=1)
+    i = torch.cat([best[1], ids], dim=1)
+    order = i.sort(dim=1, stable=True).indices
+    s, i = s.gather(1, order), i.gather(1, order)
+    order = s.sort(dim=1, descending=True, stable=True).indices[:, :k]
+    return s.gather(1, order), i.gather(1, order)
+
+
+def _score_block(best: tuple[Tensor, Tensor], users: Tensor, block: Tensor, start: int,
+                 k: int, excluded: Optional[tuple[Tensor, Tensor]]) -> tuple[Tensor, Tensor]:
+    """Merge the items ``[start, start + len(block))`` into the running best, a chunk of
+    items at a time."""
+    chunk = max(1, _CHUNK_ENTRIES // max(1, users.shape[0]))
+    for lo in range(0, block.shape[0], chunk):
+        part = block[lo:lo + chunk]
+        scores = users @ part.T
+        first = start + lo
+        if excluded is not None:
+            u, it = excluded
+            here = (it >= first) & (it < first + part.shape[0])
+            scores[u[here], it[here] - first] = float("-inf")
+        # within the chunk the ids ascend, so a stable sort keeps the lower id first in ties
+        top = scores.sort(dim=1, descending=True, stable=True)
+        take = min(k, part.shape[0])
+        ids = (top.indices[:, :take] + first)
+        best = _merge(best, top.values[:, :take], ids, k)
+    return best
+
+
+def _offsets(item_offsets: Optional[Union[Sequence[int], Tensor]], n_items: int, comm
+             ) -> list[int]:
+    p = 1 if comm is None else comm.world_size
+    if item_offsets is None:
+        counts = [n_items] if comm is None else [int(c) for c in comm.allgather_object(n_items)]
+        out = [0]
+        for c in counts:
+            out.append(out[-1] + c)
+        return out
+    return [int(o) for o in (item_offsets.tolist() if isinstance(item_offsets, Tensor)
+                             else item_offsets)][:p + 1]
+
+
+def _exclusions(exclude: Union[Tensor, tuple[Tensor, Tensor]], n_users: int, n_items: int,
+                device: torch.device) -> tuple[Optional[str], tuple[Tensor, Tensor]]:
+    """(problem, (local users, global items)) of the pairs not to recommend."""
+    if isinstance(exclude, Tensor) and (exclude.dim() != 2 or exclude.shape[0] != 2):
+        return (f"topk_items: exclude must be [2, e] pairs or a (users, items) tuple (got "
+                f"shape {tuple(exclude.shape)})", (exclude, exclude))
+    u, it = exclude[0].to(device).long(), exclude[1].to(device).long()
+    if u.dim() != 1 or u.shape != it.shape:
+        return (f"topk_items: exclude (users, items) must be 1-d of the same length (got "
+                f"shapes {tuple(u.shape)} and {tuple(it.shape)})", (u, it))
+    bad_u, bad_i = u[(u < 0) | (u >= n_users)], it[(it < 0) | (it >= n_items)]
+    if bad_u.numel():
+        return (f"topk_items: excluded user index {int(bad_u[0])} is out of range for "
+                f"{n_users} local users", (u, it))
+    if bad_i.numel():
+        return (f"topk_items: excluded item id {int(bad_i[0])} is out of range for "
+                f"{n_items} items", (u, it))
+    return None, (u, it)
+
+
+def topk_items(user_emb: Tensor, item_emb: Tensor, k: int, *,
+               exclude: Optional[Union[Tensor, tuple[Tensor, Tensor]]] = None,
+               item_offsets: Optional[Union[Sequence[int], Tensor]] = None,
+               context: Any = None) -> tuple[Tensor, Tensor]:
+    r"""The ``k`` best items of ALL ranks for each of this rank's users, by dot product.
+
+    Scores are ``user_emb @ item_emb_global.T`` where ``item_emb_global`` stacks the ranks'
+    ``item_emb`` in rank order: rank ``r``'s items have the global ids ``[item_offsets[r],
+    item_offsets[r + 1])``. The item blocks go around a ring (``P - 1`` point-to-point steps,
+    counted in the traffic ledger under ``"topk_items"``); at no time does a rank hold more
+    than ``n_users x min(block, 2**24 / n_users)`` scores, and never the full
+    ``n_users x N_items`` matrix.
+
+    Ties are broken by the lower global item id, so the lists equal the single-process ones
+    for every number of ranks. Excluded pairs score ``-inf`` (as PyG's
+    ``LightGCN.recommend(..., exclude_links)``) and so come last; when there are fewer than
+    ``k`` items in all, the lists are padded with id ``-1`` and score ``-inf``.
+
+    Args:
+        user_emb: ``[n_users, d]`` embeddings of this rank's users (``n_users`` may be 0).
+        item_emb: ``[n_items, d]`` embeddings of this rank's items (``n_items`` may be 0).
+        k: the list length, a positive integer.
+        exclude: ``[2, e]`` pairs (row 0: local user index, row 1: global item id), or a
+            ``(users, items)`` tuple, not to recommend (e.g. the training interactions).
+        item_offsets: ``[P + 1]`` first global item id of each rank (``None``: from an
+            all-gather of the ranks' item counts).
+        context: the ranks (see :mod:`pyg_sar.link.metrics`).
+
+    Returns:
+        ``(scores [n_users, k], item_ids [n_users, k])``, best first; ids are global, int64.
+
+    Raises:
+        ValueError: ``k`` is not a positive integer, the embedding widths differ, the offsets
+            do not match the ranks' item counts, or an excluded pair is out of range.
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
+        raise ValueError(f"topk_items: k must be a positive integer (got {k!r})")
+    comm = _comm(context)
+    rank = 0 if comm is None else comm.rank
+    p = 1 if comm is None else comm.world_size
+    problem = None
+    if user_emb.dim() != 2 or item_emb.dim() != 2 or user_emb.shape[1] != item_emb.shape[1]:
+        problem = (f"topk_items: expected user_emb [n_users, d] and item_emb [n_items, d] "
+                   f"(got shapes {tuple(user_emb.shape)} and {tuple(item_emb.shape)})")
+    offsets = _offsets(item_offsets, item_emb.shape[0] if item_emb.dim() == 2 else 0, comm)
+    if problem is None and (len(offsets) != p + 1 or offsets[0] != 0
+                            or offsets[rank + 1] - offsets[rank] != item_emb.shape[0]
+                            or any(b < a for a, b in zip(offsets, offsets[1:]))):
+        problem = (f"topk_items: item_offsets {offsets} do not fit {p} ranks with "
+                   f"{item_emb.shape[0]} items on rank {rank}")
+    excluded = None
+    if problem is None and exclude is not None:
+        problem, excluded = _exclusions(exclude, user_emb.shape[0], offsets[-1],
+                                        user_emb.device)
+    # with explicit offsets every rank may have a different problem: agree before the ring
+    _agree(comm, "topk_items", problem, user_emb.device)
+    users = user_emb.detach()
+    n = users.shape[0]
+    best = (users.new_full((n, 0), float("-inf")),
+            torch.empty((n, 0), dtype=torch.long, device=users.device))
+    block = item_emb.detach().to(users.dtype).contiguous()
+    owner = rank
+    for step in range(p):
+        pending = None
+        if step < p - 1:  # pass the block on while scoring it (empty blocks do not travel)
+            src = (owner - 1) % p
+            incoming = block.new_empty((offsets[src + 1] - offsets[src], block.shape[1]))
+            send = comm.isend(block, (rank + 1) % p, tag=_TAG) if block.shape[0] else None
+            recv = comm.irecv(incoming, (rank - 1) % p, tag=_TAG) if incoming.shape[0] \
+                else None
+            pending = (send, recv, incoming, src)
+            comm.traffic.add("topk_items", "rows", block.numel() * block.element_size(),
+                             incoming.numel() * incoming.element_size())
+        best = _score_block(best, users, block, offsets[owner], k, excluded)
+        if pending is not None:
+            send, recv, block, owner = pending
+            for work in (recv, send):
+                if work is not None:
+                    work.wait()
+    scores, ids = best
+    if ids.shape[1] < k:  # fewer than k items in all
+        pad = k - ids.shape[1]
+        scores = torch.cat([scores, scores.new_full((n, pad), float("-inf"))], dim=1)
+        ids = torch.cat([ids, ids.new_full((n, pad), -1)], dim=1)
+    return scores, ids
