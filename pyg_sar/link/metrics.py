@@ -265,7 +265,8 @@ def bpr_loss(pos_scores: Tensor, neg_scores: Tensor, *, reduction: str = "mean",
         -\log \sigma(s_i - s_j)
 
     the BPR part of PyG's ``LightGCN.recommendation_loss`` / ``BPRLoss`` (its weight
-    regulariser is not included: add it on one rank, or as a :func:`global_loss` share). A
+    regulariser is not included: add it on one rank, or as a
+    :func:`~pyg_sar.nn.functional.global_loss` share). A
     global loss: the value on every rank, this rank's share of the gradient (summed over
     ranks by a converted model), accepted by the gradient synchronisation's loss check.
 

@@ -48,12 +48,35 @@ def _score_block(best: tuple[Tensor, Tensor], users: Tensor, block: Tensor, star
             u, it = excluded
             here = (it >= first) & (it < first + part.shape[0])
             scores[u[here], it[here] - first] = float("-inf")
-        # within the chunk the ids ascend, so a stable sort keeps the lower id first in ties
-        top = scores.sort(dim=1, descending=True, stable=True)
-        take = min(k, part.shape[0])
-        ids = (top.indices[:, :take] + first)
-        best = _merge(best, top.values[:, :take], ids, k)
+        values, cols = _chunk_topk(scores, min(k, part.shape[0]))
+        best = _merge(best, values, cols + first, k)
     return best
+
+
+def _chunk_topk(scores: Tensor, k: int) -> tuple[Tensor, Tensor]:
+    """The ``k`` best columns of each row by (score descending, column ascending), without
+    sorting the rows: ``torch.topk`` finds the k-th score ``t``; every column above ``t``
+    and the first columns equal to ``t`` (as many as are missing) are taken. Only the rows
+    whose (k+1)-th score also equals ``t`` (more tied columns than fit) take the slow path."""
+    if scores.shape[1] == k:
+        top = scores.sort(dim=1, descending=True, stable=True)
+        return top.values, top.indices
+    values, cols = scores.topk(k + 1, dim=1)  # the (k+1)-th tells whether t is crowded
+    crowded = (values[:, k] == values[:, k - 1]).nonzero().view(-1)
+    values, cols = values[:, :k].contiguous(), cols[:, :k].contiguous()
+    t = values[:, -1:]
+    if crowded.numel():  # topk may have picked any of the tied columns: take the first ones
+        rows = scores[crowded]
+        above, tied = rows > t[crowded], rows == t[crowded]
+        missing = k - above.sum(dim=1, keepdim=True)
+        take = above | (tied & (tied.cumsum(dim=1) <= missing))
+        cols[crowded] = take.nonzero()[:, 1].view(-1, k)  # row-major: ascending columns
+        values[crowded] = rows.gather(1, cols[crowded])
+    # order the k by (score descending, column ascending)
+    order = cols.sort(dim=1).indices
+    values, cols = values.gather(1, order), cols.gather(1, order)
+    order = values.sort(dim=1, descending=True, stable=True).indices
+    return values.gather(1, order), cols.gather(1, order)
 
 
 def _offsets(item_offsets: Optional[Union[Sequence[int], Tensor]], n_items: int, comm
@@ -121,8 +144,9 @@ def topk_items(user_emb: Tensor, item_emb: Tensor, k: int, *,
         ``(scores [n_users, k], item_ids [n_users, k])``, best first; ids are global, int64.
 
     Raises:
-        ValueError: ``k`` is not a positive integer, the embedding widths differ, the offsets
-            do not match the ranks' item counts, or an excluded pair is out of range.
+        ValueError: ``k`` is not a positive integer, the embedding widths differ or hold
+            NaN, the offsets do not match the ranks' item counts, or an excluded pair is out
+            of range.
     """
     if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
         raise ValueError(f"topk_items: k must be a positive integer (got {k!r})")
@@ -133,6 +157,9 @@ def topk_items(user_emb: Tensor, item_emb: Tensor, k: int, *,
     if user_emb.dim() != 2 or item_emb.dim() != 2 or user_emb.shape[1] != item_emb.shape[1]:
         problem = (f"topk_items: expected user_emb [n_users, d] and item_emb [n_items, d] "
                    f"(got shapes {tuple(user_emb.shape)} and {tuple(item_emb.shape)})")
+    elif bool(torch.isnan(user_emb).any()) or bool(torch.isnan(item_emb).any()):
+        which = "user_emb" if bool(torch.isnan(user_emb).any()) else "item_emb"
+        problem = f"topk_items: {which} contains NaN"
     offsets = _offsets(item_offsets, item_emb.shape[0] if item_emb.dim() == 2 else 0, comm)
     if problem is None and (len(offsets) != p + 1 or offsets[0] != 0
                             or offsets[rank + 1] - offsets[rank] != item_emb.shape[0]

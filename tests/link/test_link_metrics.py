@@ -173,6 +173,8 @@ BAD = [
      "(got 0)"),
     (lambda: topk_items(torch.zeros(3, 2), torch.zeros(4, 3), 2), "got shapes (3, 2) and (4, 3)"),
     (lambda: topk_items(torch.zeros(3, 2), torch.zeros(4, 2), 0), "(got 0)"),
+    (lambda: topk_items(torch.zeros(3, 2), torch.full((4, 2), float("nan")), 2),
+     "item_emb contains NaN"),
     (lambda: topk_items(torch.zeros(3, 2), torch.zeros(4, 2), 2, item_offsets=[0, 5]),
      "item_offsets [0, 5] do not fit 1 ranks with 4 items"),
     (lambda: topk_items(torch.zeros(3, 2), torch.zeros(4, 2), 2,
