@@ -38,6 +38,7 @@ _LAZY = {
     "barrier": "pyg_sar.distributed.rank_utils",
     "global_sum": "pyg_sar.distributed.rank_utils",
     "UnsupportedLayerError": "pyg_sar.nn.layers",
+    "gather": "pyg_sar.link.gather",
     "save_checkpoint": "pyg_sar.checkpoint",
     "load_checkpoint": "pyg_sar.checkpoint",
     "nn": "pyg_sar.nn",

@@ -16,7 +16,13 @@ _LAZY: dict[str, str] = {
     **dict.fromkeys(("roc_auc", "mrr", "hits_at_k", "bpr_loss", "recall_at_k",
                      "precision_at_k", "ndcg_at_k"), "pyg_sar.link.metrics"),
     "topk_items": "pyg_sar.link.topk",
+    # distributed gather and negatives (H1)
+    "gather": "pyg_sar.link.gather",
 }
+
+# The submodule ``gather`` shares its function's name: importing it binds the package attribute
+# to the module, so it is imported here and the function bound over it.
+from pyg_sar.link.gather import gather  # noqa: E402, F401
 
 __all__ = list(_LAZY)
 
