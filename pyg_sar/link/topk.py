@@ -126,8 +126,11 @@ def topk_items(user_emb: Tensor, item_emb: Tensor, k: int, *,
     ``n_users x N_items`` matrix.
 
     Ties are broken by the lower global item id, so the lists equal the single-process ones
-    for every number of ranks. Excluded pairs score ``-inf`` (as PyG's
-    ``LightGCN.recommend(..., exclude_links)``) and so come last; when there are fewer than
+    for every number of ranks. (A block's matrix product may round a score differently in
+    the last bit from a product with all items at once: two items whose scores agree to
+    within rounding can then swap; exact ties, e.g. of integer-valued embeddings, cannot.)
+    Excluded pairs score ``-inf`` (as masking them in the score matrix before a top-k) and
+    so come last; when there are fewer than
     ``k`` items in all, the lists are padded with id ``-1`` and score ``-inf``.
 
     Args:

@@ -190,3 +190,17 @@ def test_bad_input_raises_value_error_naming_the_value(i):
     with pytest.raises(ValueError) as info:
         fn()
     assert needle in str(info.value)
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_topk_items_in_small_chunks(monkeypatch, ties):
+    """Scored a few items at a time (a block larger than the scratch bound): the same lists."""
+    import pyg_sar.link.topk as topk
+    users, items, exclude, _ = lc["rec_data"](4 if ties else 3, 19, 31, ties)
+    monkeypatch.setattr(topk, "_CHUNK_ENTRIES", 19 * 3)  # 3 items per chunk
+    for k in (1, 4, 40):
+        s, i = topk_items(users, items, k, exclude=exclude)
+        rs, ri = lc["ref_topk"](users, items, k, exclude)
+        finite = torch.isfinite(rs)
+        assert torch.equal(i, ri) and torch.equal(torch.isfinite(s), finite), k
+        assert float((s[finite] - rs[finite]).abs().max() / rs[finite].abs().max()) <= TOL
