@@ -130,8 +130,8 @@ def topk_items(user_emb: Tensor, item_emb: Tensor, k: int, *,
     the last bit from a product with all items at once: two items whose scores agree to
     within rounding can then swap; exact ties, e.g. of integer-valued embeddings, cannot.)
     Excluded pairs score ``-inf`` (as masking them in the score matrix before a top-k) and
-    so come last; when there are fewer than
-    ``k`` items in all, the lists are padded with id ``-1`` and score ``-inf``.
+    so come last; when there are fewer than ``k`` items in all, the lists are padded with id
+    ``-1`` and score ``-inf``.
 
     Args:
         user_emb: ``[n_users, d]`` embeddings of this rank's users (``n_users`` may be 0).

@@ -313,6 +313,24 @@ def model_graph():
                 train_mask=torch.rand(n, generator=g) < 0.5, num_nodes=n)
 
 
+def traffic_case(ctx) -> dict:
+    """The ring's bytes in the traffic ledger: every block but the next rank's is sent, every
+    block but this rank's is received."""
+    users, items, _, _ = rec_data(3, 19, 31, False)
+    world, rank = ctx.world_size, ctx.rank
+    uoff, ioff = offsets(19, world, 3), offsets(31, world, 14)
+    ctx.comm.traffic.reset()
+    topk_items(local(users, uoff, rank), local(items, ioff, rank), 4, item_offsets=ioff)
+    got = ctx.comm.traffic.as_dict().get("topk_items", {}).get("rows", {"sent": 0, "recv": 0})
+    ctx.comm.traffic.reset()
+    row = items.shape[1] * items.element_size()
+    size = [ioff[r + 1] - ioff[r] for r in range(world)]
+    nxt = (rank + 1) % world
+    want = {"sent": (31 - size[nxt]) * row if world > 1 else 0,
+            "recv": (31 - size[rank]) * row if world > 1 else 0}
+    return {"got": got, "want": want}
+
+
 def suite(ctx, parts: str) -> dict:
     """Every case on this rank; values gathered so the test sees every rank's."""
     world, rank = ctx.world_size, ctx.rank
@@ -322,4 +340,5 @@ def suite(ctx, parts: str) -> dict:
             **{k: v[0] for k, v in topk.items() if isinstance(v, tuple)}}
     same = ctx.comm.allgather_object({k: repr(v) for k, v in mine.items()})  # nan-safe
     return {"metrics": metrics, "topk": topk, "bad": bad_input_cases(rank),
-            "model": model_case(ctx, parts), "same_on_ranks": same == [same[0]] * world}
+            "model": model_case(ctx, parts), "same_on_ranks": same == [same[0]] * world,
+            "traffic": traffic_case(ctx)}

@@ -81,6 +81,12 @@ def test_values_identical_on_every_rank(launches, p):
 
 
 @pytest.mark.parametrize("p", WORLD_SIZES)
+def test_topk_ring_bytes_in_traffic_ledger(launches, p):
+    for res in launches[p]:
+        assert res["traffic"]["got"] == res["traffic"]["want"], res["traffic"]
+
+
+@pytest.mark.parametrize("p", WORLD_SIZES)
 def test_bpr_loss_through_converted_model(launches, p):
     """The BPR loss is a global loss: value and the summed gradients equal PyG's BPRLoss on
     the whole graph; the gradient synchronisation accepts the backward pass."""
