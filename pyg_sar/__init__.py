@@ -32,6 +32,7 @@ _LAZY = {
     "HeteroPartition": "pyg_sar.partition",
     "distribute": "pyg_sar.partition.distribute",
     "convert": "pyg_sar.nn.convert",
+    "shard_embedding": "pyg_sar.nn.embedding",
     "unconvert": "pyg_sar.nn.unconvert",
     "print": "pyg_sar.distributed.rank_utils",
     "log": "pyg_sar.distributed.rank_utils",

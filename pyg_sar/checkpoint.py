@@ -66,8 +66,14 @@ def _context(ctx):
 
 
 def _signature(model: torch.nn.Module) -> dict[str, list]:
-    """``name -> [shape, dtype]`` of every tensor of the model's state dict."""
-    return {k: [list(v.shape), str(v.dtype).replace("torch.", "")]
+    """``name -> [shape, dtype]`` of every tensor of the model's state dict. A rank-local
+    parameter (a sharded embedding table, :func:`pyg_sar.shard_embedding`: each rank file
+    holds that rank's rows) has as many rows as the rank has nodes: its row count is written
+    as ``-1``."""
+    from pyg_sar.nn.embedding import rank_local_names
+    local = rank_local_names(model)
+    return {k: [[-1, *v.shape[1:]] if k in local else list(v.shape),
+                str(v.dtype).replace("torch.", "")]
             for k, v in model.state_dict().items()}
 
 
@@ -226,6 +232,20 @@ def _check_model(latest: dict, model: torch.nn.Module, file: Path) -> None:
                               + "; ".join(problems[:4]) + more)
 
 
+def _check_rank_local_rows(saved: dict, model: torch.nn.Module, file: Path) -> None:
+    """A rank-local table must have this rank's row count before its rows load."""
+    from pyg_sar.nn.embedding import rank_local_names
+    state = model.state_dict()
+    for name in sorted(rank_local_names(model)):
+        have, got = state[name].shape, getattr(saved.get(name), "shape", None)
+        if got is not None and tuple(got) != tuple(have):
+            raise CheckpointError(
+                f"checkpoint file '{file}' holds {tuple(got)} rows for the rank-local "
+                f"parameter '{name}' but the model has {tuple(have)}: shard the table for "
+                f"this rank first (pyg_sar.shard_embedding(embedding, part), or one forward "
+                f"of the converted model over the partition), then load")
+
+
 def _check_compression(saved: Any, model: torch.nn.Module, file: Path) -> None:
     """Refuse a checkpoint whose compressors are not the model's (before anything loads)."""
     have = compressors_of(model)
@@ -302,6 +322,7 @@ def load_checkpoint(path: str | Path, model: torch.nn.Module,
                               f"{latest['epoch']} / rank {ctx.rank}")
 
     _check_compression(payload.get("compression", {}), model, file)
+    _check_rank_local_rows(payload["model"], model, file)
     with torch.no_grad():
         model.load_state_dict(payload["model"], strict=True)
     for name, comp in compressors_of(model).items():

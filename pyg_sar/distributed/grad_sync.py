@@ -42,6 +42,7 @@ from pyg_sar.distributed.sync import (
     _bucketed,
     broadcast_parameters,
     clear_synchronised,
+    is_rank_local,
     mark_synchronised,
 )
 
@@ -170,6 +171,13 @@ def find_context(args: tuple, kwargs: dict) -> Optional[Any]:
     return None
 
 
+def _synced(module: torch.nn.Module) -> list[torch.nn.Parameter]:
+    """The trainable parameters whose gradients are summed over ranks: all but the rank-local
+    ones (a sharded embedding table, :mod:`pyg_sar.nn.embedding`), whose gradient is complete
+    on their rank."""
+    return [p for p in module.parameters() if p.requires_grad and not is_rank_local(p)]
+
+
 def _bits(t: Tensor) -> Tensor:
     """``t``'s bit patterns as integers of its element size (one per element)."""
     flat = t.detach().reshape(-1)
@@ -238,7 +246,7 @@ class GradSync:
     def install_parameter_hooks(self, module: torch.nn.Module) -> None:
         """Register the two gradient hooks on each of ``module``'s trainable parameters."""
         self.remove_parameter_hooks()
-        self._params = [p for p in module.parameters() if p.requires_grad]
+        self._params = _synced(module)
         for i, p in enumerate(self._params):
             self._param_handles.append(p.register_hook(self._before_accumulate(i)))
             self._param_handles.append(
@@ -266,7 +274,7 @@ class GradSync:
         frozen, unfrozen or added since are picked up at the next forward)."""
         if not self._installed:
             return False
-        now = [p for p in module.parameters() if p.requires_grad]
+        now = _synced(module)
         return len(now) == len(self._params) and all(a is b for a, b in zip(now, self._params))
 
     def _active(self) -> bool:
@@ -441,7 +449,8 @@ class GradSync:
         all-reduce of per-parameter fingerprints)."""
         ctx = self._context
         named = [(n, p) for n, p in module.named_parameters()
-                 if not isinstance(p, torch.nn.parameter.UninitializedParameter)]
+                 if not isinstance(p, torch.nn.parameter.UninitializedParameter)
+                 and not is_rank_local(p)]
         mine = fingerprints([p for _, p in named], ctx.device)
         both = torch.cat([mine, -mine])
         ctx.comm.all_reduce(both, op="max")

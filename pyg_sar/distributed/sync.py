@@ -32,6 +32,12 @@ def is_synchronised(grad: Optional[Tensor]) -> bool:
     return grad is not None and getattr(grad, _SYNCED, False)
 
 
+def is_rank_local(param: Tensor) -> bool:
+    """Whether ``param`` holds this rank's own rows (a sharded embedding table,
+    :func:`pyg_sar.shard_embedding`): never summed, broadcast or compared across ranks."""
+    return bool(getattr(param, "_sar_rank_local", False))
+
+
 def _buckets(tensors: list[Tensor], bucket_bytes: int) -> list[list[int]]:
     """Indices of ``tensors`` grouped by (dtype, device), each group cut into buckets of at
     most ``bucket_bytes`` (a larger tensor gets a bucket of its own). Deterministic, so every
@@ -81,7 +87,8 @@ def all_reduce_gradients(model_or_params: ParamsLike, ctx: Optional[DistContext]
     else:
         params = list(model_or_params)
     # Gradients the automatic sync summed already are the same set on every rank.
-    params = [p for p in params if p.requires_grad and not is_synchronised(p.grad)]
+    params = [p for p in params if p.requires_grad and not is_synchronised(p.grad)
+              and not is_rank_local(p)]
     if ctx.world_size == 1 or not params:
         return
     for p in params:
@@ -111,7 +118,8 @@ def broadcast_parameters(model: torch.nn.Module, src: int = 0,
     if not 0 <= src < ctx.world_size:
         raise ValueError(f"broadcast_parameters: src must be a rank in [0, {ctx.world_size}) "
                          f"(got {src})")
-    tensors = [p.data for p in model.parameters()] + [b for b in model.buffers()]
+    tensors = [p.data for p in model.parameters() if not is_rank_local(p)] + [
+        b for b in model.buffers()]
     _bucketed(tensors, bucket_size_mb, lambda flat: ctx.comm.broadcast(flat, src=src))
 
 
@@ -152,6 +160,8 @@ def check_parameters_equal(model: torch.nn.Module, ctx: Optional[DistContext] = 
     for kind, items in (("parameter", model.named_parameters()),
                         ("buffer", model.named_buffers())):
         for name, t in items:
+            if is_rank_local(t):
+                continue
             entry = {"shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", "")}
             if values:
                 entry["values (SHA-256 prefix)"] = _digest(t)

@@ -15,6 +15,7 @@ from pyg_sar.nn import registry
 from pyg_sar.nn.converted import LayerState, SARAttentionLayer, SARLayer, converted_class
 from pyg_sar.nn.hetero import check_hetero_call
 from pyg_sar.nn.layers import UnsupportedLayerError, inspect_layer
+from pyg_sar.nn.lightgcn import convert_lightgcn
 from pyg_sar.nn.norm import DistributedBatchNorm, DistributedHeteroBatchNorm
 
 # Norms whose statistics span the whole graph and have no distributed version yet.
@@ -90,6 +91,7 @@ def convert(model: torch.nn.Module, config: Optional[SARConfig] = None) -> torch
         module._sar_state = LayerState(spec, config, name or type(module).__name__, index,
                                        compressors[name])
     _replace_batch_norms(model)
+    convert_lightgcn(model)  # sharded embedding table, pairs by gather (nn/lightgcn.py)
     if not getattr(model, "_sar_binds_norms", False):
         model.register_forward_pre_hook(_bind_norms_to_graph, with_kwargs=True)
         model._sar_binds_norms = True

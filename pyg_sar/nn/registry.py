@@ -308,6 +308,9 @@ PASSTHROUGH_MODULES = frozenset({
     "torch_geometric.nn.models.rect.RECT_L", "torch_geometric.nn.models.mask_label.MaskLabel",
     "torch_geometric.nn.models.rev_gnn.GroupAddRev",
     "torch_geometric.nn.models.correct_and_smooth.CorrectAndSmooth",
+    # Its embedding table is sharded by owner rank and its pair methods gather the pairs'
+    # ends (pyg_sar.nn.lightgcn); LGConv is checked as a layer.
+    "torch_geometric.nn.models.lightgcn.LightGCN",
 })
 # Namespaces whose modules are checked elsewhere: norms (convert), aggregations (the layer).
 CHECKED_ELSEWHERE = ("torch_geometric.nn.norm.", "torch_geometric.nn.aggr.")
@@ -319,9 +322,6 @@ _BASES_REASON = (
     "messages block by block, where that hook would not run. Use to_hetero(model, metadata) "
     "(exact), or RGCNConv(num_bases=...) over HeteroPartition.to_homogeneous()")
 MODULE_REFUSED = {
-    "LightGCN": "get_embedding propagates its whole embedding table (a row for every node of "
-                "the whole graph) as x, where a rank has only its own nodes' rows; running it "
-                "would need the model to select embedding.weight[part.node_ids]",
     "DeepGraphInfomax": "its summary (e.g. z.mean(dim=0)) and corruption (by default a "
                         "permutation of all nodes) span the whole graph but would see one "
                         "rank's rows",

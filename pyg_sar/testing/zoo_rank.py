@@ -195,15 +195,21 @@ def compare(oracle: Oracle, out: Tensor, inputs: Inputs, model: torch.nn.Module,
         err = _grad_error(getattr(inputs, key).grad, rows)
         if err is not None:
             errors[f"grad:{key}"] = err
-    param_errors(oracle.param_grads, model, errors, notes)
+    param_errors(oracle.param_grads, model, errors, notes, node_ids=nid)
     return {"errors": errors, "notes": notes}
 
 
 def param_errors(param_grads: dict[str, Optional[Tensor]], model: torch.nn.Module,
-                 errors: dict[str, float], notes: list[str]) -> None:
+                 errors: dict[str, float], notes: list[str],
+                 node_ids: Optional[Tensor] = None) -> None:
     """Add to ``errors`` / ``notes`` how ``model``'s parameter gradients differ from
-    ``param_grads`` (PyG's, by parameter name)."""
+    ``param_grads`` (PyG's, by parameter name). A rank-local parameter (a sharded embedding
+    table) is compared with PyG's rows ``node_ids``."""
+    from pyg_sar.distributed.sync import is_rank_local
     params = dict(model.named_parameters())
+    if node_ids is not None:
+        param_grads = {n: g[node_ids] if g is not None and n in params
+                       and is_rank_local(params[n]) else g for n, g in param_grads.items()}
     if set(params) != set(param_grads):
         notes.append(f"parameter names differ: converted {sorted(params)}, "
                      f"PyG {sorted(param_grads)}")
