@@ -20,6 +20,7 @@ Metrics are computed in float64 and returned as 0-dim float64 tensors on the inp
 """
 from __future__ import annotations
 
+import operator
 from typing import Any, Optional, Union
 
 import torch
@@ -78,9 +79,15 @@ def _float_problem(name: str, what: str, t: Tensor) -> Optional[str]:
     return None
 
 
-def _check_k(name: str, k: Any) -> None:
-    if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
+def _check_k(name: str, k: Any) -> int:
+    """``k`` as an int (Python, NumPy or 0-dim integer tensor), or ValueError."""
+    try:
+        value = operator.index(k) if not isinstance(k, bool) else 0
+    except TypeError:
+        value = 0
+    if value <= 0:
         raise ValueError(f"{name}: k must be a positive integer (got {k!r})")
+    return value
 
 
 # ---- AUC --------------------------------------------------------------------------------
@@ -242,7 +249,7 @@ def hits_at_k(pos_scores: Tensor, neg_scores: Tensor, k: int, *,
     Raises:
         ValueError: ``k`` is not a positive integer, a shape does not fit, a score is NaN.
     """
-    _check_k("hits_at_k", k)
+    k = _check_k("hits_at_k", k)
     comm = _comm(context)
     pos, neg = _ranking_inputs("hits_at_k", pos_scores, neg_scores, comm)
     if neg.dim() == 2:
@@ -337,7 +344,7 @@ def _relevance(name: str, pred_item_ids: Tensor, ground_truth: Pairs, k: int, pa
                comm) -> tuple[Tensor, Tensor]:
     """``rel [n_users, min(k, K)]`` (bool: prediction ``j`` of user ``u`` is one of its
     ground-truth items) and the label count per user (duplicates counted, as PyG)."""
-    _check_k(name, k)
+    k = _check_k(name, k)
     problem = None
     if pred_item_ids.dim() != 2 or pred_item_ids.dtype.is_floating_point:
         problem = (f"{name}: pred_item_ids must be an integer tensor [n_users, K] (got "
@@ -404,6 +411,7 @@ def precision_at_k(pred_item_ids: Tensor, ground_truth: Pairs, k: int, *,
     r"""Precision@k over the users of ALL ranks, as PyG's ``LinkPredPrecision(k)``:
     :math:`|\text{top}_k(u) \cap G_u| / k` averaged over the users that have ground truth.
     Arguments as in :func:`recall_at_k`."""
+    k = _check_k("precision_at_k", k)
     comm = _comm(context)
     rel, count = _relevance("precision_at_k", pred_item_ids, ground_truth, k, padded, comm)
     return _user_mean(rel.sum(dim=1).to(torch.float64) / k, count, comm)
@@ -419,6 +427,7 @@ def ndcg_at_k(pred_item_ids: Tensor, ground_truth: Pairs, k: int, *,
 
     averaged over the users that have ground truth. Arguments as in :func:`recall_at_k`.
     """
+    k = _check_k("ndcg_at_k", k)
     comm = _comm(context)
     rel, count = _relevance("ndcg_at_k", pred_item_ids, ground_truth, k, padded, comm)
     discount = torch.arange(2, k + 2, dtype=torch.float64, device=rel.device).log2()

@@ -15,7 +15,7 @@ from typing import Any, Optional, Union
 import torch
 from torch import Tensor
 
-from pyg_sar.link.metrics import _agree
+from pyg_sar.link.metrics import _agree, _check_k
 from pyg_sar.nn.functional import _comm
 
 # Score at most this many (user, item) entries at once: bounds the scratch memory.
@@ -151,8 +151,7 @@ def topk_items(user_emb: Tensor, item_emb: Tensor, k: int, *,
             NaN, the offsets do not match the ranks' item counts, or an excluded pair is out
             of range.
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
-        raise ValueError(f"topk_items: k must be a positive integer (got {k!r})")
+    k = _check_k("topk_items", k)
     comm = _comm(context)
     rank = 0 if comm is None else comm.rank
     p = 1 if comm is None else comm.world_size

@@ -210,3 +210,15 @@ def test_topk_items_in_small_chunks(monkeypatch, ties):
         finite = torch.isfinite(rs)
         assert torch.equal(i, ri) and torch.equal(torch.isfinite(s), finite), k
         assert float((s[finite] - rs[finite]).abs().max() / rs[finite].abs().max()) <= TOL
+
+
+def test_k_may_be_any_integer_type():
+    import numpy as np
+    pos, neg, pool = lc["ranking_data"](1, 23, 6, False)
+    want = float(hits_at_k(pos, pool, 3))
+    assert float(hits_at_k(pos, pool, np.int64(3))) == want
+    assert float(hits_at_k(pos, pool, torch.tensor(3))) == want
+    users, items, _, gt = lc["rec_data"](3, 19, 31, False)
+    _, ids = topk_items(users, items, np.int32(4))
+    assert ids.shape == (19, 4)
+    assert float(ndcg_at_k(ids, gt, np.int64(4))) == float(ndcg_at_k(ids, gt, 4))
