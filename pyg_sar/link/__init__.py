@@ -18,6 +18,8 @@ _LAZY: dict[str, str] = {
     "topk_items": "pyg_sar.link.topk",
     # distributed gather and negatives (H1)
     "gather": "pyg_sar.link.gather",
+    **dict.fromkeys(("negative_sampling", "reference_negative_sampling"),
+                    "pyg_sar.link.negatives"),
 }
 
 # The submodule ``gather`` shares its function's name: importing it binds the package attribute
