@@ -1,6 +1,7 @@
 """``pyg_sar.convert``: make an unchanged PyG model run distributed over a DistGraph."""
 from __future__ import annotations
 
+import dataclasses
 from typing import Optional
 
 import torch
@@ -14,6 +15,7 @@ from pyg_sar.distributed import grad_sync
 from pyg_sar.nn import registry
 from pyg_sar.nn.converted import LayerState, SARAttentionLayer, SARLayer, converted_class
 from pyg_sar.nn.hetero import check_hetero_call
+from pyg_sar.nn.hetero_bases import check_basis_conv, prepare_bases
 from pyg_sar.nn.layers import UnsupportedLayerError, inspect_layer
 from pyg_sar.nn.lightgcn import convert_lightgcn
 from pyg_sar.nn.norm import DistributedBatchNorm, DistributedHeteroBatchNorm
@@ -71,10 +73,14 @@ def convert(model: torch.nn.Module, config: Optional[SARConfig] = None) -> torch
         raise TypeError(f"pyg_sar.convert: config must be a SARConfig (got {type(config)})")
     specs = {}
     trusted = tuple(config.trusted_layers)
+    # to_hetero_with_bases: typed graph of DistGraphs, per-edge-type weights in message.
+    basis_convs = {id(c) for c in prepare_bases(model)}
     for name, module in model.named_modules():
         where = f"pyg_sar.convert: layer '{name or type(model).__name__}'"
         if isinstance(module, MessagePassing):
             specs[name] = inspect_layer(module, where, trusted)
+            if id(module) in basis_convs:
+                check_basis_conv(module, specs[name], where)
         else:
             _check_module(where, module, trusted)
         _check_norm(name, module)
@@ -83,6 +89,8 @@ def convert(model: torch.nn.Module, config: Optional[SARConfig] = None) -> torch
     layers = [(n, m) for n, m in model.named_modules() if n in specs]
     for index, (name, module) in enumerate(layers):
         spec = specs[name]
+        if id(module) in basis_convs:  # its message is scaled: no fused x_j kernel
+            spec = dataclasses.replace(spec, linear=False)
         if not isinstance(module, SARLayer):
             mixin = (SARAttentionLayer if spec.adapter.kind == registry.ATTENTION
                      and module.inspector.implements("edge_update") else SARLayer)

@@ -287,6 +287,11 @@ PASSTHROUGH_MODULES = frozenset({
     "torch_geometric.nn.models.deepgcn.DeepGCNLayer",
     "torch_geometric.nn.dense.linear.Linear", "torch_geometric.nn.dense.linear.HeteroLinear",
     "torch_geometric.nn.dense.linear.HeteroDictLinear",
+    # to_hetero_with_bases: its basis convs run over the typed graph of the partition's
+    # DistGraphs with their per-edge-type weights in message (pyg_sar.nn.hetero_bases); its
+    # input alignment is a Linear per type.
+    "torch_geometric.nn.to_hetero_with_bases_transformer.HeteroBasisConv",
+    "torch_geometric.nn.to_hetero_with_bases_transformer.LinearAlign",
     # Heterogeneous models: HeteroConv hands each edge type's DistGraph (bipartite between two
     # node types) to its own checked conv and combines the outputs per destination node, a
     # node-wise operation; to_hetero's copies of modules live in PyG's ModuleDict.
@@ -314,13 +319,6 @@ PASSTHROUGH_MODULES = frozenset({
 })
 # Namespaces whose modules are checked elsewhere: norms (convert), aggregations (the layer).
 CHECKED_ELSEWHERE = ("torch_geometric.nn.norm.", "torch_geometric.nn.aggr.")
-_BASES_REASON = (
-    "to_hetero_with_bases groups the edge types into one homogeneous edge_index by adding "
-    "node-type offsets to its index tensors and weights every message by its edge type "
-    "through a message forward hook over the whole grouped edge list; over a partition the "
-    "edge types are bipartite DistGraphs (no index tensors to offset) and pyg_sar computes "
-    "messages block by block, where that hook would not run. Use to_hetero(model, metadata) "
-    "(exact), or RGCNConv(num_bases=...) over HeteroPartition.to_homogeneous()")
 MODULE_REFUSED = {
     "DeepGraphInfomax": "its summary (e.g. z.mean(dim=0)) and corruption (by default a "
                         "permutation of all nodes) span the whole graph but would see one "
@@ -330,9 +328,6 @@ MODULE_REFUSED = {
     "SGFormer": "its global attention spans every node of the graph",
     "Polynormer": "its global attention spans every node of the graph",
     "GraphUNet": "pooling coarsens the whole graph",
-    # to_hetero_with_bases: its wrapper and its input alignment.
-    "HeteroBasisConv": _BASES_REASON,
-    "LinearAlign": _BASES_REASON,
 }
 # Options of pass-through modules that are not exact: module -> reason, or None.
 MODULE_OPTIONS = {

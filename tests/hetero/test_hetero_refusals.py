@@ -15,10 +15,8 @@ from torch_geometric.nn import (
     GATConv,
     GATv2Conv,
     GCNConv,
-    GraphConv,
     SAGEConv,
     to_hetero,
-    to_hetero_with_bases,
 )
 
 import pyg_sar
@@ -69,15 +67,6 @@ def test_wrong_row_counts_name_the_node_set(bipartite):
     with pytest.raises(ValueError, match=r"size must be \(13, 9\)"):
         conv.propagate(graph, x=(xs, xd), size=(9, 9))
     assert conv((xs, xd), graph).shape == (9, 3)
-
-
-def test_to_hetero_with_bases_is_refused_naming_the_reason():
-    data = hc.make_hetero()
-    model = to_hetero_with_bases(hc.Homo(GraphConv((-1, -1), 8), GraphConv((-1, -1), 5)),
-                                 data.metadata(), num_bases=2)
-    with pytest.raises(UnsupportedLayerError, match="to_hetero_with_bases groups the edge "
-                                                    "types"):
-        pyg_sar.convert(model)
 
 
 def test_message_passing_hooks_are_refused():

@@ -1,0 +1,93 @@
+"""Rank-side cases of the ``to_hetero_with_bases`` exactness tests: many cases per launch.
+
+Every rank builds the graph of :mod:`hetero_cases` (three node types of different input
+dimensions, five edge types, one within a type with self-loops) and the same reference model
+``to_hetero_with_bases(homo, metadata, num_bases, in_channels={"x": 8})``, runs plain PyG on the
+whole graph and the converted model on its part (hand-built or written by
+``pyg_sar.partition_graph``), and reports the relative errors of every node type's output, input
+gradient and every parameter gradient (:func:`hetero_cases.one_case`).
+"""
+from __future__ import annotations
+
+import copy
+import sys
+from pathlib import Path
+from typing import Optional
+
+import torch
+from torch_geometric.nn import GINConv, GraphConv, Linear, SAGEConv, to_hetero_with_bases
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import hetero_cases as hc  # noqa: E402
+
+
+class HomoWeighted(torch.nn.Module):
+    """GraphConv with an edge weight made from the edge attributes (an edge-level input that
+    to_hetero_with_bases groups in the typed graph's edge order), then SAGEConv."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = Linear(-1, 8)
+        self.conv1 = GraphConv(8, 8)
+        self.conv2 = SAGEConv(8, 5)
+
+    def forward(self, x, edge_index, edge_attr):
+        w = edge_attr[:, 0].sigmoid()
+        x = self.conv1(self.lin(x).relu(), edge_index, w).relu()
+        return self.conv2(x, edge_index)
+
+
+# name -> (homogeneous model, num_bases, takes edge attributes)
+MODELS = {
+    "sage_mean": (lambda: hc.Homo(SAGEConv(8, 8), SAGEConv(8, 5)), 2, False),
+    "sage_max": (lambda: hc.Homo(SAGEConv(8, 8, aggr="max"), SAGEConv(8, 5, aggr="sum")), 3,
+                 False),
+    "graphconv": (lambda: hc.Homo(GraphConv(8, 8), GraphConv(8, 5, aggr="mean")), 2, False),
+    "gin": (lambda: hc.Homo(GINConv(hc._mlp(8, 8), train_eps=True), GINConv(hc._mlp(8, 5))),
+            3, False),
+    "graphconv_weighted": (HomoWeighted, 2, True),
+}
+
+
+def build(name: str, metadata) -> tuple[torch.nn.Module, bool]:
+    homo, num_bases, with_edges = MODELS[name]
+    input_map = ({"x": "node", "edge_index": "edge", "edge_attr": "edge"} if with_edges
+                 else None)
+    model = to_hetero_with_bases(homo(), metadata, num_bases=num_bases, in_channels={"x": 8},
+                                 input_map=input_map)
+    return model, with_edges
+
+
+def oracle(data, name: str):
+    """As :func:`hetero_cases._oracle` for a model of :data:`MODELS`."""
+    torch.manual_seed(7)
+    ref, with_edges = build(name, data.metadata())
+    ref = ref.double()
+    with torch.no_grad():  # initialise lazy parameters on the whole graph
+        hc._call(ref, data.x_dict, data.edge_index_dict, data.edge_attr_dict, with_edges)
+    pristine = copy.deepcopy(ref)
+    x_ref = {t: v.clone().requires_grad_() for t, v in data.x_dict.items()}
+    out_ref = hc._call(ref, x_ref, data.edge_index_dict, data.edge_attr_dict, with_edges)
+    weights = {t: torch.randn(out_ref[t].shape, dtype=torch.float64,
+                              generator=torch.Generator().manual_seed(3 + i))
+               for i, t in enumerate(sorted(out_ref))}
+    sum((out_ref[t] * weights[t]).sum() for t in out_ref).backward()
+    grads = {pname: p.grad for pname, p in ref.named_parameters()}
+    x_grads = {t: v.grad for t, v in x_ref.items()}
+    return pristine, with_edges, {t: v.detach() for t, v in out_ref.items()}, weights, x_grads, \
+        grads
+
+
+def suite(ctx, cases: list, parts: Optional[str] = None) -> dict:
+    data, part = hc.load(ctx, parts, ctx.world_size, 0)
+    results, oracles = {}, {}
+    for name, mode in cases:
+        if name not in oracles:
+            oracles = {name: oracle(data, name)}
+        results[f"{name}/{mode}"] = hc.one_case(part, oracles[name], mode)
+    return results
+
+
+def both(ctx, cases: list, parts: str, partition_cases: list) -> dict:
+    """``cases`` on a hand-built partition, ``partition_cases`` on the folder ``parts``."""
+    return {"hand": suite(ctx, cases), "partition": suite(ctx, partition_cases, parts)}
