@@ -79,17 +79,13 @@ def _chunk_topk(scores: Tensor, k: int) -> tuple[Tensor, Tensor]:
     return values.gather(1, order), cols.gather(1, order)
 
 
-def _offsets(item_offsets: Optional[Union[Sequence[int], Tensor]], n_items: int, comm
-             ) -> list[int]:
-    p = 1 if comm is None else comm.world_size
-    if item_offsets is None:
-        counts = [n_items] if comm is None else [int(c) for c in comm.allgather_object(n_items)]
-        out = [0]
-        for c in counts:
-            out.append(out[-1] + c)
-        return out
-    return [int(o) for o in (item_offsets.tolist() if isinstance(item_offsets, Tensor)
-                             else item_offsets)][:p + 1]
+def _offsets(n_items: int, comm) -> list[int]:
+    """The first global item id of each rank, and the total, from the ranks' item counts."""
+    counts = [n_items] if comm is None else [int(c) for c in comm.allgather_object(n_items)]
+    out = [0]
+    for c in counts:
+        out.append(out[-1] + c)
+    return out
 
 
 def _exclusions(exclude: Union[Tensor, tuple[Tensor, Tensor]], n_users: int, n_items: int,
@@ -139,8 +135,9 @@ def topk_items(user_emb: Tensor, item_emb: Tensor, k: int, *,
         k: the list length, a positive integer.
         exclude: ``[2, e]`` pairs (row 0: local user index, row 1: global item id), or a
             ``(users, items)`` tuple, not to recommend (e.g. the training interactions).
-        item_offsets: ``[P + 1]`` first global item id of each rank (``None``: from an
-            all-gather of the ranks' item counts).
+        item_offsets: ``[P + 1]`` first global item id of each rank, checked against the
+            ranks' item counts (always gathered: one small all-gather); ``None``: taken from
+            them.
         context: the ranks (see :mod:`pyg_sar.link.metrics`).
 
     Returns:
@@ -162,12 +159,14 @@ def topk_items(user_emb: Tensor, item_emb: Tensor, k: int, *,
     elif bool(torch.isnan(user_emb).any()) or bool(torch.isnan(item_emb).any()):
         which = "user_emb" if bool(torch.isnan(user_emb).any()) else "item_emb"
         problem = f"topk_items: {which} contains NaN"
-    offsets = _offsets(item_offsets, item_emb.shape[0] if item_emb.dim() == 2 else 0, comm)
-    if problem is None and (len(offsets) != p + 1 or offsets[0] != 0
-                            or offsets[rank + 1] - offsets[rank] != item_emb.shape[0]
-                            or any(b < a for a, b in zip(offsets, offsets[1:]))):
-        problem = (f"topk_items: item_offsets {offsets} do not fit {p} ranks with "
-                   f"{item_emb.shape[0]} items on rank {rank}")
+    # the counts are gathered even when given: a rank with other offsets would break the ring
+    offsets = _offsets(item_emb.shape[0] if item_emb.dim() == 2 else 0, comm)
+    if problem is None and item_offsets is not None:
+        given = [int(o) for o in (item_offsets.tolist() if isinstance(item_offsets, Tensor)
+                                  else item_offsets)]
+        if given != offsets:
+            problem = (f"topk_items: item_offsets {given} do not match the ranks' item "
+                       f"counts (offsets {offsets})")
     excluded = None
     if problem is None and exclude is not None:
         problem, excluded = _exclusions(exclude, user_emb.shape[0], offsets[-1],

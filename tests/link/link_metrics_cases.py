@@ -245,7 +245,7 @@ def topk_cases(world: int, rank: int, ctx=None) -> dict:
     return out
 
 
-def bad_input_cases(rank: int, ctx=None) -> dict:
+def bad_input_cases(world: int, rank: int, ctx=None) -> dict:
     """Errors; only rank 0 holds the bad value in the ``one_rank`` cases."""
     s = torch.tensor([0.1, 0.2, 0.3], dtype=F64)
     bad_here = rank == 0
@@ -257,6 +257,10 @@ def bad_input_cases(rank: int, ctx=None) -> dict:
         "recall_user_one_rank": _error_of(lambda: recall_at_k(
             torch.zeros(3, 2, dtype=torch.long),
             torch.tensor([[5 if bad_here else 0], [1]]), 2, context=ctx)),
+        "topk_offsets_one_rank": _error_of(lambda: topk_items(
+            torch.zeros(3, 2, dtype=F64), torch.zeros(2, 2, dtype=F64), 2,
+            item_offsets=[2 * r + (1 if bad_here and r else 0) for r in range(world + 1)],
+            context=ctx)),
         "topk_exclude_one_rank": _error_of(lambda: topk_items(
             torch.zeros(3, 2, dtype=F64), torch.zeros(2, 2, dtype=F64), 2,
             exclude=torch.tensor([[0], [10**6 if bad_here else 0]]), context=ctx)),
@@ -339,6 +343,6 @@ def suite(ctx, parts: str) -> dict:
     mine = {**{k: v[0] for k, v in metrics.items()},
             **{k: v[0] for k, v in topk.items() if isinstance(v, tuple)}}
     same = ctx.comm.allgather_object({k: repr(v) for k, v in mine.items()})  # nan-safe
-    return {"metrics": metrics, "topk": topk, "bad": bad_input_cases(rank),
+    return {"metrics": metrics, "topk": topk, "bad": bad_input_cases(world, rank),
             "model": model_case(ctx, parts), "same_on_ranks": same == [same[0]] * world,
             "traffic": traffic_case(ctx)}

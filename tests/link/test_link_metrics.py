@@ -102,7 +102,8 @@ def test_bad_input_on_one_rank_raises_on_every_rank(launches, p):
     names = {"auc_labels_one_rank": "got 2 at index 2",
              "mrr_shape_one_rank": "got 2 rows for 3 positives",
              "recall_user_one_rank": "user index 5 is out of range",
-             "topk_exclude_one_rank": "item id 1000000 is out of range"}
+             "topk_exclude_one_rank": "item id 1000000 is out of range",
+             "topk_offsets_one_rank": "do not match the ranks' item counts"}
     for rank, res in enumerate(launches[p]):
         for name, needle in names.items():
             err = res["bad"][name]
@@ -182,7 +183,7 @@ BAD = [
     (lambda: topk_items(torch.zeros(3, 2), torch.full((4, 2), float("nan")), 2),
      "item_emb contains NaN"),
     (lambda: topk_items(torch.zeros(3, 2), torch.zeros(4, 2), 2, item_offsets=[0, 5]),
-     "item_offsets [0, 5] do not fit 1 ranks with 4 items"),
+     "item_offsets [0, 5] do not match the ranks' item counts (offsets [0, 4])"),
     (lambda: topk_items(torch.zeros(3, 2), torch.zeros(4, 2), 2,
                         exclude=torch.tensor([[3], [0]])), "user index 3 is out of range"),
     (lambda: topk_items(torch.zeros(3, 2), torch.zeros(4, 2), 2,
