@@ -114,6 +114,10 @@ def recommendation_loss(self, pos_edge_rank: Tensor, neg_edge_rank: Tensor,
         return loss
     emb = self.embedding.weight
     if node_id is not None:
+        if getattr(self, "_sar_gather_on", None) is None:
+            raise RuntimeError("pyg_sar: LightGCN.recommendation_loss(node_id=...) on a "
+                               "sharded table gathers rows by global id: call the model over "
+                               "the DistGraph first")
         emb = _gather(emb, node_id, self._sar_gather_on)
     count = torch.tensor([float(pos_edge_rank.shape[0])], dtype=torch.float64,
                          device=emb.device)
@@ -167,7 +171,8 @@ def convert_lightgcn(model: torch.nn.Module) -> None:
             cls = type(base.__name__, (base,), {
                 "__module__": __name__, "__qualname__": base.__qualname__,
                 "__doc__": f"{base.__name__} converted by pyg_sar.convert (see {__name__}).",
-                "_sar_base": base, "get_embedding": get_embedding,
+                "_sar_base": base, "_sar_embedding_model": True,
+                "get_embedding": get_embedding,
                 "forward": forward, "recommendation_loss": recommendation_loss,
                 "recommend": recommend})
             _CLASSES[base] = cls

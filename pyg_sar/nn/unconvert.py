@@ -46,6 +46,9 @@ def unconvert(model: torch.nn.Module) -> torch.nn.Module:
         _remove_hooks(module)
         if isinstance(module, SARLayer):
             module.__class__ = type(module)._sar_base
+        elif getattr(type(module), "_sar_embedding_model", False):
+            # LightGCN (pyg_sar.nn.lightgcn); a sharded table keeps this rank's rows
+            module.__class__ = type(module)._sar_base
         elif isinstance(module, DistributedBatchNorm):
             module.__class__ = torch.nn.BatchNorm1d
         elif isinstance(module, DistributedHeteroBatchNorm):
@@ -57,6 +60,8 @@ def unconvert(model: torch.nn.Module) -> torch.nn.Module:
                 setattr(module, name, None)
     for param in model.parameters():
         _remove_tensor_hooks(param)
+        if hasattr(param, "_sar_rank_local"):  # pyg_sar.nn.embedding's mark
+            del param._sar_rank_local
     return model
 
 

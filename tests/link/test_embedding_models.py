@@ -153,3 +153,10 @@ def test_lightgcn_over_a_partition_needs_pairs_and_node_ids(tmp_path):
     pyg_sar.shard_embedding(other.embedding, torch.arange(5))
     with pytest.raises(ValueError, match="holds 5 rows but this rank has 65 nodes"):
         other.get_embedding(part.edge_index)
+
+
+def test_unconvert_gives_back_pyg_lightgcn():
+    model = LightGCN(6, 4, num_layers=1)
+    pyg_sar.convert(model)
+    pyg_sar.unconvert(model)
+    assert type(model) is LightGCN and not is_rank_local(model.embedding.weight)
