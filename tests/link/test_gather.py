@@ -1,6 +1,6 @@
 """pyg_sar.gather (pyg_sar.link.gather): the distributed ``z_global[index]``.
 
-At P = 1, 3, 4 (one launch per P, every case inside: gather_cases.suite) the output and the
+At P = 1, 3, 4 (one launch per P shared with test_negatives.py: pairs_cases.py) the output and the
 gradient of ``z`` equal the single-process ``z_global[index]`` and its gradient (float64, uneven
 slices, a rank without rows, a rank with an empty index, repeats, random order; offsets given as
 a list, a tensor, all-gathered, or from a DistGraph), float32 / bfloat16 rows cross unchanged,
@@ -27,18 +27,9 @@ gc = runpy.run_path(str(CASES))
 
 @pytest.fixture(scope="module")
 def launches(tmp_path_factory) -> dict[int, list[dict]]:
-    from torch_geometric.data import Data
-
-    from pyg_sar.testing import run_on_ranks
-    root = tmp_path_factory.mktemp("gather")
-    g = torch.Generator().manual_seed(0)
-    data = Data(edge_index=torch.randint(0, 30, (2, 90), generator=g), num_nodes=30)
-    out = {}
-    for p in WORLD_SIZES:
-        pyg_sar.partition_graph(data, p, root / f"p{p}", method="random", seed=p)
-        out[p] = run_on_ranks(f"{CASES}:suite", p, timeout=300,
-                              kwargs={"parts": str(root / f"p{p}")})
-    return out
+    pairs = runpy.run_path(str(HERE / "pairs_cases.py"))["shared"]()
+    return {p: [r["gather"] for r in res]
+            for p, res in pairs.launches(tmp_path_factory).items()}
 
 
 @pytest.mark.parametrize("p", WORLD_SIZES)

@@ -1,6 +1,6 @@
 """Negatives keyed by (seed, epoch) (pyg_sar.link.negatives).
 
-At P = 1, 3, 4 (one launch per P: negatives_cases.suite) every rank's negatives, mapped to
+At P = 1, 3, 4 (one launch per P shared with test_gather.py: pairs_cases.py) every rank's negatives, mapped to
 original ids, equal the columns of its keys in the single-process reference on the whole graph,
 so the union over ranks is the same for every P (uniform and degree-weighted, with and without
 rejection of existing edges, kept sources, several negatives per key, two epochs); bad keys on
@@ -28,14 +28,9 @@ N = nc["N"]
 
 @pytest.fixture(scope="module")
 def launches(tmp_path_factory) -> dict[int, list[dict]]:
-    from pyg_sar.testing import run_on_ranks
-    root = tmp_path_factory.mktemp("negatives")
-    out = {}
-    for p in WORLD_SIZES:
-        pyg_sar.partition_graph(nc["graph"](), p, root / f"p{p}", method="random", seed=p)
-        out[p] = run_on_ranks(f"{CASES}:suite", p, timeout=300,
-                              kwargs={"parts": str(root / f"p{p}")})
-    return out
+    pairs = runpy.run_path(str(HERE / "pairs_cases.py"))["shared"]()
+    return {p: [r["negatives"] for r in res]
+            for p, res in pairs.launches(tmp_path_factory).items()}
 
 
 @pytest.mark.parametrize("p", WORLD_SIZES)

@@ -1,0 +1,48 @@
+"""One launch per P for tests/link/test_gather.py and tests/link/test_negatives.py: the rank side
+runs both suites (gather_cases.suite, negatives_cases.suite) on one partition of
+negatives_cases.graph; the test side launches once per session (:func:`launches`, cached in this
+module, which the two test files load under one name with :func:`shared`)."""
+from __future__ import annotations
+
+import importlib.util
+import runpy
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+WORLD_SIZES = (1, 3, 4)
+_NAME = "_pyg_sar_tests_link_pairs_cases"
+_RESULTS: dict = {}
+
+
+def suite(ctx, parts: str) -> dict:
+    gather_cases = runpy.run_path(str(HERE / "gather_cases.py"))
+    negatives_cases = runpy.run_path(str(HERE / "negatives_cases.py"))
+    return {"gather": gather_cases["suite"](ctx, parts),
+            "negatives": negatives_cases["suite"](ctx, parts)}
+
+
+def launches(tmp_path_factory) -> dict[int, list[dict]]:
+    """``{P: [result of each rank]}``, launched on the first call of the session."""
+    if not _RESULTS:
+        import pyg_sar
+        from pyg_sar.testing import run_on_ranks
+        graph = runpy.run_path(str(HERE / "negatives_cases.py"))["graph"]
+        root = tmp_path_factory.mktemp("pairs")
+        for p in WORLD_SIZES:
+            pyg_sar.partition_graph(graph(), p, root / f"p{p}", method="random", seed=p)
+            _RESULTS[p] = run_on_ranks(f"{__file__}:suite", p, timeout=300,
+                                       kwargs={"parts": str(root / f"p{p}")})
+    return _RESULTS
+
+
+def shared():
+    """This module, loaded once per session under one name (so both test files share the
+    launches)."""
+    mod = sys.modules.get(_NAME)
+    if mod is None:
+        spec = importlib.util.spec_from_file_location(_NAME, __file__)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[_NAME] = mod
+        spec.loader.exec_module(mod)
+    return mod
