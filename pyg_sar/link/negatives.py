@@ -192,7 +192,8 @@ def negative_sampling(graph: Any, keys: Tensor, *, seed: int, epoch: int, num_ne
     ``reject_existing`` and ``max_tries`` (its own ``keys``, possibly none).
 
     Args:
-        graph: the rank's message-passing :class:`~pyg_sar.DistGraph` (not bipartite).
+        graph: the rank's message-passing :class:`~pyg_sar.DistGraph` (not bipartite), or a
+            :class:`~pyg_sar.PartitionData` holding it.
         keys: ``[n]`` non-negative int64 keys, global ids of what the negatives belong to (a
             pair's ``edge_label_ids`` entry): the same key gives the same negatives on every
             number of ranks.
@@ -214,6 +215,8 @@ def negative_sampling(graph: Any, keys: Tensor, *, seed: int, epoch: int, num_ne
     from pyg_sar.link.negatives_comm import DirectoryComm
     name = "negative_sampling"
     _check_args(name, method, num_neg, max_tries, seed, epoch)
+    if not hasattr(graph, "blocks") and hasattr(graph, "graph"):  # a PartitionData
+        graph = graph.graph
     if getattr(graph, "is_bipartite", False):
         raise ValueError(f"{name}: a bipartite graph (one edge type between two node types) "
                          f"is not supported; sample its destination ids directly")

@@ -1,11 +1,12 @@
 """pyg_sar.gather (pyg_sar.link.gather): the distributed ``z_global[index]``.
 
-At P = 1, 3, 4 (one launch per P shared with test_negatives.py: pairs_cases.py) the output and the
-gradient of ``z`` equal the single-process ``z_global[index]`` and its gradient (float64, uneven
-slices, a rank without rows, a rank with an empty index, repeats, random order; offsets given as
-a list, a tensor, all-gathered, or from a DistGraph), float32 / bfloat16 rows cross unchanged,
-the traffic ledger counts the bytes the requests imply, and bad input on one rank raises
-ValueError on every rank. In one process: the same oracle and the input checks.
+At P = 1, 3, 4 (one launch per P, shared with test_negatives.py: pairs_cases.py) the output
+and the gradient of ``z`` equal the single-process ``z_global[index]`` and its gradient
+(float64, uneven slices, a rank without rows, a rank with an empty index, repeats, random
+order; offsets given as a list, a tensor, all-gathered, or from a DistGraph), float32 /
+bfloat16 rows cross unchanged, the traffic ledger counts the bytes the requests imply, and bad
+input on one rank raises ValueError on every rank. In one process: the same oracle and the
+input checks.
 """
 from __future__ import annotations
 

@@ -1,12 +1,13 @@
 """Negatives keyed by (seed, epoch) (pyg_sar.link.negatives).
 
-At P = 1, 3, 4 (one launch per P shared with test_gather.py: pairs_cases.py) every rank's negatives, mapped to
-original ids, equal the columns of its keys in the single-process reference on the whole graph,
-so the union over ranks is the same for every P (uniform and degree-weighted, with and without
-rejection of existing edges, kept sources, several negatives per key, two epochs); bad keys on
-one rank raise ValueError on every rank. In one process: independence of the thread count,
-plausible distributions (chi-square bounds, fixed seed), rejection never returning an edge or a
-self-loop, new epochs drawing new negatives, argument checks.
+At P = 1, 3, 4 (one launch per P, shared with test_gather.py: pairs_cases.py) every rank's
+negatives, mapped to original ids, equal the columns of its keys in the single-process
+reference on the whole graph, so the union over ranks is the same for every P (uniform and
+degree-weighted, with and without rejection of existing edges, kept sources, several negatives
+per key, two epochs); bad keys on one rank raise ValueError on every rank. In one process:
+independence of the thread count, plausible distributions (chi-square bounds, fixed seed),
+rejection never returning an edge or a self-loop, new epochs drawing new negatives, argument
+checks.
 """
 from __future__ import annotations
 
@@ -155,7 +156,8 @@ def test_partitioned_one_process():
         new_of = torch.empty(N, dtype=torch.long)
         new_of[part.node_ids] = torch.arange(N)
         for method in ("uniform", "degree"):
-            neg = negative_sampling(part.edge_index, torch.arange(30), seed=4, epoch=3,
+            neg = negative_sampling(part if method == "degree" else part.edge_index,
+                                    torch.arange(30), seed=4, epoch=3,
                                     method=method, reject_existing=True, num_neg=2)
             ref = reference_negative_sampling(_edges(), torch.arange(30), num_nodes=N,
                                               seed=4, epoch=3, method=method,
