@@ -46,3 +46,34 @@ def shared():
         sys.modules[_NAME] = mod
         spec.loader.exec_module(mod)
     return mod
+
+
+def cuda_suite(ctx, parts: str) -> dict:
+    """On ``ctx.device`` (a CUDA device): gather forward / backward and the negatives equal the
+    CPU results (the communicator stages the CUDA tensors)."""
+    import torch
+
+    from pyg_sar.link.gather import gather
+    from pyg_sar.link.negatives import negative_sampling
+    from pyg_sar.partition import load_partition
+    dev = ctx.device
+    part = load_partition(parts, ctx.rank)
+    g = part.edge_index
+    off, rank = g.node_offsets, ctx.rank
+    gen = torch.Generator().manual_seed(3)
+    zg = torch.randn(off[-1], 4, generator=gen, dtype=torch.float64)
+    idx = torch.randint(0, off[-1], (20 + 5 * rank,), generator=gen)
+    res = {}
+    for where in ("cpu", dev):
+        z = zg[off[rank]:off[rank + 1]].to(where).requires_grad_()
+        out = gather(z, idx.to(where), node_offsets=g)
+        (out * out).sum().backward()
+        res[str(where)] = [out.detach().cpu(), z.grad.cpu()]
+    keys = torch.arange(rank, 40, ctx.world_size)
+    negs = [negative_sampling(gr, keys.to(gr.device), seed=1, epoch=2, method=m,
+                              reject_existing=True).cpu()
+            for gr in (g, g.to(dev)) for m in ("uniform", "degree")]
+    cpu, gpu = res["cpu"], res[str(dev)]
+    return {"device": str(dev), "out_equal": bool(torch.equal(cpu[0], gpu[0])),
+            "grad_rel": float((cpu[1] - gpu[1]).abs().max() / cpu[1].abs().max().clamp_min(1e-300)),
+            "neg_equal": bool(torch.equal(negs[0], negs[2]) and torch.equal(negs[1], negs[3]))}

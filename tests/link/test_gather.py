@@ -90,3 +90,17 @@ def test_one_process_errors(index, match):
         gather(torch.randn(6, 2), index)
     with pytest.raises(ValueError, match="z has 6 rows"):
         gather(torch.randn(6, 2), torch.tensor([0]), node_offsets=[0, 5])
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_tensors_equal_cpu(tmp_path):
+    """Two ranks computing on CUDA (gloo, staged through the host): gather and negatives equal
+    their CPU results."""
+    from pyg_sar.testing import run_on_ranks
+    nc = runpy.run_path(str(HERE / "negatives_cases.py"))
+    pyg_sar.partition_graph(nc["graph"](), 2, tmp_path / "p2", method="random", seed=2)
+    res = run_on_ranks(f"{HERE / 'pairs_cases.py'}:cuda_suite", 2, timeout=300,
+                       device="cuda", kwargs={"parts": str(tmp_path / "p2")})
+    for r in res:
+        assert r["device"].startswith("cuda"), r
+        assert r["out_equal"] and r["neg_equal"] and r["grad_rel"] <= TOL, r
