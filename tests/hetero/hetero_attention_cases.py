@@ -8,7 +8,6 @@ modes sar and sa (SAR keeps no remote row), and bad input.
 """
 from __future__ import annotations
 
-import copy
 import sys
 from pathlib import Path
 from typing import Optional
@@ -121,51 +120,19 @@ def _run(model, x_dict, graphs):
     return out, None
 
 
+def _run_dicts(model, x_dict, graphs, attrs):
+    return _run(model, x_dict, graphs)  # (no edge attributes)
+
+
 def _oracle(data, name: str):
+    """The oracle of case ``name`` (:func:`hetero_cases.reference`; attention as the extra
+    output)."""
     torch.manual_seed(7)
-    ref = _build(name, data.metadata())[0].double()
-    with torch.no_grad():  # initialise lazy parameters on the whole graph
-        _run(ref, data.x_dict, data.edge_index_dict)
-    pristine = copy.deepcopy(ref)
-    x_ref = {t: v.clone().requires_grad_() for t, v in data.x_dict.items()}
-    out_ref, attn_ref = _run(ref, x_ref, data.edge_index_dict)
-    weights = {t: torch.randn(out_ref[t].shape, dtype=torch.float64,
-                              generator=torch.Generator().manual_seed(3 + i))
-               for i, t in enumerate(sorted(out_ref))}
-    sum((out_ref[t] * weights[t]).sum() for t in out_ref).backward()
-    grads = {pname: p.grad for pname, p in ref.named_parameters()}
-    x_grads = {t: v.grad for t, v in x_ref.items()}
-    attn = None if attn_ref is None else {t: a.detach() for t, a in attn_ref.items()
-                                          if a is not None}
-    return pristine, {t: v.detach() for t, v in out_ref.items()}, attn, weights, x_grads, grads
+    return hc.reference(data, _build(name, data.metadata())[0], _run_dicts)
 
 
 def one_case(part, oracle, mode: str) -> dict:
-    pristine, out_ref, attn_ref, weights, x_grads, grads = oracle
-    dist = pyg_sar.convert(copy.deepcopy(pristine),
-                           pyg_sar.SARConfig(mode=mode, check_loss=False))
-    ids = part.node_ids_dict
-    x_loc = {t: part.x_dict[t].double().clone().requires_grad_() for t in x_grads}
-    out, attn = _run(dist, x_loc, part.edge_index_dict)
-    errs = {f"out:{t}": hc._rel(out[t].detach(), out_ref[t][ids[t]]) for t in out_ref}
-    if set(out) != set(out_ref):
-        errs["node_types"] = 1.0
-    if attn_ref is not None:
-        for t, a in attn_ref.items():
-            errs[f"attn:{t}"] = hc._rel(attn[t].detach(), a)
-    sum((out[t] * weights[t][ids[t]]).sum() for t in out_ref).backward()
-    pyg_sar.all_reduce_gradients(dist)
-    for t, g in x_grads.items():
-        if g is not None:
-            errs[f"x_grad:{t}"] = hc._rel(x_loc[t].grad, g[ids[t]])
-    scale = max(float(g.abs().max()) for g in grads.values() if g is not None)
-    for pname, p in dist.named_parameters():
-        g = grads[pname]
-        if g is None:
-            errs[f"grad:{pname}"] = 0.0 if p.grad is None or not p.grad.any() else 1.0
-        else:
-            errs[f"grad:{pname}"] = float((p.grad - g).abs().max()) / scale
-    return {"max": max(errs.values()), "errors": errs}
+    return hc.compare(part, oracle, mode, _run_dicts)
 
 
 def saved_bytes(part, name: str, mode: str) -> int:

@@ -5,11 +5,10 @@ dimensions, five edge types, one within a type with self-loops) and the same ref
 ``to_hetero_with_bases(homo, metadata, num_bases, in_channels={"x": 8})``, runs plain PyG on the
 whole graph and the converted model on its part (hand-built or written by
 ``pyg_sar.partition_graph``), and reports the relative errors of every node type's output, input
-gradient and every parameter gradient (:func:`hetero_cases.one_case`).
+gradient and every parameter gradient (:func:`hetero_cases.compare`).
 """
 from __future__ import annotations
 
-import copy
 import sys
 from pathlib import Path
 from typing import Optional
@@ -59,23 +58,12 @@ def build(name: str, metadata) -> tuple[torch.nn.Module, bool]:
 
 
 def oracle(data, name: str):
-    """As :func:`hetero_cases._oracle` for a model of :data:`MODELS`."""
+    """The oracle of a model of :data:`MODELS` and how it is called
+    (:func:`hetero_cases.reference`)."""
     torch.manual_seed(7)
     ref, with_edges = build(name, data.metadata())
-    ref = ref.double()
-    with torch.no_grad():  # initialise lazy parameters on the whole graph
-        hc._call(ref, data.x_dict, data.edge_index_dict, data.edge_attr_dict, with_edges)
-    pristine = copy.deepcopy(ref)
-    x_ref = {t: v.clone().requires_grad_() for t, v in data.x_dict.items()}
-    out_ref = hc._call(ref, x_ref, data.edge_index_dict, data.edge_attr_dict, with_edges)
-    weights = {t: torch.randn(out_ref[t].shape, dtype=torch.float64,
-                              generator=torch.Generator().manual_seed(3 + i))
-               for i, t in enumerate(sorted(out_ref))}
-    sum((out_ref[t] * weights[t]).sum() for t in out_ref).backward()
-    grads = {pname: p.grad for pname, p in ref.named_parameters()}
-    x_grads = {t: v.grad for t, v in x_ref.items()}
-    return pristine, with_edges, {t: v.detach() for t, v in out_ref.items()}, weights, x_grads, \
-        grads
+    run = hc.runner(with_edges)
+    return hc.reference(data, ref, run), run
 
 
 def suite(ctx, cases: list, parts: Optional[str] = None) -> dict:

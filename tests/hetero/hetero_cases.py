@@ -225,39 +225,48 @@ def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((a - b).abs().max() / b.abs().max().clamp(min=1e-300)) if b.numel() else 0.0
 
 
-def _oracle(data: HeteroData, name: str):
-    """The reference model of case ``name`` (lazy parameters initialised, before any
-    backward), PyG's outputs on the whole graph and its gradients (inputs, parameters)."""
-    torch.manual_seed(7)
-    ref, with_edges = build(name, data.metadata())
+def reference(data: HeteroData, ref: torch.nn.Module, run) -> tuple:
+    """The oracle of model ``ref`` (seeded by the caller; lazy parameters initialised here on
+    the whole graph, before any backward): ``(pristine copy, PyG's outputs per node type, the
+    extra output or None, output weights, input gradients, parameter gradients)``.
+
+    ``run(model, x_dict, edge_index_dict, edge_attr_dict) -> (out_dict, extra)``: how the
+    model is called; ``extra`` is a dict of further outputs compared as they are (attention
+    weights), or ``None``."""
     ref = ref.double()
     with torch.no_grad():  # initialise lazy parameters on the whole graph
-        _call(ref, data.x_dict, data.edge_index_dict, data.edge_attr_dict, with_edges)
+        run(ref, data.x_dict, data.edge_index_dict, data.edge_attr_dict)
     pristine = copy.deepcopy(ref)
     x_ref = {t: v.clone().requires_grad_() for t, v in data.x_dict.items()}
-    out_ref = _call(ref, x_ref, data.edge_index_dict, data.edge_attr_dict, with_edges)
+    out_ref, extra = run(ref, x_ref, data.edge_index_dict, data.edge_attr_dict)
     weights = {t: torch.randn(out_ref[t].shape, dtype=torch.float64,
                               generator=torch.Generator().manual_seed(3 + i))
                for i, t in enumerate(sorted(out_ref))}
     sum((out_ref[t] * weights[t]).sum() for t in out_ref).backward()
     grads = {pname: p.grad for pname, p in ref.named_parameters()}
     x_grads = {t: v.grad for t, v in x_ref.items()}
-    return pristine, with_edges, {t: v.detach() for t, v in out_ref.items()}, weights, x_grads, \
+    extra = None if extra is None else {k: a.detach() for k, a in extra.items()
+                                        if a is not None}
+    return pristine, {t: v.detach() for t, v in out_ref.items()}, extra, weights, x_grads, \
         grads
 
 
-def one_case(part, oracle, mode: str) -> dict:
-    """Errors of one (model, mode) case on this rank."""
-    pristine, with_edges, out_ref, weights, x_grads, grads = oracle
+def compare(part, oracle: tuple, mode: str, run) -> dict:
+    """Errors of the converted copy of :func:`reference`'s model on this rank's ``part`` in
+    ``mode``: every node type's output (its rows, original order), extra output, input
+    gradient and parameter gradient (after the gradient sum over ranks)."""
+    pristine, out_ref, extra_ref, weights, x_grads, grads = oracle
     dist = pyg_sar.convert(copy.deepcopy(pristine),
                            pyg_sar.SARConfig(mode=mode, check_loss=False))
     ids = part.node_ids_dict
     x_loc = {t: part.x_dict[t].double().clone().requires_grad_() for t in x_grads}
-    out = _call(dist, x_loc, part.edge_index_dict,
-                {k: v.double() for k, v in part.edge_attr_dict.items()}, with_edges)
+    attrs = {k: v.double() for k, v in getattr(part, "edge_attr_dict", {}).items()}
+    out, extra = run(dist, x_loc, part.edge_index_dict, attrs)
     errs = {f"out:{t}": _rel(out[t].detach(), out_ref[t][ids[t]]) for t in out_ref}
     if set(out) != set(out_ref):
         errs["node_types"] = 1.0
+    for k, a in (extra_ref or {}).items():
+        errs[f"attn:{k}"] = _rel(extra[k].detach(), a)
     sum((out[t] * weights[t][ids[t]]).sum() for t in out_ref).backward()
     pyg_sar.all_reduce_gradients(dist)
     for t, g in x_grads.items():
@@ -271,6 +280,25 @@ def one_case(part, oracle, mode: str) -> dict:
         else:
             errs[f"grad:{pname}"] = float((p.grad - g).abs().max()) / scale
     return {"max": max(errs.values()), "errors": errs}
+
+
+def runner(with_edges: bool):
+    """:func:`reference`'s ``run`` for a model of this module (dict output, no extra)."""
+    return lambda model, x, graphs, attrs: (_call(model, x, graphs, attrs, with_edges), None)
+
+
+def _oracle(data: HeteroData, name: str):
+    """The oracle of case ``name`` (:func:`reference`) and how its model is called."""
+    torch.manual_seed(7)
+    ref, with_edges = build(name, data.metadata())
+    run = runner(with_edges)
+    return reference(data, ref, run), run
+
+
+def one_case(part, oracle, mode: str) -> dict:
+    """Errors of one (model, mode) case on this rank."""
+    reference_, run = oracle
+    return compare(part, reference_, mode, run)
 
 
 def saved_bytes(part, mode: str) -> int:
