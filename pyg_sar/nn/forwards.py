@@ -11,8 +11,7 @@ only where it cannot, and each says why. In order of preference:
 * :func:`without_attention_weights`: PyG's ``forward``, refusing ``return_attention_weights``
   over a DistGraph (PyG would return ``None`` for a graph that is neither a Tensor nor a
   SparseTensor; the weights of an online softmax are never materialised).
-* a restated ``forward`` (SuperGATConv), only where PyG's does graph-wide work that cannot be
-  exact and must be skipped.
+(SuperGATConv's restated ``forward`` and attention loss: :mod:`pyg_sar.nn.super_gat`.)
 """
 from __future__ import annotations
 
@@ -109,52 +108,6 @@ def without_attention_weights(weights_attr: Optional[str] = None) -> Callable:
     forward.__doc__ = ("PyG's forward; return_attention_weights is refused over a DistGraph "
                        "(pyg_sar.nn.forwards.without_attention_weights).")
     return forward
-
-
-# ----------------------------------------------------------------------------- SuperGATConv
-
-def supergat_forward(self, x: Tensor, edge_index, neg_edge_index: Optional[Tensor] = None,
-                     batch: Optional[Tensor] = None) -> Tensor:
-    """SuperGATConv's forward over a DistGraph: the attention propagation only.
-
-    PyG's forward calls ``remove_self_loops``/``add_self_loops`` on ``edge_index`` (done here
-    by the ``self_loops`` family in ``propagate``), and in training mode it samples positive
-    edges and negative edges from the whole graph for the self-supervised attention loss. That
-    sampling cannot be reproduced on a rank's part, so over a DistGraph the loss is not
-    computed and :func:`supergat_attention_loss` refuses to return it; the output and its
-    gradients are PyG's exactly. A Tensor ``edge_index`` runs PyG's forward unchanged.
-    """
-    if not isinstance(edge_index, DistGraph):
-        return self._sar_base.forward(self, x, edge_index, neg_edge_index, batch)
-    if neg_edge_index is not None or batch is not None:
-        raise ValueError("pyg_sar: SuperGATConv over a DistGraph computes the attention only; "
-                         "neg_edge_index and batch (inputs of its attention loss) are not "
-                         "supported")
-    heads, channels = self.heads, self.out_channels
-    h = self.lin(x).view(-1, heads, channels)
-    out = self.propagate(edge_index, x=h)
-    if self.training:  # no loss for this graph: drop any from an earlier Tensor forward
-        self.att_x = self.att_y = None
-    out = out.view(-1, heads * channels) if self.concat is True else out.mean(dim=1)
-    if self.bias is not None:
-        out = out + self.bias
-    return out
-
-
-def supergat_attention_loss(self) -> Tensor:
-    """SuperGATConv.get_attention_loss, refused after a training forward over a DistGraph."""
-    if self.training and getattr(self, "att_x", None) is None:
-        name = getattr(self, "_sar_name", type(self).__name__)
-        raise RuntimeError(
-            f"pyg_sar: layer '{name}' (SuperGATConv): get_attention_loss(): no attention loss "
-            f"was computed: the self-supervised attention loss is not supported over a "
-            f"DistGraph, since it samples positive and negative edges from the whole graph, "
-            f"which a rank's part cannot reproduce. Supported: SuperGATConv's output (the "
-            f"attention propagation), exact in training and eval; train on the task loss alone "
-            f"(drop the get_attention_loss() term, e.g. `loss += 4.0 * att_loss` in PyG's "
-            f"super_gat.py; in eval mode it returns 0 as in PyG), or run the layer on a Tensor "
-            f"edge_index")
-    return self._sar_base.get_attention_loss(self)
 
 
 # ------------------------------------------------------------------ featureless R-GCN (x=None)

@@ -27,7 +27,7 @@ from torch_geometric.nn.conv import MessagePassing
 from torch_geometric.nn.models import LabelPropagation
 from torch_geometric.nn.models.linkx import SparseLinear
 
-from pyg_sar.nn import families, forwards, hetero_attention, labels, laplacian, linkx
+from pyg_sar.nn import families, forwards, hetero_attention, labels, laplacian, linkx, super_gat
 from pyg_sar.nn.families import Prepare
 from pyg_sar.nn.sage import sage_forward
 
@@ -77,7 +77,7 @@ class Adapter:
             number of groups)`` when its message normalises per (node, group), calling
             softmax once per group in group order (``None``: per node).
         methods: other methods of the converted class, ``(name, function)`` pairs (e.g.
-            SuperGATConv's ``get_attention_loss``, refused over a DistGraph).
+            SuperGATConv's ``get_attention_loss``, global over a DistGraph).
     """
 
     family: str = "plain"
@@ -220,10 +220,11 @@ VERIFIED: dict[type, Adapter] = {
                          forward=forwards.without_attention_weights("_alpha"),
                          refuse=lambda layer: _rgat_refusal(layer)),
     _C.SuperGATConv: Adapter(
-        "self_loops+softmax_in_message (attention only)", families.self_loops("add_self_loops"),
+        "self_loops+softmax_in_message (attention loss with given negatives)",
+        families.self_loops("add_self_loops"),
         softmax_in_message=True, softmax_helpers=("get_attention",),
-        forward=forwards.supergat_forward,
-        methods=(("get_attention_loss", forwards.supergat_attention_loss),),
+        forward=super_gat.supergat_forward,
+        methods=(("get_attention_loss", super_gat.supergat_attention_loss),),
         refuse=_when(lambda layer: layer.aggr != "add",
                      "SuperGATConv normalises its attention with a softmax and pyg_sar "
                      "combines it across blocks only for aggr='add'")),

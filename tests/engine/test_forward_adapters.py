@@ -71,8 +71,8 @@ def test_supergat_attention_loss_is_refused_after_a_dist_graph_forward(part):
         layer.get_attention_loss()
     layer.eval()  # PyG's loss is 0 in eval mode, converted or not
     assert torch.equal(layer.get_attention_loss(), torch.tensor([0]))
-    with pytest.raises(ValueError, match="neg_edge_index and batch"):
-        layer(p.x, p.graph, neg_edge_index=data.edge_index[:, :5])
+    with pytest.raises(ValueError, match="batch .*not supported; pass neg_edge_index"):
+        layer(p.x, p.graph, batch=torch.zeros(p.x.shape[0], dtype=torch.long))
     assert type(layer).__name__ == "SuperGATConv"
     assert "get_attention_loss" in vars(type(layer))
 
