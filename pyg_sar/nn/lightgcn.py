@@ -17,6 +17,7 @@ converted class whose methods, when handed a :class:`~pyg_sar.DistGraph`:
   (:func:`pyg_sar.link.metrics.bpr_loss`) plus the L2 regulariser over the embedding rows of
   ``node_id`` (new global ids, fetched with :func:`pyg_sar.gather`) divided by the global
   number of positives, as PyG's ``BPRLoss``;
+* ``link_pred_loss`` is the global BCE over every rank's pairs;
 * ``recommend`` ranks candidates of every rank (:func:`pyg_sar.link.topk.topk_items`) and
   returns new global ids.
 
@@ -127,6 +128,18 @@ def recommendation_loss(self, pos_edge_rank: Tensor, neg_edge_rank: Tensor,
     return loss + global_loss(share, context=ctx)
 
 
+def link_pred_loss(self, pred: Tensor, edge_label: Tensor, **kwargs: Any) -> Tensor:
+    """PyG's ``link_pred_loss`` (BCE with logits); on a sharded table the mean over the pairs
+    of all ranks (:func:`pyg_sar.nn.functional.binary_cross_entropy_with_logits`; its
+    ``weight``, ``pos_weight`` and ``reduction`` options)."""
+    if shard_ids(self.embedding) is None:
+        return self._sar_base.link_pred_loss(self, pred, edge_label, **kwargs)
+    from pyg_sar.nn.functional import binary_cross_entropy_with_logits
+    return binary_cross_entropy_with_logits(pred, edge_label.to(pred.dtype),
+                                            context=getattr(self, "_sar_context", None),
+                                            **kwargs)
+
+
 def recommend(self, edge_index, edge_weight: Optional[Tensor] = None,
               src_index: Optional[Tensor] = None, dst_index: Optional[Tensor] = None,
               k: int = 1, sorted: bool = True) -> Tensor:
@@ -174,6 +187,7 @@ def convert_lightgcn(model: torch.nn.Module) -> None:
                 "_sar_base": base, "_sar_embedding_model": True,
                 "get_embedding": get_embedding,
                 "forward": forward, "recommendation_loss": recommendation_loss,
+                "link_pred_loss": link_pred_loss,
                 "recommend": recommend})
             _CLASSES[base] = cls
         module.__class__ = cls

@@ -140,6 +140,20 @@ def case(ctx, name: str, mode: str, parts: str, checkpoint_dir: str | None = Non
     out["steps"] = len(losses)
     out["final"] = rel(model.embedding.weight, ref.embedding.weight[ids])
     out["rows"] = int(model.embedding.weight.shape[0])
+    # link_pred_loss: global BCE over every rank's pairs (positives 1, negatives 0)
+    for m in (model, ref):
+        m.embedding.weight.grad = None
+    labels = torch.cat([torch.ones(len(src)), torch.zeros(len(src))]).double()
+    ref_pred = ref(data.edge_index, torch.cat([pos, torch.stack([src, neg])], dim=1))
+    ref_bce = ref.link_pred_loss(ref_pred, labels)
+    ref_bce.backward()
+    pred = model(part.edge_index, torch.cat([torch.stack([my_src, my_pos]),
+                                             torch.stack([my_src, my_neg])], dim=1))
+    my_labels = torch.cat([torch.ones(len(my_src)), torch.zeros(len(my_src))]).double()
+    bce = model.link_pred_loss(pred, my_labels)
+    bce.backward()
+    out["bce"] = abs(float(bce) - float(ref_bce)) / abs(float(ref_bce))
+    out["bce_grad"] = rel(model.embedding.weight.grad, ref.embedding.weight.grad[ids])
     if recommend:
         items = torch.arange(n_users, data.num_nodes)
         with torch.no_grad():

@@ -4,7 +4,8 @@ modes sar / sa / halo on a generated user-item graph and on Cora: embedding rows
 the rank's pairs (ends fetched with ``pyg_sar.gather``), the embedding gradient rows (mapped by
 ``node_ids``), the 20-step Adam curve of ``recommendation_loss`` (BPR + L2 over gathered rows)
 and the final rows; a run resumed from a checkpoint halfway equals the uninterrupted one;
-``recommend`` returns PyG's lists. Rank side: ``embedding_cases.py`` (one launch per P)."""
+``recommend`` returns PyG's lists; ``link_pred_loss`` is the global BCE (value, gradient).
+Rank side: ``embedding_cases.py`` (one launch per P)."""
 from __future__ import annotations
 
 import sys
@@ -31,7 +32,7 @@ CASES = {
         ["bipartite", "halo", ""], ["cora", "sar", ""]],
     4: [["bipartite", "halo", "recommend"], ["cora", "sa", ""]],
 }
-KEYS = ("emb", "pos", "neg", "grad", "curve", "final")
+KEYS = ("emb", "pos", "neg", "grad", "curve", "final", "bce", "bce_grad")
 
 
 @pytest.fixture(scope="module")
