@@ -66,8 +66,26 @@ def oracle(data, name: str):
     return hc.reference(data, ref, run), run
 
 
-def suite(ctx, cases: list, parts: Optional[str] = None) -> dict:
-    data, part = hc.load(ctx, parts, ctx.world_size, 0)
+def mag_data():
+    """A small OGB-MAG-shaped graph (``pyg_sar.datasets.mag_like``: 80 papers, one
+    institution, no reverse edges, so three node types are never destinations) with float64
+    features on every node type (to_hetero_with_bases needs an input per node type)."""
+    from pyg_sar.datasets import mag_like
+    data = mag_like(80, seed=1, num_features=6, num_classes=4)
+    g = torch.Generator().manual_seed(5)
+    for t in data.node_types:
+        x = data[t].get("x")
+        data[t].x = (torch.randn(data[t].num_nodes, 3, generator=g, dtype=torch.float64)
+                     if x is None else x.double())
+    return data
+
+
+def suite(ctx, cases: list, parts: Optional[str] = None, mag: bool = False) -> dict:
+    if mag:
+        import pyg_sar
+        data, part = mag_data(), pyg_sar.load_partition(parts, ctx.rank)
+    else:
+        data, part = hc.load(ctx, parts, ctx.world_size, 0)
     results, oracles = {}, {}
     for name, mode in cases:
         if name not in oracles:
@@ -76,6 +94,9 @@ def suite(ctx, cases: list, parts: Optional[str] = None) -> dict:
     return results
 
 
-def both(ctx, cases: list, parts: str, partition_cases: list) -> dict:
-    """``cases`` on a hand-built partition, ``partition_cases`` on the folder ``parts``."""
-    return {"hand": suite(ctx, cases), "partition": suite(ctx, partition_cases, parts)}
+def both(ctx, cases: list, parts: str, partition_cases: list, mag_parts: str,
+         mag_cases: list) -> dict:
+    """``cases`` on a hand-built partition, ``partition_cases`` on the folder ``parts``,
+    ``mag_cases`` on the partition ``mag_parts`` of :func:`mag_data`."""
+    return {"hand": suite(ctx, cases), "partition": suite(ctx, partition_cases, parts),
+            "mag": suite(ctx, mag_cases, mag_parts, mag=True)}

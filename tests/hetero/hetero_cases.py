@@ -234,11 +234,12 @@ def reference(data: HeteroData, ref: torch.nn.Module, run) -> tuple:
     model is called; ``extra`` is a dict of further outputs compared as they are (attention
     weights), or ``None``."""
     ref = ref.double()
+    attrs = {et: data[et].edge_attr for et in data.edge_types if "edge_attr" in data[et]}
     with torch.no_grad():  # initialise lazy parameters on the whole graph
-        run(ref, data.x_dict, data.edge_index_dict, data.edge_attr_dict)
+        run(ref, data.x_dict, data.edge_index_dict, attrs)
     pristine = copy.deepcopy(ref)
     x_ref = {t: v.clone().requires_grad_() for t, v in data.x_dict.items()}
-    out_ref, extra = run(ref, x_ref, data.edge_index_dict, data.edge_attr_dict)
+    out_ref, extra = run(ref, x_ref, data.edge_index_dict, attrs)
     weights = {t: torch.randn(out_ref[t].shape, dtype=torch.float64,
                               generator=torch.Generator().manual_seed(3 + i))
                for i, t in enumerate(sorted(out_ref))}

@@ -2,7 +2,8 @@
 modes sar / sa / halo, float64: every node type's output, input gradient and parameter gradient
 (basis coefficients included) within 1e-10. One launch per P (``hetero_bases_cases.both``):
 every model in every mode on a hand-built partition, every model once (the modes in turn) on
-the partition written by ``pyg_sar.partition_graph``.
+the partition written by ``pyg_sar.partition_graph``, and four on a partitioned OGB-MAG-shaped
+graph (``pyg_sar.datasets.mag_like``).
 """
 from __future__ import annotations
 
@@ -25,6 +26,9 @@ TOL = 1e-10
 MODES = ("sar", "sa", "halo")
 CASES = [[name, mode] for name in hbc.MODELS for mode in MODES]
 PARTITION_CASES = [[name, MODES[i % len(MODES)]] for i, name in enumerate(hbc.MODELS)]
+# An OGB-MAG-shaped graph: four node types (three never destinations, one of a single node),
+# partitioned by pyg_sar.partition_graph.
+MAG_CASES = [["sage_mean", "sar"], ["sage_max", "halo"], ["gin", "sa"], ["graphconv", "sar"]]
 WORLD_SIZES = (1, 3)
 
 
@@ -35,9 +39,12 @@ def results(tmp_path_factory):
     out = {}
     for p in WORLD_SIZES:
         pyg_sar.partition_graph(hc.make_hetero(), p, root / f"p{p}", method="metis")
+        pyg_sar.partition_graph(hbc.mag_data(), p, root / f"mag{p}", method="metis")
         out[p] = run_on_ranks(f"{HERE / 'hetero_bases_cases.py'}:both", p, timeout=300,
                               kwargs=dict(cases=CASES, parts=str(root / f"p{p}"),
-                                          partition_cases=PARTITION_CASES))
+                                          partition_cases=PARTITION_CASES,
+                                          mag_parts=str(root / f"mag{p}"),
+                                          mag_cases=MAG_CASES))
     return out
 
 
@@ -59,6 +66,12 @@ def test_hand_partition_matches_pyg(results, world_size, case):
 @pytest.mark.parametrize("case", PARTITION_CASES, ids=lambda c: "/".join(c))
 def test_partition_matches_pyg(results, world_size, case):
     _check(results, world_size, "partition", "/".join(case))
+
+
+@pytest.mark.parametrize("world_size", WORLD_SIZES)
+@pytest.mark.parametrize("case", MAG_CASES, ids=lambda c: "/".join(c))
+def test_mag_like_partition_matches_pyg(results, world_size, case):
+    _check(results, world_size, "mag", "/".join(case))
 
 
 def test_self_loops_are_refused_naming_the_count():
