@@ -130,8 +130,8 @@ def hooks_reason(tables: list[str]) -> str:
     names = ", ".join(t.strip("_").replace("_hooks", "") for t in tables)
     return (f"it has PyG message-passing hooks ({names} hooks), which see a whole graph's "
             f"messages or aggregation: pyg_sar computes a layer's messages block by block "
-            f"(one source rank at a time) and would not run them (to_hetero_with_bases "
-            f"registers one to weight messages by edge type); propagate hooks are supported")
+            f"(one source rank at a time) and would not run them; propagate hooks are supported "
+            f"(to_hetero_with_bases's message hook is replaced at convert)")
 
 
 def _unconverted(cls: type) -> type:

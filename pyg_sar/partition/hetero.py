@@ -12,7 +12,7 @@ Every edge type's graph is a bipartite :class:`~pyg_sar.graph.DistGraph` (source
 type, destinations of the destination type; an edge type within one node type is an ordinary
 DistGraph). :meth:`HeteroPartition.to_homogeneous` gives the typed homogeneous view PyG's
 ``HeteroData.to_homogeneous()`` gives (for ``RGCNConv``, ``RGATConv``, ``HEATConv``,
-``to_hetero_with_bases``), built at load without communication: both ends of every exchange
+``FiLMConv``), built at load without communication: both ends of every exchange
 order the rows they share by (node type, original id).
 """
 from __future__ import annotations
