@@ -171,6 +171,49 @@ def recommend(self, edge_index, edge_weight: Optional[Tensor] = None,
     return ids
 
 
+_RUNTIME = ("_sar_context", "_sar_gather_on")  # the ranks of the last graph: not copied
+
+
+def _reduce_ex(self, protocol: int) -> tuple:
+    # The generated class cannot be found by name: pickle (and deepcopy) the PyG class and the
+    # state without the communicator; the next call over a DistGraph sets it again.
+    return _new_converted, (type(self)._sar_base,), _getstate(self)
+
+
+def _getstate(self) -> dict:
+    state = dict(self.__dict__)
+    for key in _RUNTIME:
+        state.pop(key, None)
+    return state
+
+
+def _setstate(self, state: dict) -> None:
+    torch.nn.Module.__setstate__(self, state)
+    mark_rank_local(self.embedding.weight)  # a deep-copied Parameter loses its attributes
+
+
+def _new_converted(base: type) -> Any:
+    """An empty converted ``LightGCN`` (unpickling; its state is set next)."""
+    cls = _converted_class(base)
+    return cls.__new__(cls)
+
+
+def _converted_class(base: type) -> type:
+    cls = _CLASSES.get(base)
+    if cls is None:
+        cls = type(base.__name__, (base,), {
+            "__module__": __name__, "__qualname__": base.__qualname__,
+            "__doc__": f"{base.__name__} converted by pyg_sar.convert (see {__name__}).",
+            "_sar_base": base, "_sar_embedding_model": True,
+            "get_embedding": get_embedding,
+            "forward": forward, "recommendation_loss": recommendation_loss,
+            "link_pred_loss": link_pred_loss, "recommend": recommend,
+            "__reduce_ex__": _reduce_ex, "__getstate__": _getstate,
+            "__setstate__": _setstate})
+        _CLASSES[base] = cls
+    return cls
+
+
 def convert_lightgcn(model: torch.nn.Module) -> None:
     """Give every ``LightGCN`` in ``model`` the converted class (methods above) and mark its
     table rank-local; a second call changes nothing."""
@@ -179,16 +222,6 @@ def convert_lightgcn(model: torch.nn.Module) -> None:
         if not isinstance(module, LightGCN):
             continue
         base = getattr(type(module), "_sar_base", type(module))
-        cls = _CLASSES.get(base)
-        if cls is None:
-            cls = type(base.__name__, (base,), {
-                "__module__": __name__, "__qualname__": base.__qualname__,
-                "__doc__": f"{base.__name__} converted by pyg_sar.convert (see {__name__}).",
-                "_sar_base": base, "_sar_embedding_model": True,
-                "get_embedding": get_embedding,
-                "forward": forward, "recommendation_loss": recommendation_loss,
-                "link_pred_loss": link_pred_loss,
-                "recommend": recommend})
-            _CLASSES[base] = cls
+        cls = _converted_class(base)
         module.__class__ = cls
         mark_rank_local(module.embedding.weight)

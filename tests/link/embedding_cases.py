@@ -11,12 +11,14 @@ rows; one case also resumes from a checkpoint halfway and one checks ``recommend
 from __future__ import annotations
 
 import copy
+import io
 from pathlib import Path
 
 import torch
 from torch_geometric.nn.models import LightGCN
 
 import pyg_sar
+from pyg_sar.nn.embedding import is_rank_local
 
 DIM, LAYERS, STEPS, LAMBDA, LR = 8, 2, 20, 1e-2, 0.05
 
@@ -133,6 +135,16 @@ def case(ctx, name: str, mode: str, parts: str, checkpoint_dir: str | None = Non
         more, _ = _train(model, part.edge_index, my_src, my_pos, my_neg, node_id,
                          STEPS - half, opt=opt)
         losses += more
+        # a copy (deepcopy, pickle) after training over the partition: same class and rows,
+        # the table still rank-local, no communicator copied
+        emb = model.get_embedding(part.edge_index).detach()
+        buffer = io.BytesIO()
+        torch.save(model, buffer)
+        buffer.seek(0)
+        copies = [copy.deepcopy(model), torch.load(buffer, weights_only=False)]
+        out["copies_equal"] = all(
+            type(c) is type(model) and is_rank_local(c.embedding.weight)
+            and torch.equal(c.get_embedding(part.edge_index), emb) for c in copies)
     out["pos"] = rel(got["pos"], ref_pos[mine])
     out["neg"] = rel(got["neg"], ref_neg[mine])
     out["grad"] = rel(got["grad"], ref_grad[ids])

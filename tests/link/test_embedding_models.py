@@ -3,7 +3,8 @@ converted: exact against single-process PyG (float64, rel. err <= 1e-10) at P = 
 modes sar / sa / halo on a generated user-item graph and on Cora: embedding rows, scores of
 the rank's pairs (ends fetched with ``pyg_sar.gather``), the embedding gradient rows (mapped by
 ``node_ids``), the 20-step Adam curve of ``recommendation_loss`` (BPR + L2 over gathered rows)
-and the final rows; a run resumed from a checkpoint halfway equals the uninterrupted one;
+and the final rows; a run resumed from a checkpoint halfway equals the uninterrupted one
+(and the trained model deep-copies and pickles);
 ``recommend`` returns PyG's lists; ``link_pred_loss`` is the global BCE (value, gradient).
 Rank side: ``embedding_cases.py`` (one launch per P)."""
 from __future__ import annotations
@@ -65,6 +66,8 @@ def test_lightgcn_exact(launches, p, key):
         assert res["steps"] == ec.STEPS
         for k in KEYS:
             assert res[k] <= TOL, f"P={p} {key} rank {rank}: {k} rel. err {res[k]:.3g}"
+        if "resume" in key:
+            assert res["copies_equal"], f"P={p} {key} rank {rank}: deepcopy / pickle differ"
         if "recommend" in key:
             assert res["recommend_equal"], f"P={p} {key} rank {rank}: recommend differs"
     data, _ = ec.make_graph(key.split("/")[0])
