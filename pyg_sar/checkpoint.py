@@ -13,7 +13,8 @@ replaces ``latest.json`` atomically and prunes older snapshots. A run killed at 
 leaves ``latest.json`` pointing at a complete snapshot. Rank files hold only tensors and plain
 containers and are read with ``torch.load(weights_only=True)`` after their checksum is checked:
 nothing is unpickled that could run code. The folder must be visible to every rank (a shared
-file system, or one host).
+file system, or one host). A rank-local table (:func:`pyg_sar.shard_embedding`) is saved as
+each rank's own rows in its rank file; shard the fresh model's table before loading.
 """
 from __future__ import annotations
 

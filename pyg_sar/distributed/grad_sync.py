@@ -24,6 +24,10 @@ r"""What a converted model does around each training step, registered once by
   :func:`mark_global_loss`) raises: a per-rank loss such as ``F.cross_entropy(out[mask],
   y[mask])`` would otherwise train a different model without a word.
 
+Rank-local parameters (a sharded embedding table, :func:`pyg_sar.shard_embedding`: each rank
+holds its own nodes' rows, whose gradient is complete on that rank) take part in none of the
+three: not summed, not broadcast, not compared.
+
 The state lives in one object per model, ``model._sar_grad_sync`` (a :class:`GradSync`); it
 pickles without its hook handles and communicator and re-registers its parameter hooks on the
 next forward. :func:`uninstall` removes everything.
