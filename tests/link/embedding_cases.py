@@ -135,6 +135,13 @@ def case(ctx, name: str, mode: str, parts: str, checkpoint_dir: str | None = Non
         more, _ = _train(model, part.edge_index, my_src, my_pos, my_neg, node_id,
                          STEPS - half, opt=opt)
         losses += more
+        # the explicit helpers leave the rank-local table alone as well
+        from pyg_sar.distributed.sync import check_parameters_equal
+        grad = model.embedding.weight.grad.clone()
+        pyg_sar.all_reduce_gradients(model)
+        pyg_sar.broadcast_parameters(model)
+        check_parameters_equal(model)  # rows differ between ranks: not compared
+        out["helpers_skip"] = bool(torch.equal(model.embedding.weight.grad, grad))
         # a copy (deepcopy, pickle) after training over the partition: same class and rows,
         # the table still rank-local, no communicator copied
         emb = model.get_embedding(part.edge_index).detach()

@@ -68,6 +68,7 @@ def test_lightgcn_exact(launches, p, key):
             assert res[k] <= TOL, f"P={p} {key} rank {rank}: {k} rel. err {res[k]:.3g}"
         if "resume" in key:
             assert res["copies_equal"], f"P={p} {key} rank {rank}: deepcopy / pickle differ"
+            assert res["helpers_skip"], f"P={p} {key} rank {rank}: all_reduce_gradients summed"
         if "recommend" in key:
             assert res["recommend_equal"], f"P={p} {key} rank {rank}: recommend differs"
     data, _ = ec.make_graph(key.split("/")[0])
