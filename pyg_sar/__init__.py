@@ -27,6 +27,7 @@ _LAZY = {
     "broadcast_parameters": "pyg_sar.distributed.sync",
     "partition_graph": "pyg_sar.partition",
     "load_partition": "pyg_sar.partition",
+    "load_link_split": "pyg_sar.partition",
     "LocalPartition": "pyg_sar.partition",
     "PartitionData": "pyg_sar.partition",
     "HeteroPartition": "pyg_sar.partition",

@@ -4,12 +4,15 @@
 * :func:`load_partition` reads one rank's part as a :class:`PartitionData` (a PyG ``Data``;
   ``LocalPartition`` is another name for it), or a :class:`HeteroPartition` for a partitioned
   ``HeteroData`` (:mod:`pyg_sar.partition.hetero`);
+* :func:`load_link_split` reads one rank's part of a partitioned link-prediction split as
+  ``(train, val, test)`` (:mod:`pyg_sar.partition.link_split`);
 * :func:`pyg_sar.distribute` partitions an in-memory ``Data`` inside a running job and hands
   every rank its part over the communicator (:mod:`pyg_sar.partition.distribute`);
 * ``python -m pyg_sar.partition --dataset NAME --num-parts P --out DIR`` does it from the shell.
 """
 from pyg_sar.partition.format import FORMAT_VERSION, MetaError
 from pyg_sar.partition.hetero import HeteroPartition
+from pyg_sar.partition.link_split import load_link_split
 from pyg_sar.partition.loader import (
     LocalPartition,
     PartitionData,
@@ -28,6 +31,7 @@ __all__ = [
     "MetaError",
     "PartitionData",
     "PartitionReport",
+    "load_link_split",
     "load_node_map",
     "load_partition",
     "partition_graph",

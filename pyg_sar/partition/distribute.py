@@ -27,6 +27,12 @@ import torch
 
 from pyg_sar.partition import format as fmt
 from pyg_sar.partition.hetero import HeteroPartition
+from pyg_sar.partition.link_split import (
+    GRAPH_DIR,
+    LINK_META,
+    is_link_folder,
+    load_link_split,
+)
 from pyg_sar.partition.loader import PartitionData, load_partition
 from pyg_sar.partition.storage import write_file_atomic
 
@@ -37,7 +43,13 @@ DEFAULT_PARTITION_TIMEOUT = 3600.0
 
 
 def _part_files(root: Path, rank: int) -> list[str]:
-    """The files ``load_partition`` reads for ``rank``, relative to ``root``, meta.json last."""
+    """The files ``load_partition`` (or ``load_link_split``) reads for ``rank``, relative to
+    ``root``, the metadata last."""
+    if is_link_folder(root):
+        graph = [f"{GRAPH_DIR}/{rel}" for rel in _part_files(root / GRAPH_DIR, rank)]
+        pairs = sorted(p.relative_to(root).as_posix() for p in (root / "link").rglob("*")
+                       if p.is_file() and p.parent.name == fmt.part_dir(rank))
+        return graph + pairs + [LINK_META]
     part = root / fmt.part_dir(rank)
     files = sorted(p.relative_to(root).as_posix() for p in part.rglob("*") if p.is_file())
     return files + [fmt.META_FILE]
@@ -80,7 +92,8 @@ def distribute(data: Any, num_parts: Optional[int] = None, *, method: str = "met
         out = model(data.x, data.edge_index)
 
     Args:
-        data: a PyG ``Data`` with ``edge_index`` or a sparse ``adj_t``, or a ``HeteroData``
+        data: a PyG ``Data`` with ``edge_index`` or a sparse ``adj_t``, a ``HeteroData``, or
+            the ``(train_data, val_data, test_data)`` triple of PyG's ``RandomLinkSplit``
             (see :func:`~pyg_sar.partition.partition_graph`).
         num_parts: the number of parts; must equal the world size (default).
         method: ``"metis"``, ``"random"`` or ``"contiguous"``.
@@ -91,7 +104,9 @@ def distribute(data: Any, num_parts: Optional[int] = None, *, method: str = "met
 
     Returns:
         this rank's :class:`~pyg_sar.partition.PartitionData` (a
-        :class:`~pyg_sar.partition.HeteroPartition` for a ``HeteroData``).
+        :class:`~pyg_sar.partition.HeteroPartition` for a ``HeteroData``; for a link split
+        the triple ``(train, val, test)`` of
+        :func:`~pyg_sar.partition.link_split.load_link_split`).
 
     Raises:
         ValueError: ``num_parts`` is not the world size, or rank 0 found ``data`` invalid
@@ -133,12 +148,16 @@ def distribute(data: Any, num_parts: Optional[int] = None, *, method: str = "met
             root = workdir / "parts" if rank == 0 else _receive(comm, manifest[rank], workdir)
             if rank == 0:
                 _send_all(comm, workdir / "parts", manifest)
-            part = load_partition(root, rank, world_size=world, context=ctx)
+            if is_link_folder(root):
+                part = load_link_split(root, rank, world_size=world, context=ctx)
+            else:
+                part = load_partition(root, rank, world_size=world, context=ctx)
         except Exception as err:  # noqa: BLE001
             error, own = _describe(err), err
         status = comm.allgather_object(error)
         _raise_remote("receiving or loading a part", status, rank, own)
-        part.path = None  # its folder is gone
+        for p in part if isinstance(part, tuple) else (part,):
+            p.path = None  # its folder is gone
         return part
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

@@ -351,6 +351,10 @@ def load_partition(path: str | Path, rank: int, world_size: int | None = None,
             world size.
     """
     root = Path(path)
+    if (root / "link.json").is_file():
+        raise ValueError(f"the folder '{root}' holds a partitioned link split (train / val / "
+                         f"test graphs and supervision pairs): load it with "
+                         f"pyg_sar.load_link_split(path, rank), which returns the three parts")
     if world_size is None and context is not None:
         world_size = context.world_size
     expected = _expected_world_size(world_size)

@@ -383,10 +383,17 @@ def partition_graph(data: Any, num_parts: int, out_dir: str | Path, method: str 
     :class:`~pyg_sar.partition.hetero.HeteroPartition` (docs/how_sar_works.md,
     "Heterogeneous graphs").
 
+    A link-prediction split, the triple ``(train_data, val_data, test_data)`` of PyG's
+    ``RandomLinkSplit``, is partitioned once (nodes assigned on test's message-passing graph)
+    with each split's message-passing edges and supervision pairs kept apart;
+    :func:`~pyg_sar.partition.link_split.load_link_split` loads it as such a triple
+    (:mod:`pyg_sar.partition.link_split`). A validation or test positive that is an edge of
+    its split's graph raises a ``ValueError`` (leakage).
+
     Args:
         data: a ``torch_geometric.data.Data`` with ``edge_index`` (``[2, E]``, integer) or a
             sparse ``adj_t``; or a ``torch_geometric.data.HeteroData`` (an ``edge_index`` per
-            edge type).
+            edge type); or a ``RandomLinkSplit`` triple.
         num_parts: number of parts ``P`` (``1 <= P <= num_nodes``).
         out_dir: target folder; may exist if empty.
         method: ``"metis"``, ``"random"`` or ``"contiguous"``.
@@ -404,5 +411,9 @@ def partition_graph(data: Any, num_parts: int, out_dir: str | Path, method: str 
             a non-empty ``out_dir`` without ``overwrite``, or non-finite values with
             ``on_nonfinite="raise"``.
     """
+    from pyg_sar.partition.link_split import is_link_split, write_link_split
+    if is_link_split(data):
+        return write_link_split(tuple(data), num_parts, out_dir, method, seed, overwrite,
+                                on_nonfinite)
     return write_partition(data, num_parts, out_dir, method, seed, overwrite,
                            on_nonfinite).path

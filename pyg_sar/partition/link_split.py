@@ -1,0 +1,383 @@
+r"""Partitions of a link-prediction split: message-passing edges apart from supervision pairs.
+
+Input: the triple ``(train_data, val_data, test_data)`` that PyG's ``RandomLinkSplit``
+returns. Each holds the same nodes, its own message-passing ``edge_index`` (train's within
+val's within test's: ``RandomLinkSplit`` gives val the train edges and test the train and
+validation edges; with ``disjoint_train_ratio`` train's graph also lacks its supervision
+edges) and its supervision pairs ``edge_label_index`` with ``edge_label``.
+
+On disk (one folder)::
+
+    graph/        a homogeneous partition (pyg_sar.partition format) of test's message-passing
+                  edges, with the edge tensor "link_mp_level": 0 = in train's graph,
+                  1 = added by val's, 2 = added by test's
+    link/         per split and rank: edge_label_index (NEW global ids), edge_label,
+                  edge_label_ids (position of each pair in the input split)
+    link.json     written last: the splits, pair counts, SHA-256 of every link file
+
+Nodes are assigned once, on test's graph (every message-passing edge of any split), so the
+three splits share one numbering and one set of node tensors. A supervision pair belongs to
+the rank owning its source node. :func:`load_link_split` rebuilds each split's graph with
+:meth:`~pyg_sar.graph.DistGraph.masked` (no communication): train and val share one graph
+object when their edges are the same, as in ``RandomLinkSplit`` without
+``disjoint_train_ratio``.
+
+Leakage is refused: a validation or test positive that is an edge of that split's
+message-passing graph (in either direction when the graph is undirected) raises a
+``ValueError`` naming the pair.
+"""
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from pyg_sar.partition import storage
+from pyg_sar.partition.loader import PartitionData, load_node_map, load_partition, read_meta
+
+SPLITS = ("train", "val", "test")
+LINK_META = "link.json"
+GRAPH_DIR = "graph"
+LEVEL_KEY = "link_mp_level"
+LINK_FORMAT = "pyg_sar-link-split"
+LINK_VERSION = 1
+_PAIR_FILES = ("edge_label_index", "edge_label", "edge_label_ids")
+
+
+def is_link_split(data: Any) -> bool:
+    """Whether ``data`` is a ``(train, val, test)`` triple of PyG ``Data`` with supervision
+    pairs (what ``RandomLinkSplit`` returns)."""
+    from torch_geometric.data import Data
+    return (isinstance(data, (tuple, list)) and len(data) == 3
+            and all(isinstance(d, Data) for d in data)
+            and all("edge_label_index" in d for d in data))
+
+
+def is_link_folder(path: str | Path) -> bool:
+    """Whether ``path`` holds a partitioned link split (it has ``link.json``)."""
+    return (Path(path) / LINK_META).is_file()
+
+
+def link_file(split: str, rank: int, name: str) -> str:
+    """Relative path of one split's pair tensor for ``rank``."""
+    return f"link/{split}/part{rank}/{name}.npy"
+
+
+def random_link_split(data: Any, num_val: float = 0.1, num_test: float = 0.1, *,
+                      seed: int = 0, is_undirected: bool = True,
+                      disjoint_train_ratio: float = 0.0,
+                      add_negative_train_samples: bool = False) -> tuple:
+    """PyG's ``RandomLinkSplit`` of ``data`` under ``torch.manual_seed(seed)`` (the same split
+    on every rank and in every run); the torch RNG state is restored afterwards."""
+    import torch_geometric.transforms as T
+    transform = T.RandomLinkSplit(num_val=num_val, num_test=num_test,
+                                  is_undirected=is_undirected,
+                                  disjoint_train_ratio=disjoint_train_ratio,
+                                  add_negative_train_samples=add_negative_train_samples)
+    state = torch.random.get_rng_state()
+    try:
+        torch.manual_seed(seed)
+        return transform(data)
+    finally:
+        torch.random.set_rng_state(state)
+
+
+# --- checks -------------------------------------------------------------------------------
+
+def _edges(t: Tensor, num_nodes: int, what: str) -> np.ndarray:
+    if not isinstance(t, Tensor) or t.dim() != 2 or t.size(0) != 2 or \
+            t.dtype.is_floating_point or t.dtype == torch.bool:
+        raise ValueError(f"partition_graph: {what} must be an integer tensor of shape [2, E] "
+                         f"(got {getattr(t, 'dtype', type(t).__name__)} "
+                         f"{list(getattr(t, 'shape', []))})")
+    a = t.detach().cpu().numpy().astype(np.int64, copy=False)
+    if a.size:
+        bad = np.flatnonzero((a < 0).any(0) | (a >= num_nodes).any(0))
+        if bad.size:
+            i = int(bad[0])
+            raise ValueError(f"partition_graph: {what} has the pair ({a[0, i]}, {a[1, i]}) at "
+                             f"column {i}, out of range for {num_nodes} nodes")
+    return a
+
+
+def _occurrence_keys(edges: np.ndarray, num_nodes: int, width: int) -> np.ndarray:
+    """One int64 per edge: (src * N + dst) * width + its occurrence number among equal edges,
+    so that multisets of edges compare as sets."""
+    key = edges[0] * num_nodes + edges[1]
+    order = np.argsort(key, kind="stable")
+    sk = key[order]
+    starts = np.r_[True, sk[1:] != sk[:-1]] if sk.size else np.zeros(0, bool)
+    first = np.maximum.accumulate(np.where(starts, np.arange(sk.size), 0)) if sk.size else sk
+    occ = np.empty_like(key)
+    occ[order] = np.arange(sk.size) - first
+    return key * width + occ
+
+
+def _max_multiplicity(edges: np.ndarray, num_nodes: int) -> int:
+    if not edges.size:
+        return 1
+    _, counts = np.unique(edges[0] * num_nodes + edges[1], return_counts=True)
+    return int(counts.max())
+
+
+def mp_levels(train: np.ndarray, val: np.ndarray, test: np.ndarray,
+              num_nodes: int) -> np.ndarray:
+    """For every edge of ``test`` (stored order): 0 if it is one of train's edges, 1 if one
+    of val's only, 2 if test's only (multisets: a repeated edge counts once per copy)."""
+    width = _max_multiplicity(test, num_nodes) + 1
+    if num_nodes > 0 and float(num_nodes) ** 2 * width >= 2.0 ** 62:
+        raise ValueError(f"partition_graph: link split of {num_nodes} nodes is too large for "
+                         f"64-bit edge keys")
+    keys = {name: _occurrence_keys(e, num_nodes, width)
+            for name, e in (("train", train), ("val", val), ("test", test))}
+    level = np.full(test.shape[1], 2, dtype=np.int8)
+    for name, value, sub, sup in (("val", 1, val, "test"), ("train", 0, train, "val")):
+        inside = np.isin(keys[name], keys[sup])
+        if not inside.all():
+            i = int(np.flatnonzero(~inside)[0])
+            raise ValueError(f"partition_graph: the {name} split's message-passing edge "
+                             f"({sub[0, i]}, {sub[1, i]}) is not in the {sup} split's "
+                             f"message-passing edges; a link split gives each split the "
+                             f"edges of the one before it (train within val within test), "
+                             f"as RandomLinkSplit does")
+        level[np.isin(keys["test"], keys[name])] = value
+    return level
+
+
+def _is_undirected(edges: np.ndarray, num_nodes: int) -> bool:
+    key = np.unique(edges[0] * num_nodes + edges[1])
+    rev = np.unique(edges[1] * num_nodes + edges[0])
+    return key.size == rev.size and bool((key == rev).all())
+
+
+def check_no_leakage(split: str, pairs: np.ndarray, labels: Tensor, mp: np.ndarray,
+                     num_nodes: int, undirected: bool) -> None:
+    """Refuse positive supervision pairs of ``split`` that are edges of its message passing."""
+    positive = (labels.detach().cpu().reshape(labels.size(0), -1) != 0).any(1).numpy()
+    pos = pairs[:, positive]
+    if not pos.size:
+        return
+    mp_keys = mp[0] * num_nodes + mp[1]
+    leaked = np.isin(pos[0] * num_nodes + pos[1], mp_keys)
+    if undirected:
+        leaked |= np.isin(pos[1] * num_nodes + pos[0], mp_keys)
+    if leaked.any():
+        i = int(np.flatnonzero(leaked)[0])
+        raise ValueError(f"partition_graph: the {split} split leaks supervision edges into "
+                         f"message passing: its positive pair ({pos[0, i]}, {pos[1, i]}) is an "
+                         f"edge of the {split} split's edge_index ({int(leaked.sum())} such "
+                         f"pairs); supervision edges must be held out of the graph the model "
+                         f"propagates over")
+
+
+def _check_same_nodes(triple: tuple) -> int:
+    train = triple[0]
+    num_nodes = train.num_nodes
+    for name, d in zip(SPLITS[1:], triple[1:]):
+        if d.num_nodes != num_nodes:
+            raise ValueError(f"partition_graph: the {name} split has {d.num_nodes} nodes, the "
+                             f"train split {num_nodes}; a link split's three parts share their "
+                             f"nodes")
+        for key in train.keys():
+            if key in ("edge_index", "edge_label_index", "edge_label") or \
+                    not isinstance(train[key], Tensor) or not train.is_node_attr(key):
+                continue
+            other = d[key] if key in d else None
+            if not isinstance(other, Tensor) or not torch.equal(other, train[key]):
+                raise ValueError(f"partition_graph: node tensor {key!r} of the {name} split "
+                                 f"differs from the train split's; a link split's three parts "
+                                 f"hold the same node tensors")
+    return int(num_nodes)
+
+
+def _pairs(d: Any, split: str, num_nodes: int) -> tuple[np.ndarray, Tensor]:
+    pairs = _edges(d.edge_label_index, num_nodes, f"the {split} split's edge_label_index")
+    label = d.edge_label if "edge_label" in d else torch.ones(pairs.shape[1])
+    if not isinstance(label, Tensor) or label.dim() < 1 or label.size(0) != pairs.shape[1]:
+        raise ValueError(f"partition_graph: the {split} split's edge_label must have one row "
+                         f"per pair ({pairs.shape[1]}), got "
+                         f"{list(getattr(label, 'shape', []))}")
+    return pairs, label
+
+
+# --- writing ------------------------------------------------------------------------------
+
+def write_link_split(triple: tuple, num_parts: int, out_dir: str | Path,
+                     method: str = "metis", seed: int = 0, overwrite: bool = False,
+                     on_nonfinite: str = "warn") -> Path:
+    """Write the partitioned link split ``triple`` to ``out_dir`` (see the module docstring);
+    called by :func:`~pyg_sar.partition.partition_graph` for such a triple."""
+    from pyg_sar.partition.writer import write_partition
+    out_dir = Path(out_dir)
+    num_nodes = _check_same_nodes(triple)
+    mp = [_edges(d.edge_index, num_nodes, f"the {s} split's edge_index")
+          for s, d in zip(SPLITS, triple)]
+    level = mp_levels(*mp, num_nodes)
+    undirected = _is_undirected(mp[2], num_nodes)
+    pairs = {}
+    for i, (split, d) in enumerate(zip(SPLITS, triple)):
+        pairs[split] = _pairs(d, split, num_nodes)
+        if split != "train":
+            check_no_leakage(split, *pairs[split], mp[i], num_nodes, undirected)
+
+    graph = copy.copy(triple[2])
+    for key in ("edge_label_index", "edge_label"):
+        if key in graph:
+            del graph[key]
+    graph[LEVEL_KEY] = torch.from_numpy(level)
+
+    storage.check_out_dir(out_dir, overwrite)
+    tmp = storage.make_temp_dir(out_dir)
+    try:
+        write_partition(graph, num_parts, tmp / GRAPH_DIR, method, seed, False, on_nonfinite)
+        meta, _ = read_meta(tmp / GRAPH_DIR)
+        offsets = np.asarray(meta["node_offsets"], dtype=np.int64)
+        new_id = load_node_map(tmp / GRAPH_DIR).numpy()
+        link_meta = {"format": LINK_FORMAT, "version": LINK_VERSION,
+                     "num_parts": int(meta["num_parts"]), "num_nodes": num_nodes,
+                     "undirected": undirected,
+                     "same_graph": {"train_val": bool((level != 1).all()),
+                                    "val_test": bool((level != 2).all())},
+                     "files": {}, "splits": {}}
+        for split in SPLITS:
+            pair, label = pairs[split]
+            new_pairs = new_id[pair] if pair.size else pair
+            owner = np.searchsorted(offsets, new_pairs[0], side="right") - 1
+            label_np = storage.to_storage(label.detach().cpu())
+            counts = []
+            for r in range(len(offsets) - 1):
+                ids = np.flatnonzero(owner == r).astype(np.int64)
+                arrays = {"edge_label_index": np.ascontiguousarray(new_pairs[:, ids]),
+                          "edge_label": np.ascontiguousarray(label_np[ids]),
+                          "edge_label_ids": ids}
+                for name, array in arrays.items():
+                    rel = link_file(split, r, name)
+                    (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+                    link_meta["files"][rel] = storage.save_npy(tmp / rel, array)
+                counts.append(int(ids.size))
+            link_meta["splits"][split] = {
+                "num_pairs": int(pair.shape[1]), "part_num_pairs": counts,
+                "label_dtype": storage.dtype_name(label.dtype),
+                "label_shape": list(label.shape[1:])}
+        storage.write_file_atomic(tmp / LINK_META,
+                                  json.dumps(link_meta, indent=1).encode())
+        storage.commit_dir(tmp, out_dir, overwrite)
+    except BaseException:
+        import shutil
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out_dir
+
+
+# --- loading ------------------------------------------------------------------------------
+
+def read_link_meta(root: Path) -> dict:
+    """The parsed, checked ``link.json`` of the folder ``root``."""
+    path = root / LINK_META
+    try:
+        meta = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no link split at '{root}' ({LINK_META} missing)") from None
+    except ValueError as err:
+        raise ValueError(f"'{path}' is not valid JSON: {err}") from None
+    if not isinstance(meta, dict) or meta.get("format") != LINK_FORMAT:
+        raise ValueError(f"'{path}' is not a pyg_sar link split (format "
+                         f"{meta.get('format') if isinstance(meta, dict) else None!r})")
+    if meta.get("version") != LINK_VERSION:
+        raise ValueError(f"'{path}' has link split version {meta.get('version')!r}; this "
+                         f"pyg_sar reads version {LINK_VERSION}")
+    if set(meta.get("splits", {})) != set(SPLITS):
+        raise ValueError(f"'{path}' must describe the splits {SPLITS} "
+                         f"(got {sorted(meta.get('splits', {}))})")
+    return meta
+
+
+def _read_pairs(root: Path, meta: dict, split: str, rank: int) -> dict[str, Tensor]:
+    info = meta["splits"][split]
+    n = int(info["part_num_pairs"][rank])
+    label_dtype = storage.parse_dtype(info["label_dtype"])
+    shapes = {"edge_label_index": (2, n), "edge_label": (n, *info["label_shape"]),
+              "edge_label_ids": (n,)}
+    out = {}
+    for name in _PAIR_FILES:
+        rel = link_file(split, rank, name)
+        if rel not in meta["files"]:
+            raise ValueError(f"'{root / LINK_META}' lists no checksum for {rel}")
+        array = storage.load_npy(root / rel, meta["files"][rel])
+        if tuple(array.shape) != shapes[name]:
+            raise ValueError(f"'{root / rel}' has shape {list(array.shape)}, expected "
+                             f"{list(shapes[name])}")
+        out[name] = (storage.from_storage(array, label_dtype) if name == "edge_label"
+                     else torch.from_numpy(np.asarray(array, dtype=np.int64)))
+    ids = out["edge_label_index"]
+    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= meta["num_nodes"]):
+        raise ValueError(f"'{root / link_file(split, rank, 'edge_label_index')}' holds node ids "
+                         f"outside [0, {meta['num_nodes']})")
+    return out
+
+
+def _split_part(base: PartitionData, mask: Optional[Tensor], graph: Any) -> PartitionData:
+    """``base`` (sharing its tensors) with ``graph`` as its edges and its edge tensors
+    restricted to the stored edges ``mask`` keeps."""
+    part = copy.copy(base)
+    part.edge_index = graph
+    if mask is not None:
+        for key in ("edge_attr", "edge_weight", "edge_ids", *base.edge_data):
+            if key in base and isinstance(base[key], Tensor):
+                part[key] = base[key][mask]
+    return part
+
+
+def load_link_split(path: str | Path, rank: int, world_size: Optional[int] = None,
+                    context: Any = None) -> tuple[PartitionData, PartitionData, PartitionData]:
+    """Load rank ``rank``'s part of a partitioned link split, as PyG's ``RandomLinkSplit``
+    triple: ``(train, val, test)``.
+
+    Each is a :class:`~pyg_sar.partition.PartitionData` whose ``edge_index`` is that split's
+    message-passing graph (train and val share one object when their edges are the same;
+    test's holds the validation positives too, as ``RandomLinkSplit`` gives it), with
+
+    * ``edge_label_index``: ``int64 [2, n_r]``, the supervision pairs this rank is responsible
+      for (those whose source it owns), in NEW global ids (rank ``r`` owns
+      ``[node_offsets[r], node_offsets[r + 1])``; ``part.node_ids`` maps local rows to original
+      ids, :func:`pyg_sar.gather` fetches rows of any rank);
+    * ``edge_label``: their labels; ``edge_label_ids``: ``int64 [n_r]``, each pair's position
+      in the input split's ``edge_label_index`` (keys for
+      :func:`pyg_sar.link.negative_sampling`).
+
+    Node tensors (``x``, ``y``, ...) are shared by the three. Arguments and errors as for
+    :func:`~pyg_sar.partition.load_partition`.
+    """
+    root = Path(path)
+    meta = read_link_meta(root)
+    base = load_partition(root / GRAPH_DIR, rank, world_size=world_size, context=context)
+    if base.num_parts != meta["num_parts"]:
+        raise ValueError(f"'{root / LINK_META}' describes {meta['num_parts']} parts, its graph "
+                         f"{base.num_parts}")
+    rank = base.rank
+    level = base.edge_data.get(LEVEL_KEY)
+    if level is None:
+        raise ValueError(f"the graph of the link split at '{root}' has no edge tensor "
+                         f"{LEVEL_KEY!r}")
+    base.edge_data = {k: v for k, v in base.edge_data.items() if k != LEVEL_KEY}
+    level = level.to(torch.int64)
+    test_graph = base.edge_index
+    val_mask = level <= 1
+    val_graph = test_graph if meta["same_graph"]["val_test"] else test_graph.masked(val_mask)
+    train_mask = level == 0
+    train_graph = val_graph if meta["same_graph"]["train_val"] else test_graph.masked(train_mask)
+    graphs = {"train": train_graph, "val": val_graph, "test": test_graph}
+    masks = {"train": None if train_graph is test_graph else train_mask,
+             "val": None if val_graph is test_graph else val_mask, "test": None}
+    out = []
+    for split in SPLITS:
+        part = _split_part(base, masks[split], graphs[split])
+        for name, value in _read_pairs(root, meta, split, rank).items():
+            part[name] = value
+        out.append(part)
+    return tuple(out)
