@@ -563,7 +563,7 @@ def _conv_recipes() -> list[Recipe]:
         r(SuperGATConv, lambda: SuperGATConv(IN, OUT, heads=HEADS, attention_type="SD"), _x,
           "SD, heads=2 (eval: attention only)", "SD", train=False),
         r(SuperGATConv, lambda: SuperGATConv(IN, OUT, heads=HEADS), _x,
-          "MX, heads=2, training (output; no negatives given: no attention loss)", "MX_train"),
+          "MX, heads=2, training (output; attention loss: tests/link)", "MX_train"),
         r(FAConv, lambda: FAConv(IN, eps=0.1), _x_x0, "eps=0.1"),
         r(FAConv, lambda: FAConv(IN, eps=0.1, normalize=False, add_self_loops=False), _x_x0_w,
           "normalize=False, add_self_loops=False, edge_weight", "no_norm"),

@@ -45,16 +45,15 @@ class SuperGATNet(torch.nn.Module):
         return F.log_softmax(x, dim=-1), att_loss
 
 
-def test_supergat_attention_loss_fails_naming_layer_reason_and_support(graph):
+def test_supergat_example_model_trains_with_its_attention_loss(graph):
+    """PyG's examples/super_gat.py model runs unchanged over a partition: its training forward
+    draws positives and negatives keyed by (layer, epoch) (pyg_sar.nn.super_gat; exactness
+    against PyG given the same draws: tests/link/test_super_gat.py)."""
     data, part = graph
     model = pyg_sar.convert(SuperGATNet(attention_loss=True).double())
     model.train()
-    with pytest.raises(RuntimeError) as info:
-        model(part.x, part.graph)
-    message = str(info.value)
-    assert "layer 'conv1' (SuperGATConv)" in message
-    assert "samples positive and negative edges from the whole graph" in message
-    assert "Supported: SuperGATConv's output" in message and "task loss alone" in message
+    out, att_loss = model(part.x, part.graph)
+    assert att_loss.dim() == 0 and float(att_loss.detach()) > 0
     # In eval mode PyG's loss is 0, converted or not: the model runs.
     model.eval()
     out, att_loss = model(part.x, part.graph)

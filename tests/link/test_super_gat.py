@@ -1,9 +1,11 @@
 """SuperGATConv's self-supervised attention loss over a partition, exact for given negatives:
 two SuperGATConv layers trained 5 Adam steps on the task loss + 4 x the attention loss, the
 negatives of each step from ``pyg_sar.link.negative_sampling`` keyed by (seed, epoch) and the
-same pairs given to single-process PyG; outputs, attention loss, every parameter gradient, the
-input gradient and the loss curve within 1e-10 at P = 1, 3 in modes sar / sa / halo, both
-attention types. Rank side: ``super_gat_cases.py`` (one launch per P)."""
+same pairs given to single-process PyG, or (PyG's example unchanged: edge_sample_ratio=0.8, no
+negatives passed) drawn by pyg_sar and the same draws given to PyG; outputs, attention loss,
+every parameter gradient, the input gradient and the loss curve within 1e-10 at P = 1, 3 in
+modes sar / sa / halo, both attention types. Rank side: ``super_gat_cases.py`` (one launch
+per P)."""
 from __future__ import annotations
 
 import sys
@@ -21,9 +23,12 @@ import super_gat_cases as sc  # noqa: E402
 
 TOL = 1e-10
 STEPS = 5
-CASES = {1: [["sar", "MX"], ["halo", "SD"]],
-         3: [["sar", "MX"], ["sa", "SD"], ["halo", "MX"], ["sar", "SD"]]}
-CASE_IDS = [(p, f"{m}/{a}") for p, cs in CASES.items() for m, a in cs]
+# (mode, attention type, negatives "given" or "sampled" by pyg_sar with PyG's example's
+# edge_sample_ratio=0.8)
+CASES = {1: [["sar", "MX", "given"], ["halo", "SD", "sampled"]],
+         3: [["sar", "MX", "given"], ["sa", "SD", "given"], ["halo", "MX", "given"],
+             ["sar", "MX", "sampled"], ["sa", "SD", "sampled"]]}
+CASE_IDS = [(p, "/".join(c)) for p, cs in CASES.items() for c in cs]
 
 
 @pytest.fixture(scope="module")
@@ -55,20 +60,21 @@ def _one_part(tmp_path):
     return pyg_sar.load_partition(tmp_path / "p", 0)
 
 
-def test_without_negatives_the_loss_is_refused_with_the_fix(tmp_path):
+def test_a_training_forward_without_negatives_draws_them(tmp_path):
     part = _one_part(tmp_path)
     layer = pyg_sar.convert(SuperGATConv(8, 3, heads=2).double()).train()
     layer(part.x.double(), part.edge_index)
-    with pytest.raises(RuntimeError, match=r"neg_edge_index=pyg_sar.link.negative_sampling"):
-        layer.get_attention_loss()
+    first = layer.get_attention_loss().detach()
+    assert first.dim() == 0 and float(first) > 0
+    layer(part.x.double(), part.edge_index)  # the next epoch draws other negatives
+    assert float(layer.get_attention_loss().detach()) != float(first)
 
 
 def test_refused_options_name_the_value(tmp_path):
     part = _one_part(tmp_path)
-    neg = torch.tensor([[0, 1], [2, 3]])
-    layer = pyg_sar.convert(SuperGATConv(8, 3, edge_sample_ratio=0.5).double()).train()
-    with pytest.raises(ValueError, match=r"edge_sample_ratio=0.5"):
-        layer(part.x.double(), part.edge_index, neg)
     layer = pyg_sar.convert(SuperGATConv(8, 3).double()).train()
     with pytest.raises(ValueError, match=r"neg_edge_index must be \[2, n\].*\(3,\)"):
         layer(part.x.double(), part.edge_index, torch.tensor([0, 1, 2]))
+    with pytest.raises(ValueError, match=r"batch .*not supported"):
+        layer(part.x.double(), part.edge_index, batch=torch.zeros(part.num_nodes,
+                                                                   dtype=torch.long))
