@@ -84,6 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "runs/parts-<dataset>-<P>-<method>)")
     p.add_argument("--method", choices=METHODS, default="metis",
                    help="partition method for --dataset")
+    p.add_argument("--task", choices=("node", "link"), default="node",
+                   help="node classification (default) or link prediction (pyg_sar.train_link)")
     p.add_argument("--model", choices=MODELS, default="gcn")
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--hidden", type=int, default=16)
@@ -131,6 +133,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_arguments(p)  # --sampler, --fanout, --batch-size, --bulk, ... (minibatch training)
     from pyg_sar.compression.cli import add_arguments as add_compression_arguments
     add_compression_arguments(p)  # --compression, --schedule, --ratio-max, --ratio-min, ...
+    from pyg_sar.train_link import add_arguments as add_link_arguments
+    add_link_arguments(p)  # --num-val, --num-test, --neg-method, --hits-k (--task link)
     return p
 
 
@@ -172,6 +176,8 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
             if value != default:
                 parser.error(f"{flag} {value} applies to full-batch training, not to "
                              f"--sampler")
+    from pyg_sar.train_link import check_arguments as check_link_arguments
+    check_link_arguments(parser, args)
     return args
 
 
@@ -289,6 +295,9 @@ def _peak_rss_mb() -> float:
 
 def run(args: argparse.Namespace) -> dict:
     """Train and evaluate; returns the metrics (rank 0 also prints and writes them)."""
+    if args.task == "link":
+        from pyg_sar.train_link import run as run_link
+        return run_link(args)
     # The launcher entry point supervises its ranks (PYG_SAR_SUPERVISE=0 turns it off).
     from pyg_sar.distributed.supervision import supervision_requested
     ctx = pyg_sar.init(backend=args.backend, supervise=supervision_requested(None, True))
