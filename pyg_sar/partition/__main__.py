@@ -82,7 +82,28 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "of x scaled to sum to one) before partitioning, as PyG's "
                              "examples preprocess Planetoid; without it the parts hold the "
                              "raw features")
+    link = parser.add_argument_group(
+        "link prediction (--task link)",
+        "split the graph with PyG's RandomLinkSplit (seeded by --seed) and write the split: "
+        "load it with pyg_sar.load_link_split(out, rank) -> (train, val, test)")
+    link.add_argument("--task", default="node", choices=("node", "link"),
+                      help="node: the graph as given (default); link: a link-prediction split")
+    link.add_argument("--num-val", type=float, default=0.1,
+                      help="fraction of edges held out for validation (default 0.1)")
+    link.add_argument("--num-test", type=float, default=0.1,
+                      help="fraction of edges held out for testing (default 0.1)")
+    link.add_argument("--disjoint-train-ratio", type=float, default=0.0,
+                      help="fraction of training edges used only as supervision, not for "
+                           "message passing (default 0)")
+    link.add_argument("--directed", action="store_true",
+                      help="treat the graph as directed (default: undirected, as Planetoid)")
     args = parser.parse_args(argv)
+    if args.task == "link":
+        for flag in ("num_val", "num_test", "disjoint_train_ratio"):
+            value = getattr(args, flag)
+            if not 0.0 <= value < 1.0:
+                parser.error(f"argument --{flag.replace('_', '-')}: expected a fraction in "
+                             f"[0, 1) (got {value})")
     # Everything the arguments alone decide is refused before the (possibly long) load.
     if ":" not in args.dataset and not is_known_dataset(args.dataset):
         parser.error(f"argument --dataset: unknown dataset {args.dataset!r} (known: "
@@ -110,6 +131,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         import torch_geometric.transforms as T
         data = T.NormalizeFeatures()(data)
     load_time = time.perf_counter() - t
+    if args.task == "link":
+        return _write_link_split(parser, args, data, load_time)
     try:
         report = write_partition(data, args.num_parts, args.out, method=args.method,
                                  seed=args.seed, overwrite=args.overwrite)
@@ -119,6 +142,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"loaded dataset {args.dataset!r} in {load_time:.2f} s"
           + (" (features normalised)" if args.normalize_features else ""))
     print(report.summary())
+    return 0
+
+
+def _write_link_split(parser: argparse.ArgumentParser, args: argparse.Namespace, data,
+                      load_time: float) -> int:
+    """``--task link``: RandomLinkSplit of ``data`` written as a partitioned link split."""
+    from pyg_sar.partition.link_split import random_link_split, write_link_split
+    try:
+        triple = random_link_split(data, args.num_val, args.num_test, seed=args.seed,
+                                   is_undirected=not args.directed,
+                                   disjoint_train_ratio=args.disjoint_train_ratio)
+        t = time.perf_counter()
+        write_link_split(triple, args.num_parts, args.out, method=args.method, seed=args.seed,
+                         overwrite=args.overwrite)
+    except ValueError as err:
+        print(f"{parser.prog}: error: {_for_cli(err)}", file=sys.stderr)
+        return 2
+    pairs = ", ".join(f"{name} {d.edge_label_index.size(1)}"
+                      for name, d in zip(("train", "val", "test"), triple))
+    print(f"loaded dataset {args.dataset!r} in {load_time:.2f} s")
+    print(f"link split (seed {args.seed}): message-passing edges train "
+          f"{triple[0].edge_index.size(1)}, val {triple[1].edge_index.size(1)}, test "
+          f"{triple[2].edge_index.size(1)}; supervision pairs {pairs}")
+    print(f"wrote {args.num_parts} parts ({args.method}) to {args.out} in "
+          f"{time.perf_counter() - t:.2f} s; load with pyg_sar.load_link_split(out, rank)")
     return 0
 
 

@@ -72,19 +72,26 @@ def random_link_split(data: Any, num_val: float = 0.1, num_test: float = 0.1, *,
                       seed: int = 0, is_undirected: bool = True,
                       disjoint_train_ratio: float = 0.0,
                       add_negative_train_samples: bool = False) -> tuple:
-    """PyG's ``RandomLinkSplit`` of ``data`` under ``torch.manual_seed(seed)`` (the same split
-    on every rank and in every run); the torch RNG state is restored afterwards."""
+    """PyG's ``RandomLinkSplit`` of ``data`` with the CPU random generators it draws from
+    (torch's, and Python's and NumPy's, which its negative sampling uses) seeded by ``seed``:
+    the same split on every rank and in every run. Their states are restored afterwards."""
+    import random
+
     import torch_geometric.transforms as T
     transform = T.RandomLinkSplit(num_val=num_val, num_test=num_test,
                                   is_undirected=is_undirected,
                                   disjoint_train_ratio=disjoint_train_ratio,
                                   add_negative_train_samples=add_negative_train_samples)
-    state = torch.random.get_rng_state()
+    states = torch.random.get_rng_state(), random.getstate(), np.random.get_state()
     try:
         torch.manual_seed(seed)
+        random.seed(seed)
+        np.random.seed(seed % 2**32)
         return transform(data)
     finally:
-        torch.random.set_rng_state(state)
+        torch.random.set_rng_state(states[0])
+        random.setstate(states[1])
+        np.random.set_state(states[2])
 
 
 # --- checks -------------------------------------------------------------------------------
