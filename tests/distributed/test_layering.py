@@ -13,7 +13,7 @@ EDGE = {"distributed/context.py", "distributed/sync.py", "checkpoint.py", "graph
         "partition/loader.py", "nn/functional.py", "nn/norm.py", "sampling/distributed.py",
         "train.py", "testing/worker.py", "distributed/__init__.py", "__init__.py",
         "distributed/supervision.py", "distributed/rank_utils.py", "distributed/grad_sync.py",
-        "partition/distribute.py"}
+        "partition/distribute.py", "link/gather.py"}
 
 
 def _imports(path: Path) -> list[str]:
