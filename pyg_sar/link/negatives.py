@@ -142,12 +142,13 @@ def reference_negative_sampling(edge_index: Tensor, keys: Tensor, *, num_nodes: 
                                 max_tries: int = 20) -> Tensor:
     """The negatives of :func:`negative_sampling` from the whole graph in one process.
 
+    The arguments not listed below are those of :func:`negative_sampling`.
+
     Args:
         edge_index: ``[2, E]`` the whole message-passing graph in ORIGINAL node ids.
         keys: ``[n]`` the keys (all of them, e.g. ``arange(num_pairs)``).
         num_nodes: ``N``.
         src: ``[n]`` original ids of kept sources, or ``None``.
-        (the other arguments as in :func:`negative_sampling`)
 
     Returns:
         ``int64 [2, n * num_neg]`` ORIGINAL node ids, the negatives of each key in turn.
