@@ -44,6 +44,7 @@ _LAZY = {
     "save_checkpoint": "pyg_sar.checkpoint",
     "load_checkpoint": "pyg_sar.checkpoint",
     "nn": "pyg_sar.nn",
+    "link": "pyg_sar.link",
     "datasets": "pyg_sar.datasets",
     "ops": "pyg_sar.ops",
 }

@@ -89,7 +89,7 @@ def link_split(data: Any, num_val: float, num_test: float, seed: int) -> tuple:
 def load_split(args: argparse.Namespace, ctx) -> tuple:
     """``(train, val, test)``: the whole split for ``--reference``, this rank's parts else."""
     if args.parts:
-        return pyg_sar.load_link_split(args.parts, ctx.rank)
+        return pyg_sar.load_link_split(args.parts, ctx.rank, context=ctx)
     from pyg_sar.datasets import load_dataset
     name = args.dataset or "cora"
     triple = link_split(load_dataset(name), args.num_val, args.num_test, args.seed)
@@ -99,46 +99,11 @@ def load_split(args: argparse.Namespace, ctx) -> tuple:
                              f"{ctx.world_size})")
         return triple
     t = time.perf_counter()
-    parts = distribute_split(triple, ctx, method=args.method, seed=args.seed)
+    parts = pyg_sar.distribute(triple, method=args.method, seed=args.seed, context=ctx)
     if ctx.rank == 0:
         print(f"split {name} ({args.num_val}/{args.num_test} val/test) and distributed it "
               f"over {ctx.world_size} rank(s) in {time.perf_counter() - t:.2f} s", flush=True)
     return parts
-
-
-def distribute_split(triple: tuple, ctx, *, method: str = "metis", seed: int = 0) -> tuple:
-    """This rank's parts of a ``RandomLinkSplit`` triple: each split's message-passing graph
-    distributed (:func:`pyg_sar.distribute`; val shares train's), and of its supervision pairs
-    those whose source the rank owns, in new global ids: ``edge_label_index``,
-    ``edge_label`` and ``edge_label_ids`` (their positions in the split, the negatives'
-    keys), as the parts of ``pyg_sar.load_link_split``."""
-    import copy
-
-    from torch_geometric.data import Data
-    parts: list = []
-    for i, split in enumerate(triple):
-        if i > 0 and torch.equal(split.edge_index, triple[i - 1].edge_index):
-            part, new_of = parts[-1]._sar_part, parts[-1]._sar_new_of
-        else:
-            part = pyg_sar.distribute(Data(x=split.x, edge_index=split.edge_index,
-                                           num_nodes=split.num_nodes), method=method,
-                                      seed=seed, context=ctx)
-            graph = part.edge_index
-            # original id of every new id, then its inverse
-            original = pyg_sar.gather(part.node_ids.double(), torch.arange(split.num_nodes),
-                                      node_offsets=graph).long()
-            new_of = torch.empty_like(original)
-            new_of[original] = torch.arange(split.num_nodes)
-        graph = part.edge_index
-        lo, hi = graph.node_offsets[graph.rank], graph.node_offsets[graph.rank + 1]
-        pairs = new_of[split.edge_label_index]
-        mine = (pairs[0] >= lo) & (pairs[0] < hi)
-        view = copy.copy(part)
-        view.edge_label_index, view.edge_label = pairs[:, mine], split.edge_label[mine]
-        view.edge_label_ids = mine.nonzero().view(-1)
-        view._sar_part, view._sar_new_of = part, new_of
-        parts.append(view)
-    return tuple(parts)
 
 
 class DotLinkPredictor(torch.nn.Module):

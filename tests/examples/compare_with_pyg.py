@@ -35,9 +35,15 @@ ROOT = HERE.parents[1]
 EXAMPLES = ROOT / "examples"
 RUNNER = HERE / "runner.py"
 DIFFS = HERE / "ported"
-PORTED = ("gcn", "gat", "tagcn", "sgc", "mixhop", "pmlp", "gcn2_cora")
+PORTED = ("gcn", "gat", "tagcn", "sgc", "mixhop", "pmlp", "gcn2_cora", "link_pred")
 LOADER = ("from torch_geometric.datasets import Planetoid\n",
           "from pyg_sar.datasets import Planetoid\n")
+# Further lines of a PyG original replaced to run here: scikit-learn is not installed, so
+# link_pred.py's roc_auc_score becomes the same statistic computed by pyg_sar in one process.
+RUNNABLE = {"link_pred": [("from sklearn.metrics import roc_auc_score\n",
+                           "from pyg_sar.link import roc_auc\n"
+                           "roc_auc_score = lambda y, s: float(roc_auc(torch.as_tensor(s), "
+                           "torch.as_tensor(y)))  # noqa: E731\n")]}
 
 # row -> (arguments, epoch cap for PyG's hard-coded loops, or None); the script is the row's
 # name up to a colon ("compression:none" runs compression.py).
@@ -49,6 +55,7 @@ CASES = {
     "mixhop": ([], None),
     "pmlp": ([], None),
     "gcn2_cora": ([], 200),
+    "link_pred": ([], None),
     "appnp": ([], None),
     "own_layer": ([], None),
     "compression": ([], None),
@@ -144,7 +151,11 @@ def main() -> None:
                     text = original(args.pyg, script)
                     assert text.count(LOADER[0]) == 1, script
                     path = tmp / "examples" / f"{script}.py"
-                    path.write_text(text.replace(*LOADER))
+                    text = text.replace(*LOADER)
+                    for old, new in RUNNABLE.get(script, ()):
+                        assert text.count(old) == 1, (script, old)
+                        text = text.replace(old, new)
+                    path.write_text(text)
                     plain = []
                 else:
                     path = EXAMPLES / f"{script}.py"
