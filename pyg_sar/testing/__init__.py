@@ -21,9 +21,11 @@ from pyg_sar.testing.launcher import (
     LAUNCHERS,
     RankFailure,
     RankTimeout,
+    error_of,
     find_mpiexec,
     has_mpi,
     run_on_ranks,
 )
 
-__all__ = ["run_on_ranks", "RankFailure", "RankTimeout", "find_mpiexec", "has_mpi", "LAUNCHERS"]
+__all__ = ["run_on_ranks", "RankFailure", "RankTimeout", "error_of", "find_mpiexec", "has_mpi",
+           "LAUNCHERS"]

@@ -156,6 +156,19 @@ def _running(pid: int) -> bool:
         return False
 
 
+def error_of(fn) -> dict:
+    """Run ``fn()`` on a rank and report what it raised as JSON-able data (``type``,
+    ``message``, the tail of the traceback), or ``{"type": None, "message": ""}``: rank
+    targets return it so that a test can assert on every rank's error."""
+    import traceback
+    try:
+        fn()
+    except Exception as exc:  # noqa: BLE001 - the error is the result
+        return {"type": type(exc).__name__, "message": str(exc),
+                "trace": traceback.format_exc()[-600:]}
+    return {"type": None, "message": ""}
+
+
 def run_on_ranks(target: str, world_size: int, *, kwargs: Optional[dict] = None,
                  launcher: str = "mpiexec", backend: Optional[str] = None,
                  timeout: float = 300.0, env: Optional[dict] = None,

@@ -7,7 +7,6 @@ curves, and the errors raised by the common mistakes.
 from __future__ import annotations
 
 import copy
-import traceback
 
 import torch
 import torch.nn.functional as F
@@ -16,6 +15,7 @@ from torch_geometric.nn import GraphSAGE
 
 import pyg_sar
 import pyg_sar.nn.functional as SF
+from pyg_sar.testing import error_of
 
 IN, HIDDEN, CLASSES = 5, 8, 3
 
@@ -78,16 +78,6 @@ def param_error(ref: torch.nn.Module, model: torch.nn.Module) -> float:
 def _zero(*models: torch.nn.Module) -> None:
     for m in models:
         m.zero_grad(set_to_none=True)
-
-
-def _error_of(fn) -> dict:
-    """Run ``fn``; report the exception it raised (type and message), if any."""
-    try:
-        fn()
-    except Exception as exc:  # noqa: BLE001 - the error is the result
-        return {"type": type(exc).__name__, "message": str(exc),
-                "trace": traceback.format_exc()[-600:]}
-    return {"type": None, "message": ""}
 
 
 # ---- losses -----------------------------------------------------------------------------
@@ -190,7 +180,7 @@ def losses(ctx, parts: str) -> dict:
             (out_ref.argmax(-1) == s.data.y)[s.data.val_mask].double().mean())),
     }
     none = torch.zeros_like(m)
-    out["empty_mask"] = _error_of(lambda: SF.nll_loss(out_loc.log_softmax(-1), s.part.y, none))
+    out["empty_mask"] = error_of(lambda: SF.nll_loss(out_loc.log_softmax(-1), s.part.y, none))
     per_node = SF.cross_entropy(out_loc, s.part.y, m, reduction="none")
     out["none_is_local"] = _rel(per_node, F.cross_entropy(out_loc[m], s.part.y[m],
                                                           reduction="none"))
@@ -345,7 +335,7 @@ def grad_sync(ctx, parts: str) -> dict:
         o.log_softmax(-1)[data.train_mask], data.y[data.train_mask]), 4)
     curve = _train(model, lambda net: net(), lambda o: SF.nll_loss(
         o.log_softmax(-1), part.y, part.train_mask), 4)
-    local = _error_of(lambda: F.nll_loss(model()[part.train_mask],
+    local = error_of(lambda: F.nll_loss(model()[part.train_mask],
                                          part.y[part.train_mask]).backward())
     out["captured_graph"] = {
         "curve": max(abs(a - b) / abs(b) for a, b in zip(curve, ref_curve)),
@@ -383,10 +373,10 @@ def mistakes(ctx, parts: str) -> dict:
     x, graph, y, m = s.part.x.double(), s.part.graph, s.part.y, s.part.train_mask
 
     # PyG's per-rank loss: loud, naming the fix; the model still trains correctly after.
-    out["local_loss"] = _error_of(
+    out["local_loss"] = error_of(
         lambda: F.cross_entropy(s.model(x, graph)[m], y[m]).backward())
     out["local_loss_grads_none"] = all(p.grad is None for p in s.model.parameters())
-    out["local_loss_mse"] = _error_of(
+    out["local_loss_mse"] = error_of(
         lambda: F.mse_loss(s.model(x, graph), torch.zeros(x.shape[0], CLASSES,
                                                           dtype=torch.float64)).backward())
     out_ref, out_loc = s.outputs()
@@ -398,7 +388,7 @@ def mistakes(ctx, parts: str) -> dict:
     # the loss: the next forward gives it back, and the next step synchronises as usual.
     s7 = _Setup(ctx, parts)
     s7.model.extra = torch.nn.Parameter(torch.ones(2, dtype=torch.float64))
-    err = _error_of(lambda: (F.cross_entropy(s7.model(x, graph)[m], y[m])
+    err = error_of(lambda: (F.cross_entropy(s7.model(x, graph)[m], y[m])
                              + (s7.model.extra * 2.0).sum()).backward())
     out_ref, out_loc = s7.outputs()
     extra_restored = s7.model.extra.grad is None
@@ -447,9 +437,9 @@ def mistakes(ctx, parts: str) -> dict:
     if ctx.rank == 1:
         with torch.no_grad():
             s3.model.convs[1].lin_l.weight[0, 0] += 1e-12
-    out["drift"] = _error_of(lambda: s3.model(x, graph))
+    out["drift"] = error_of(lambda: s3.model(x, graph))
     s3.model.eval()
-    out["drift_eval_not_checked"] = _error_of(lambda: s3.model(x, graph))
+    out["drift_eval_not_checked"] = error_of(lambda: s3.model(x, graph))
 
     # The interval: after the first 10 training forwards, every check_parameters_every-th.
     s4 = _Setup(ctx, parts, pyg_sar.SARConfig(check_parameters_every=15))
@@ -460,7 +450,7 @@ def mistakes(ctx, parts: str) -> dict:
             s4.model.convs[0].lin_r.weight.mul_(1.5)
     calls = []
     for _ in range(11, 16):
-        err = _error_of(lambda: s4.model(x, graph))
+        err = error_of(lambda: s4.model(x, graph))
         calls.append(err["type"])
     out["interval"] = calls
     out["interval_message"] = err["message"]
@@ -471,7 +461,7 @@ def mistakes(ctx, parts: str) -> dict:
     opt = torch.optim.SGD(s5.model.parameters(), lr=0.1)
     SF.cross_entropy(s5.model(x, graph), y, m).backward()
     opt.step()
-    out["unsynchronised"] = _error_of(lambda: s5.model(x, graph))
+    out["unsynchronised"] = error_of(lambda: s5.model(x, graph))
 
     # The check can be turned off.
     s6 = _Setup(ctx, parts, pyg_sar.SARConfig(check_parameters_every=0))
@@ -479,5 +469,5 @@ def mistakes(ctx, parts: str) -> dict:
     if ctx.rank == 1:
         with torch.no_grad():
             s6.model.convs[1].lin_l.weight.add_(1.0)
-    out["drift_check_off"] = _error_of(lambda: s6.model(x, graph))
+    out["drift_check_off"] = error_of(lambda: s6.model(x, graph))
     return out

@@ -11,7 +11,6 @@ descending, id ascending), and the BPR loss with a converted model against PyG's
 from __future__ import annotations
 
 import copy
-import traceback
 
 import torch
 import torch.nn.functional as F
@@ -26,6 +25,7 @@ from pyg_sar.link.metrics import (
     roc_auc,
 )
 from pyg_sar.link.topk import topk_items
+from pyg_sar.testing import error_of
 
 F64 = torch.float64
 
@@ -155,15 +155,6 @@ def _rel(got: float, want: float) -> float:
     return abs(got - want) / max(abs(want), 1e-30)
 
 
-def _error_of(fn) -> dict:
-    try:
-        fn()
-    except Exception as exc:  # noqa: BLE001 - the error is the result
-        return {"type": type(exc).__name__, "message": str(exc),
-                "trace": traceback.format_exc()[-600:]}
-    return {"type": None, "message": ""}
-
-
 def metric_cases(world: int, rank: int, ctx=None) -> dict:
     """name -> {"got": value here, "want": reference on the whole data}."""
     out: dict = {}
@@ -251,17 +242,17 @@ def bad_input_cases(world: int, rank: int, ctx=None) -> dict:
     bad_here = rank == 0
     labels = torch.tensor([0, 1, 2 if bad_here else 1])
     return {
-        "auc_labels_one_rank": _error_of(lambda: roc_auc(s, labels, context=ctx)),
-        "mrr_shape_one_rank": _error_of(lambda: mrr(
+        "auc_labels_one_rank": error_of(lambda: roc_auc(s, labels, context=ctx)),
+        "mrr_shape_one_rank": error_of(lambda: mrr(
             s, torch.zeros(2 if bad_here else 3, 4, dtype=F64), context=ctx)),
-        "recall_user_one_rank": _error_of(lambda: recall_at_k(
+        "recall_user_one_rank": error_of(lambda: recall_at_k(
             torch.zeros(3, 2, dtype=torch.long),
             torch.tensor([[5 if bad_here else 0], [1]]), 2, context=ctx)),
-        "topk_offsets_one_rank": _error_of(lambda: topk_items(
+        "topk_offsets_one_rank": error_of(lambda: topk_items(
             torch.zeros(3, 2, dtype=F64), torch.zeros(2, 2, dtype=F64), 2,
             item_offsets=[2 * r + (1 if bad_here and r else 0) for r in range(world + 1)],
             context=ctx)),
-        "topk_exclude_one_rank": _error_of(lambda: topk_items(
+        "topk_exclude_one_rank": error_of(lambda: topk_items(
             torch.zeros(3, 2, dtype=F64), torch.zeros(2, 2, dtype=F64), 2,
             exclude=torch.tensor([[0], [10**6 if bad_here else 0]]), context=ctx)),
     }
