@@ -94,6 +94,16 @@ def _auc(scores: torch.Tensor, labels: torch.Tensor) -> float:
     return float(((diff > 0).double() + 0.5 * (diff == 0).double()).mean())
 
 
+def new_of(part) -> torch.Tensor:
+    """The new global id of every original id (from the ranks' ``node_ids``)."""
+    graph = part.edge_index
+    n = graph.num_global_nodes
+    original = pyg_sar.gather(part.node_ids.double(), torch.arange(n), node_offsets=graph).long()
+    out = torch.empty_like(original)
+    out[original] = torch.arange(n)
+    return out
+
+
 def hand_split(triple: tuple, ctx) -> tuple:
     """This rank's parts of the split, built from ``pyg_sar.distribute`` of each split's
     message-passing graph (val shares train's): the fields the split partitioner gives
@@ -105,21 +115,15 @@ def hand_split(triple: tuple, ctx) -> tuple:
         if key not in done:
             part = pyg_sar.distribute(Data(x=split.x, edge_index=split.edge_index,
                                            num_nodes=split.num_nodes), context=ctx)
-            graph = part.edge_index
-            original = pyg_sar.gather(part.node_ids.double(), torch.arange(split.num_nodes),
-                                      node_offsets=graph).long()
-            new_of = torch.empty_like(original)
-            new_of[original] = torch.arange(split.num_nodes)
-            done[key] = (part, new_of)
-        part, new_of = done[key]
+            done[key] = (part, new_of(part))
+        part, new = done[key]
         graph = part.edge_index
         lo, hi = graph.node_offsets[graph.rank], graph.node_offsets[graph.rank + 1]
-        pairs = new_of[split.edge_label_index]
+        pairs = new[split.edge_label_index]
         mine = (pairs[0] >= lo) & (pairs[0] < hi)
         view = copy.copy(part)
         view.edge_label_index, view.edge_label = pairs[:, mine], split.edge_label[mine]
         view.edge_label_ids = mine.nonzero().view(-1)
-        view.new_of = new_of
         parts.append(view)
     return tuple(parts)
 
@@ -184,7 +188,7 @@ def one_case(ctx, triple: tuple, part: tuple, encoder: str, decoder: str, mode: 
     train = part[0]
     ids, n_pos = train.edge_label_ids, triple[0].edge_label_index.shape[1]
     errs = {"z": _rel(z.detach(), z_ref.detach()[train.node_ids]),
-            "neg_ids": float(not torch.equal(neg, train.new_of[neg_ref[:, ids]])),
+            "neg_ids": float(not torch.equal(neg, new_of(train)[neg_ref[:, ids]])),
             "out:pos": _rel(out.detach()[:ids.numel()], out_ref.detach()[ids]),
             "out:neg": _rel(out.detach()[ids.numel():], out_ref.detach()[n_pos + ids]),
             "loss": _rel(loss.detach(), loss_ref.detach())}
@@ -232,8 +236,10 @@ def curve(ctx, triple: tuple, part: tuple, encoder: str, decoder: str, mode: str
     return {"losses": losses, "losses_ref": losses_ref, "param_err": param_err}
 
 
-def suite(ctx, cases: list, curve_case: list, steps: int) -> dict:
-    """Run ``cases`` = [[encoder, decoder, mode], ...] and the training curve on this rank."""
+def suite(ctx, cases: list, curve_case: list, steps: int, partition_cases: list = ()) -> dict:
+    """Run ``cases`` = [[encoder, decoder, mode], ...] and the training curve on this rank's
+    hand-built parts, and ``partition_cases`` on the parts of ``pyg_sar.distribute(triple)``
+    (the split partitioner: one partition, test's graph with its levels)."""
     triple = make_split()
     part = hand_split(triple, ctx)
     results = {}
@@ -243,4 +249,10 @@ def suite(ctx, cases: list, curve_case: list, steps: int) -> dict:
         results[f"{encoder}/{decoder}/{mode}"] = one_case(ctx, triple, part, encoder, decoder,
                                                           mode)
     results["curve"] = curve(ctx, triple, part, *curve_case, steps)
+    if partition_cases:
+        real = pyg_sar.distribute(triple, context=ctx)
+        for encoder, decoder, mode in partition_cases:
+            results[f"partition/{encoder}/{decoder}/{mode}"] = one_case(
+                ctx, triple, real, encoder, decoder, mode)
+        results["partition/curve"] = curve(ctx, triple, real, *curve_case, steps)
     return results
