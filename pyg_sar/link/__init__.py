@@ -20,6 +20,8 @@ _LAZY: dict[str, str] = {
     "gather": "pyg_sar.link.gather",
     **dict.fromkeys(("negative_sampling", "reference_negative_sampling"),
                     "pyg_sar.link.negatives"),
+    # original -> new global ids of a partition (H2)
+    "to_new_ids": "pyg_sar.link.split",
 }
 
 # The submodule ``gather`` shares its function's name: importing it binds the package attribute

@@ -173,3 +173,53 @@ def test_cli_writes_a_link_split(tmp_path, monkeypatch, capsys):
               "--num-val", "1.5"])
     assert "argument --num-val: expected a fraction in [0, 1) (got 1.5)" in \
         capsys.readouterr().err
+
+
+# --- multi-rank: distribute(triple), to_new_ids, each split's graph vs PyG -------------------
+# One launch per P runs every case (tests/partition/link_split_cases.py).
+
+TOL = 1e-10
+DISJOINT = ("0.0", "0.3")  # train and val share a graph / three different graphs
+
+
+@pytest.fixture(scope="module")
+def rank_results(tmp_path_factory):
+    import sys
+    from pathlib import Path
+
+    from pyg_sar.testing import run_on_ranks
+    here = Path(__file__).resolve().parent
+    sys.path.insert(0, str(here))
+    import link_split_cases as lc
+    root = tmp_path_factory.mktemp("link_ranks")
+    out = {}
+    for p in (1, 3, 4):
+        folders = {}
+        for d in DISJOINT:
+            folders[d] = str(root / f"p{p}_{d}")
+            pyg_sar.partition_graph(lc.make_triple(float(d)), p, folders[d], method="metis")
+        out[p] = run_on_ranks(f"{here / 'link_split_cases.py'}:suite", p, timeout=240,
+                              kwargs=dict(folders=folders))
+    return out
+
+
+@pytest.mark.parametrize("disjoint", DISJOINT)
+@pytest.mark.parametrize("num_parts", [1, 3, 4])
+def test_distribute_to_new_ids_and_split_graphs_on_ranks(rank_results, num_parts, disjoint):
+    for rank, res in enumerate(rank_results[num_parts]):
+        r = res[disjoint]
+        assert r["distribute_equals_load"] == [True] * 3, rank
+        assert r["val_shares_train_graph"] == (disjoint == "0.0"), rank
+        assert r["to_new_ids_pairs"] == [True] * 3, rank
+        assert r["to_new_ids_rows"], rank
+        err = r["out_of_range"]
+        assert err["type"] == "ValueError", (rank, err)
+        if rank == 0:
+            assert "original id 2715 is out of range for a graph of 2708 nodes" in \
+                err["message"]
+        else:
+            assert "invalid input on another rank" in err["message"]
+        assert set(r["forward_rel_err"]) == {f"{m}/{s}" for m in ("gcn", "sage")
+                                             for s in SPLITS}
+        for case, e in r["forward_rel_err"].items():
+            assert e <= TOL, (rank, case, e)
