@@ -195,11 +195,23 @@ def _check_same_nodes(triple: tuple) -> int:
                     not isinstance(train[key], Tensor) or not train.is_node_attr(key):
                 continue
             other = d[key] if key in d else None
-            if not isinstance(other, Tensor) or not torch.equal(other, train[key]):
+            if not _same_tensor(other, train[key]):
                 raise ValueError(f"partition_graph: node tensor {key!r} of the {name} split "
                                  f"differs from the train split's; a link split's three parts "
                                  f"hold the same node tensors")
     return int(num_nodes)
+
+
+def _same_tensor(a: Any, b: Tensor) -> bool:
+    """``a`` is ``b`` (RandomLinkSplit shares the node tensors) or equal to it, NaN equal to
+    NaN (features with missing values are still the same features)."""
+    if a is b:
+        return True
+    if not isinstance(a, Tensor) or a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    if a.dtype.is_floating_point or a.dtype.is_complex:
+        return bool(torch.isclose(a, b, rtol=0, atol=0, equal_nan=True).all())
+    return torch.equal(a, b)
 
 
 def _pairs(d: Any, split: str, num_nodes: int) -> tuple[np.ndarray, Tensor]:

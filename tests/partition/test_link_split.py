@@ -223,3 +223,22 @@ def test_distribute_to_new_ids_and_split_graphs_on_ranks(rank_results, num_parts
                                              for s in SPLITS}
         for case, e in r["forward_rel_err"].items():
             assert e <= TOL, (rank, case, e)
+
+
+def test_node_tensors_with_nan_are_the_same_tensors(cora, tmp_path):
+    """A copy of a feature matrix with missing values (NaN) is still the same node tensor; a
+    different value is refused."""
+    train, val, test = random_link_split(cora, 0.1, 0.1, seed=0)
+    x = train.x.clone()
+    x[3, 2] = float("nan")
+    train.x = x
+    val, test = val.clone(), test.clone()
+    val.x, test.x = x.clone(), x.clone()
+    with pytest.warns(UserWarning):
+        pyg_sar.partition_graph((train, val, test), 2, tmp_path / "p")
+    got = load_link_split(tmp_path / "p", 0, world_size=2)[2]
+    assert torch.equal(got.x.isnan(), x[got.node_ids].isnan())
+    test.x = x.clone()
+    test.x[4, 0] += 1
+    with pytest.raises(ValueError, match="node tensor 'x' of the test split differs"):
+        pyg_sar.partition_graph((train, val, test), 2, tmp_path / "q")
