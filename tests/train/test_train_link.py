@@ -83,3 +83,11 @@ def test_bad_link_options_are_refused(extra, word, capsys):
         parse_args(["--task", "link", *extra])
     assert exc.value.code == 2
     assert word in capsys.readouterr().err
+
+
+def test_link_options_parse():
+    args = parse_args(["--task", "link", "--num-val", "0.1", "--num-test", "0.2",
+                       "--neg-method", "degree", "--hits-k", "50"])
+    assert (args.task, args.num_val, args.num_test, args.neg_method, args.hits_k) == (
+        "link", 0.1, 0.2, "degree", 50)
+    assert parse_args([]).task == "node"
