@@ -74,16 +74,8 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
 def link_split(data: Any, num_val: float, num_test: float, seed: int) -> tuple:
     """PyG's ``RandomLinkSplit`` (undirected, no negative training samples: they are drawn per
     epoch) of ``data``, seeded: the same triple on every rank."""
-    import random
-
-    import numpy as np
-    import torch_geometric.transforms as T
-    # PyG's negative_sampling (the val/test negatives) draws from Python's and numpy's RNGs too
-    torch.manual_seed(seed)
-    random.seed(seed)
-    np.random.seed(seed)
-    return T.RandomLinkSplit(num_val=num_val, num_test=num_test, is_undirected=True,
-                             add_negative_train_samples=False)(data)
+    from pyg_sar.partition.link_split import random_link_split
+    return random_link_split(data, num_val, num_test, seed=seed)
 
 
 def load_split(args: argparse.Namespace, ctx) -> tuple:

@@ -13,17 +13,15 @@ asserts the tolerance.
 from __future__ import annotations
 
 import copy
-import random
 from typing import Any
 
-import numpy as np
 import torch
 import torch.nn.functional as F
-import torch_geometric.transforms as T
 from torch_geometric.data import Data
 from torch_geometric.nn import GCN, GraphSAGE
 
 import pyg_sar
+from pyg_sar.partition.link_split import random_link_split
 
 NUM_NODES, NUM_EDGES, DIM, HIDDEN = 60, 160, 6, 8
 SEED, NEG_SEED = 0, 11
@@ -45,13 +43,8 @@ def make_graph(seed: int = SEED) -> Data:
 
 
 def make_split(seed: int = SEED) -> tuple:
-    """PyG's RandomLinkSplit of :func:`make_graph` (seeded: the same on every rank; PyG's
-    negative_sampling draws the val/test negatives from Python's and numpy's RNGs too)."""
-    torch.manual_seed(seed)
-    random.seed(seed)
-    np.random.seed(seed)
-    return T.RandomLinkSplit(num_val=0.15, num_test=0.15, is_undirected=True,
-                             add_negative_train_samples=False)(make_graph(seed))
+    """PyG's RandomLinkSplit of :func:`make_graph`, seeded: the same on every rank."""
+    return random_link_split(make_graph(seed), 0.15, 0.15, seed=seed)
 
 
 class LinkNet(torch.nn.Module):
