@@ -159,8 +159,8 @@ def row_sums(oracle: WholeRun, out: Tensor, grads: dict[str, Optional[Tensor]], 
     return {k: v for k, v in sums.items() if v is not None}
 
 
-def param_sums(oracle: WholeRun, grads: dict[str, Optional[Tensor]]
-               ) -> dict[str, list[float]]:
+def param_sums(oracle: WholeRun, grads: dict[str, Optional[Tensor]],
+               skip: frozenset = frozenset()) -> dict[str, list[float]]:
     """Squared sums of every parameter gradient (identical on every rank after the
     all-reduce). A parameter's reference is its own gradient, at least
     :data:`PARAM_SCALE_FLOOR` of all parameter gradients together (a gradient much smaller
@@ -168,10 +168,11 @@ def param_sums(oracle: WholeRun, grads: dict[str, Optional[Tensor]]
     (below :data:`STRUCTURAL_ZERO` of all of them in float32, e.g. the bias of a layer followed
     by a batch norm) is measured against all of them, as the float64 zoo measures every
     parameter: both sides' bf16 results there are rounding residue, to be small, not
-    close."""
+    close. Parameters named in ``skip`` (rank-local tables, compared by rows in
+    :func:`local_param_sums`) are left out."""
     total = sum(_sq(g) for g in oracle.param_grads.values())
     sums = {}
-    for name in sorted(set(grads) | set(oracle.param_grads)):
+    for name in sorted((set(grads) | set(oracle.param_grads)) - skip):
         if name not in grads or name not in oracle.param_grads:
             pair: Optional[list[float]] = [math.inf, 0.0]  # a parameter only one side has
         else:
@@ -180,6 +181,20 @@ def param_sums(oracle: WholeRun, grads: dict[str, Optional[Tensor]]
             zero = pair[1] <= STRUCTURAL_ZERO ** 2 * total
             least = (1.0 if zero else PARAM_SCALE_FLOOR ** 2) * total
             sums[f"grad:{name}"] = [pair[0], max(pair[1], least)]
+    return sums
+
+
+def local_param_sums(oracle: WholeRun, model: torch.nn.Module, part) -> dict[str, list[float]]:
+    """Squared sums of the gradients of rank-local parameters (a sharded embedding table: the
+    rank's rows of PyG's table, ``part.node_ids``), summed over ranks like the row sums."""
+    from pyg_sar.distributed.sync import is_rank_local
+    sums = {}
+    for name, param in model.named_parameters():
+        if is_rank_local(param):
+            want = oracle.param_grads.get(name)
+            pair = _sums(param.grad, None if want is None else want[part.node_ids])
+            if pair is not None:
+                sums[f"grad:{name}"] = pair
     return sums
 
 
@@ -315,7 +330,10 @@ def run_cell(ctx, part, recipe: Recipe, pristine: torch.nn.Module, mode: str, va
         mine: Any = row_sums(oracle, out_value,
                              {k: getattr(inputs, k).grad for k in NODE_INPUTS + EDGE_INPUTS},
                              part)
-        params = param_sums(oracle, {n: p.grad for n, p in model.named_parameters()})
+        local = local_param_sums(oracle, model, part)
+        mine.update(local)
+        params = param_sums(oracle, {n: p.grad for n, p in model.named_parameters()},
+                            skip=frozenset(key[len("grad:"):] for key in local))
     except Exception as exc:  # noqa: BLE001 - reported after the gather below
         mine, params = _error(exc), {}
     every = ctx.comm.allgather_object(mine) if ctx.world_size > 1 else [mine]
