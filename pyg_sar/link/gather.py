@@ -54,6 +54,16 @@ def _offsets_of(node_offsets: Offsets) -> Optional[list[int]]:
     return [int(o) for o in node_offsets]
 
 
+def row_offsets(num_rows: int, comm: Any) -> list[int]:
+    """The first global row of each rank, and the total, from every rank's ``num_rows`` (one
+    small all-gather; ``[0, num_rows]`` without a communicator)."""
+    counts = [num_rows] if comm is None else [int(c) for c in comm.allgather_object(num_rows)]
+    out = [0]
+    for c in counts:
+        out.append(out[-1] + c)
+    return out
+
+
 def _resolve(z: Tensor, node_offsets: Offsets, context: Any, name: str):
     """``(comm or None, rank, offsets or None)``."""
     from pyg_sar.distributed.context import resolve_context
@@ -67,13 +77,7 @@ def _resolve(z: Tensor, node_offsets: Offsets, context: Any, name: str):
     rank = ctx.rank if comm is not None else 0
     offsets = _offsets_of(node_offsets)
     if offsets is None:
-        if comm is None:
-            offsets = [0, int(z.shape[0])]
-        else:  # one small collective: every rank's row count
-            counts = [int(c) for c in comm.allgather_object(int(z.shape[0]))]
-            offsets = [0]
-            for c in counts:
-                offsets.append(offsets[-1] + c)
+        offsets = row_offsets(int(z.shape[0]), comm)
     return comm, rank, offsets
 
 

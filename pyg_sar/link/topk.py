@@ -15,6 +15,7 @@ from typing import Any, Optional, Union
 import torch
 from torch import Tensor
 
+from pyg_sar.link.gather import row_offsets
 from pyg_sar.link.metrics import _agree, _check_k
 from pyg_sar.nn.functional import _comm
 
@@ -77,15 +78,6 @@ def _chunk_topk(scores: Tensor, k: int) -> tuple[Tensor, Tensor]:
     values, cols = values.gather(1, order), cols.gather(1, order)
     order = values.sort(dim=1, descending=True, stable=True).indices
     return values.gather(1, order), cols.gather(1, order)
-
-
-def _offsets(n_items: int, comm) -> list[int]:
-    """The first global item id of each rank, and the total, from the ranks' item counts."""
-    counts = [n_items] if comm is None else [int(c) for c in comm.allgather_object(n_items)]
-    out = [0]
-    for c in counts:
-        out.append(out[-1] + c)
-    return out
 
 
 def _exclusions(exclude: Union[Tensor, tuple[Tensor, Tensor]], n_users: int, n_items: int,
@@ -160,7 +152,7 @@ def topk_items(user_emb: Tensor, item_emb: Tensor, k: int, *,
         which = "user_emb" if bool(torch.isnan(user_emb).any()) else "item_emb"
         problem = f"topk_items: {which} contains NaN"
     # the counts are gathered even when given: a rank with other offsets would break the ring
-    offsets = _offsets(item_emb.shape[0] if item_emb.dim() == 2 else 0, comm)
+    offsets = row_offsets(item_emb.shape[0] if item_emb.dim() == 2 else 0, comm)
     if problem is None and item_offsets is not None:
         given = [int(o) for o in (item_offsets.tolist() if isinstance(item_offsets, Tensor)
                                   else item_offsets)]
