@@ -3,7 +3,6 @@ the heterogeneous partition format (:mod:`pyg_sar.partition.hetero_format`)."""
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,9 +20,8 @@ from pyg_sar.partition.hetero_input import HeteroInput, read_hetero
 from pyg_sar.partition.hetero_layout import EdgeTypeLayout, TypeNumbering
 from pyg_sar.partition.storage import (
     check_out_dir,
-    commit_dir,
-    make_temp_dir,
     save_npy,
+    staged_dir,
     to_storage,
     write_file_atomic,
 )
@@ -106,13 +104,8 @@ def write_hetero_partition(data: Any, num_parts: int, out_dir: str | Path,
     timings["layout"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    tmp = make_temp_dir(out_dir)
-    try:
+    with staged_dir(out_dir, overwrite) as tmp:
         meta = _write(tmp, inp, numbering, layouts, num_parts, method, seed)
-        commit_dir(tmp, out_dir, overwrite)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     timings["write"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - t_start
     h = meta["hetero"]

@@ -251,8 +251,7 @@ def write_link_split(triple: tuple, num_parts: int, out_dir: str | Path,
     graph[LEVEL_KEY] = torch.from_numpy(level)
 
     storage.check_out_dir(out_dir, overwrite)
-    tmp = storage.make_temp_dir(out_dir)
-    try:
+    with storage.staged_dir(out_dir, overwrite) as tmp:
         write_partition(graph, num_parts, tmp / GRAPH_DIR, method, seed, False, on_nonfinite)
         meta, _ = read_meta(tmp / GRAPH_DIR)
         offsets = np.asarray(meta["node_offsets"], dtype=np.int64)
@@ -285,11 +284,6 @@ def write_link_split(triple: tuple, num_parts: int, out_dir: str | Path,
                 "label_shape": list(label.shape[1:])}
         storage.write_file_atomic(tmp / LINK_META,
                                   json.dumps(link_meta, indent=1).encode())
-        storage.commit_dir(tmp, out_dir, overwrite)
-    except BaseException:
-        import shutil
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out_dir
 
 

@@ -8,10 +8,12 @@ dtype is recorded in the metadata and restored on load.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -165,6 +167,20 @@ def make_temp_dir(out_dir: Path) -> Path:
     tmp = out_dir.parent / f".{out_dir.name}.tmp-{uuid.uuid4().hex[:12]}"
     tmp.mkdir()
     return tmp
+
+
+@contextlib.contextmanager
+def staged_dir(out_dir: Path, overwrite: bool) -> Iterator[Path]:
+    """Write a folder atomically: yields a fresh temporary sibling of ``out_dir``
+    (:func:`make_temp_dir`), which replaces ``out_dir`` when the block ends normally
+    (:func:`commit_dir`) and is removed when it raises."""
+    tmp = make_temp_dir(out_dir)
+    try:
+        yield tmp
+        commit_dir(tmp, out_dir, overwrite)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
 
 
 def commit_dir(tmp: Path, out_dir: Path, overwrite: bool) -> None:

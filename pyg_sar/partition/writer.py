@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import copy
 import json
-import shutil
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -20,10 +19,9 @@ from pyg_sar.partition.finite import check_finite, check_policy
 from pyg_sar.partition.layout import Layout
 from pyg_sar.partition.storage import (
     check_out_dir,
-    commit_dir,
     dtype_name,
-    make_temp_dir,
     save_npy,
+    staged_dir,
     storage_dtype_name,
     to_storage,
     write_file_atomic,
@@ -278,14 +276,9 @@ def write_partition(data: Any, num_parts: int, out_dir: str | Path, method: str 
     timings["layout"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    tmp = make_temp_dir(out_dir)
-    try:
+    with staged_dir(out_dir, overwrite) as tmp:
         meta = _write_parts(tmp, layout, node_data, edge_data, method, seed,
                             _num_classes(data, node_data.get("y")), adj_t_meta)
-        commit_dir(tmp, out_dir, overwrite)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     timings["write"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - t_start
     return PartitionReport(
