@@ -9,7 +9,8 @@ arXiv 2406.17611; docs/compression.md).
 * Wire dtype (:mod:`.transport`): ``SARConfig(wire_dtype=torch.bfloat16)`` sends floating
   rows and gradients as bf16, alone or after a codec (:class:`Transport`).
 * Schedules (:mod:`.schedules`): :class:`Fixed`, :class:`Linear` (:func:`varco`),
-  :class:`Exponential`, :class:`Step`.
+  :class:`Exponential`, :class:`Step`, :class:`KeepFraction`, :class:`Stages`
+  (:func:`bit_stages`).
 """
 from __future__ import annotations
 
@@ -37,9 +38,12 @@ from pyg_sar.compression.schedules import (
     SCHEDULES,
     Exponential,
     Fixed,
+    KeepFraction,
     Linear,
     Schedule,
+    Stages,
     Step,
+    bit_stages,
     varco,
 )
 from pyg_sar.compression.transport import (
@@ -50,7 +54,8 @@ from pyg_sar.compression.transport import (
 )
 
 __all__ = ["CODECS", "SCHEDULES", "WIRE_DTYPES", "BoundCodec", "Codec", "Compressor",
-           "Exponential", "Fixed", "Linear", "MessageKey", "Quantize", "RandomSubset", "Schedule",
-           "Step", "Transport", "Truncate", "all_but_last", "check_wire_dtype", "compressors_of",
-           "kept_channels", "make_compressor", "make_schedule", "payload_dtype",
-           "quantization_bits", "resolve", "roundtrip", "step_all", "varco"]
+           "Exponential", "Fixed", "KeepFraction", "Linear", "MessageKey", "Quantize",
+           "RandomSubset", "Schedule", "Stages", "Step", "Transport", "Truncate", "all_but_last",
+           "bit_stages", "check_wire_dtype", "compressors_of", "kept_channels", "make_compressor",
+           "make_schedule", "payload_dtype", "quantization_bits", "resolve", "roundtrip",
+           "step_all", "varco"]

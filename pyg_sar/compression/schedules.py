@@ -12,12 +12,22 @@ stay there:
 * :class:`Step`: the exponential one held constant over ``stages`` equal stages:
   :math:`r(t) = r_{max} (r_{min} / r_{max})^{\min(\lfloor t \cdot stages / D \rfloor,
   stages) / stages}`;
-* :class:`Fixed`: a constant ratio (the fixed-rate baselines).
+* :class:`Fixed`: a constant ratio (the fixed-rate baselines);
+* :class:`KeepFraction`: the *kept fraction* :math:`f = 1/r` grows polynomially,
+  :math:`f(t) = f_0 + (f_1 - f_0) \min(t / D, 1)^p`; its mean kept fraction over
+  ``[0, D]`` is :math:`f_0 + (f_1 - f_0) / (p + 1)`, so a power above 1 spends longer at a
+  small fraction and still ends at ``f_1``;
+* :class:`Stages`: piecewise-constant ratios, ``r_i`` while ``t < until_i``, then ``final``;
+  :func:`bit_stages` builds the stages of a bit-width ladder for
+  :class:`~pyg_sar.compression.Quantize` (ratio ``32 / bits`` quantises at exactly ``bits``).
 """
 from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+from pyg_sar.compression.packing import BITS  # the packed widths Quantize supports
 
 
 class Schedule(ABC):
@@ -127,6 +137,138 @@ class Step(_Decaying):
         return {**super().describe(), "stages": self.stages}
 
 
+def _check_positive_number(owner: str, name: str, value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+            math.isfinite(value) and value > 0):
+        raise ValueError(f"{owner}: {name} must be a finite number > 0 (got {value!r})")
+    return float(value)
+
+
+class KeepFraction(Schedule):
+    """The kept fraction ``f = 1 / ratio`` grows from ``start`` to ``end`` over
+    ``decay_steps`` steps as ``f(t) = start + (end - start) * min(t / decay_steps, 1) ** power``.
+
+    Args:
+        start: the kept fraction at step 0 (``0 < start <= end``).
+        end: the kept fraction from ``decay_steps`` on (``<= 1``; 1, the default, is lossless).
+        decay_steps: steps to reach ``end`` (> 0).
+        power: the polynomial's exponent (> 0): 1 is linear in the fraction; 3 with
+            ``start = 1/32`` keeps about 27% of the bytes on average and spends the last
+            20% of ``decay_steps`` at half the channels or more.
+    """
+
+    name = "fraction"
+
+    def __init__(self, start: float, end: float = 1.0, decay_steps: float = 300,
+                 power: float = 1.0) -> None:
+        for name, value in (("start", start), ("end", end)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                    math.isfinite(value) and 0 < value <= 1):
+                raise ValueError(f"KeepFraction: {name} must be a kept fraction in (0, 1] "
+                                 f"(got {value!r})")
+        if start > end:
+            raise ValueError(f"KeepFraction: start must be <= end (got start={start!r}, "
+                             f"end={end!r})")
+        self.start, self.end = float(start), float(end)
+        self.decay_steps = _check_positive_number("KeepFraction", "decay_steps", decay_steps)
+        self.power = _check_positive_number("KeepFraction", "power", power)
+
+    def fraction(self, t: int) -> float:
+        """The kept fraction at step ``t``."""
+        if t >= self.decay_steps:
+            return self.end
+        return self.start + (self.end - self.start) * (t / self.decay_steps) ** self.power
+
+    def mean_fraction(self) -> float:
+        """The mean kept fraction over ``[0, decay_steps]`` (the integral of :meth:`fraction`
+        divided by ``decay_steps``)."""
+        return self.start + (self.end - self.start) / (self.power + 1)
+
+    def ratio(self, t: int) -> float:
+        return 1.0 / self.fraction(t)
+
+    def describe(self) -> dict:
+        return {"name": self.name, "start": self.start, "end": self.end,
+                "decay_steps": self.decay_steps, "power": self.power}
+
+
+class Stages(Schedule):
+    """Piecewise-constant ratios: ``stages[i][0]`` while ``t < stages[i][1]`` (the first stage
+    whose end is past ``t``), then ``final``.
+
+    Args:
+        stages: ``(ratio, until)`` pairs, ratios ``>= 1`` and ``until`` integer steps, strictly
+            increasing and ``>= 1``.
+        final: the ratio from the last ``until`` on (default 1: lossless).
+    """
+
+    name = "stages"
+
+    def __init__(self, stages: Sequence[tuple[float, int]], final: float = 1.0) -> None:
+        if isinstance(stages, (str, bytes)) or not isinstance(stages, Sequence) or not stages:
+            raise ValueError(f"Stages: stages must be a non-empty sequence of (ratio, until) "
+                             f"pairs (got {stages!r})")
+        pairs: list[tuple[float, int]] = []
+        for i, pair in enumerate(stages):
+            if isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence) or len(pair) != 2:
+                raise ValueError(f"Stages: stage {i} must be a (ratio, until) pair (got "
+                                 f"{pair!r})")
+            ratio = _check_ratio("Stages", f"stage {i}'s ratio", pair[0])
+            until = pair[1]
+            if isinstance(until, bool) or not isinstance(until, int) or until < 1:
+                raise ValueError(f"Stages: stage {i}'s until must be an integer step >= 1 "
+                                 f"(got {until!r})")
+            if pairs and until <= pairs[-1][1]:
+                raise ValueError(f"Stages: the stages' until must be strictly increasing "
+                                 f"(stage {i} ends at {until} after stage {i - 1} at "
+                                 f"{pairs[-1][1]})")
+            pairs.append((ratio, until))
+        self.stages = pairs
+        self.final = _check_ratio("Stages", "final", final)
+
+    def ratio(self, t: int) -> float:
+        for ratio, until in self.stages:
+            if t < until:
+                return ratio
+        return self.final
+
+    def describe(self) -> dict:
+        return {"name": self.name, "stages": list(self.stages), "final": self.final}
+
+
+def bit_stages(bits: Sequence[int] = (2, 4, 8), ends: Sequence[float] = (0.35, 0.65, 0.95),
+               total_steps: int = 300) -> Stages:
+    """A bit-width ladder for :class:`~pyg_sar.compression.Quantize`: ``bits[i]`` bits until
+    step ``round(ends[i] * total_steps)``, then 32 (raw).
+
+    The stage of ``b`` bits has ratio ``32 / b``, which :func:`~pyg_sar.compression.
+    quantization_bits` maps back to exactly ``b``. ``ends`` are fractions of training in
+    ``(0, 1]``, strictly increasing; ``total_steps`` must be large enough that the rounded ends
+    stay distinct (with a different codec the ratios mean ``32 / b`` as they are).
+    """
+    if isinstance(total_steps, bool) or not isinstance(total_steps, int) or total_steps < 1:
+        raise ValueError(f"bit_stages: total_steps must be an integer >= 1 (got "
+                         f"{total_steps!r})")
+    bits, ends = tuple(bits), tuple(ends)
+    if not bits or len(bits) != len(ends):
+        raise ValueError(f"bit_stages: bits and ends must be non-empty and of equal length "
+                         f"(got bits={bits!r}, ends={ends!r})")
+    for b in bits:
+        if isinstance(b, bool) or not isinstance(b, int) or b not in BITS:
+            raise ValueError(f"bit_stages: bits must be among {BITS} (got {b!r})")
+    for i, e in enumerate(ends):
+        if isinstance(e, bool) or not isinstance(e, (int, float)) or not (
+                math.isfinite(e) and 0 < e <= 1) or (i and e <= ends[i - 1]):
+            raise ValueError(f"bit_stages: ends must be strictly increasing fractions in "
+                             f"(0, 1] (got {ends!r})")
+    until = [round(e * total_steps) for e in ends]
+    if until[0] < 1 or any(b <= a for a, b in zip(until, until[1:])):
+        raise ValueError(f"bit_stages: total_steps={total_steps} is too small for ends "
+                         f"{ends!r} (the stages would end at steps {until}); use more steps "
+                         f"or fewer stages")
+    return Stages([(32 / b, u) for b, u in zip(bits, until)])
+
+
 def varco(r_max: float = 128.0, r_min: float = 1.0, slope: float = 5.0,
           total_steps: int = 300) -> Linear:
     """VARCO's schedule ``max(r_max - slope * t * (r_max - r_min) / (T - 2), r_min)`` with
@@ -140,4 +282,5 @@ def varco(r_max: float = 128.0, r_min: float = 1.0, slope: float = 5.0,
     return Linear(r_max, r_min, (total_steps - 2) / slope)
 
 
-SCHEDULES: dict[str, type[Schedule]] = {s.name: s for s in (Fixed, Linear, Exponential, Step)}
+SCHEDULES: dict[str, type[Schedule]] = {
+    s.name: s for s in (Fixed, Linear, Exponential, Step, KeepFraction, Stages)}
