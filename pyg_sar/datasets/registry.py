@@ -12,6 +12,7 @@ from pyg_sar.datasets.hetero_mag import mag_like
 from pyg_sar.datasets.hetero_wordnet import wordnet_hetero
 from pyg_sar.datasets.ogb import ogb_node_dataset
 from pyg_sar.datasets.planetoid import citeseer, cora
+from pyg_sar.datasets.reduced import svd_features
 from pyg_sar.datasets.synthetic_rmat import rmat
 from pyg_sar.datasets.synthetic_sbm import sbm_dense, sbm_sparse
 from pyg_sar.datasets.wordnet30 import wordnet
@@ -61,7 +62,7 @@ def is_hetero_dataset(name: str) -> bool:
 
 
 def load_dataset(name: str = "cora", root: str | os.PathLike | None = None,
-                 **kwargs: Any) -> Data | HeteroData:
+                 svd_dim: int | None = None, **kwargs: Any) -> Data | HeteroData:
     """Load a built-in dataset by name.
 
     Args:
@@ -75,6 +76,9 @@ def load_dataset(name: str = "cora", root: str | os.PathLike | None = None,
             given). Case-insensitive except the folder.
         root: writable cache folder for the datasets that need one (Cora, CiteSeer); the others
             ignore it.
+        svd_dim: if given, ``x`` is replaced by its ``svd_dim`` standardised truncated-SVD
+            components (:func:`~pyg_sar.datasets.reduced.svd_features`, seed 0); homogeneous
+            datasets only.
         **kwargs: passed to the dataset's function (:func:`~pyg_sar.datasets.sbm`,
             :func:`~pyg_sar.datasets.rmat`, :func:`~pyg_sar.datasets.wordnet`, ...).
 
@@ -84,8 +88,22 @@ def load_dataset(name: str = "cora", root: str | os.PathLike | None = None,
     (:func:`is_hetero_dataset` tells which names give one).
 
     Raises:
-        ValueError: for an unknown name (the message lists the known ones).
+        ValueError: for an unknown name (the message lists the known ones), or ``svd_dim`` on
+            a heterogeneous dataset or out of range.
     """
+    if svd_dim is not None and is_hetero_dataset(name):  # refused before any loading
+        raise ValueError(f"load_dataset: svd_dim={svd_dim!r} needs a homogeneous dataset "
+                         f"({name!r} is heterogeneous)")
+    data = _load(name, root, **kwargs)
+    if svd_dim is None:
+        return data
+    if isinstance(data, HeteroData):
+        raise ValueError(f"load_dataset: svd_dim={svd_dim!r} needs a homogeneous dataset "
+                         f"({name!r} is heterogeneous)")
+    return svd_features(data, svd_dim)
+
+
+def _load(name: str, root: str | os.PathLike | None, **kwargs: Any) -> Data | HeteroData:
     if not isinstance(name, str):
         raise ValueError(f"load_dataset: name must be a string (got {type(name).__name__})")
     if name[:4].lower() == "ogb:":
