@@ -6,7 +6,8 @@ Layout of a checkpoint folder (one folder per run; each save adds a snapshot and
     latest.json                       format version, epoch, world size, partition fingerprint,
                                       config, the model's tensor signature, SHA-256 per file
     epoch-000012-<token>/rank{r}.pt   rank r: model and optimizer state, RNG states, epoch,
-                                      the step state of the model's compressors
+                                      the step state of the model's compressors and their
+                                      error-feedback residuals (rank r's, as tensors)
 
 Every rank writes its own file (temporary name, fsync, rename); once all have written, rank 0
 replaces ``latest.json`` atomically and prunes older snapshots. A run killed at any moment
@@ -167,7 +168,8 @@ def save_checkpoint(path: str | Path, model: torch.nn.Module,
         "model": {k: v.detach().cpu() for k, v in model.state_dict().items()},
         "optimizer": optimizer.state_dict() if optimizer is not None else None,
         "rng": _rng_state(), "config_json": config_json, "extra_json": extra_json,
-        # the compressors' schedule clocks (pyg_sar.compression), by the first layer using each
+        # the compressors' schedule clocks and this rank's error-feedback residuals
+        # (pyg_sar.compression; CPU tensors), by the first layer using each
         "compression": {name: comp.state_dict() for name, comp in compressors_of(model).items()},
     }
     buffer = io.BytesIO()
@@ -278,7 +280,8 @@ def load_checkpoint(path: str | Path, model: torch.nn.Module,
         ctx: the :class:`~pyg_sar.distributed.DistContext` (default: the current one).
 
     The step state of the model's compressors (:func:`pyg_sar.compression.compressors_of`)
-    is restored too; a checkpoint written with other compressors is refused.
+    and this rank's error-feedback residuals are restored too; a checkpoint written with other
+    compressors (codec, schedule, seed, error feedback or directions) is refused.
 
     Raises:
         FileNotFoundError: no checkpoint at ``path``.

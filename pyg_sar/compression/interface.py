@@ -15,19 +15,36 @@ changes nothing). Every propagate call of a compressed layer binds the compresso
 (:meth:`Compressor.bind`): the ratio and the key ``(seed, step, layer, call)`` are fixed then
 and stored with the propagation, so the backward pass (a rematerialising re-fetch, the
 gradients sent back) uses exactly the choices of the forward pass.
+
+``directions`` says which messages are compressed at all (``"rows"``: the features sent
+forward, ``"grads"``: their gradients sent back, ``"both"``); the others go raw.
+``error_feedback`` adds each message's previous error to it before encoding
+(:mod:`pyg_sar.compression.feedback`); the residuals are kept per rank in the compressor,
+committed by :meth:`Compressor.step` and saved with its :meth:`~Compressor.state_dict`.
+Evaluation-mode calls (``in_eval=True``) bind without feedback and with their own call
+counter, so an evaluation between training steps changes neither the residuals nor the
+training keys.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
 import torch
 from torch import Tensor
 
-from pyg_sar.compression.codecs import Codec, RowShape
-from pyg_sar.compression.keys import MessageKey
+from pyg_sar.compression.codecs import Codec, RowShape, Truncate
+from pyg_sar.compression.feedback import Feedback
+from pyg_sar.compression.keys import DIRECTIONS, MessageKey
 from pyg_sar.compression.schedules import Fixed, Schedule
+
+ERROR_FEEDBACK = {"none": frozenset(), "rows": frozenset({"rows"}),
+                  "grads": frozenset({"grads"}), "both": frozenset(DIRECTIONS)}
+"""``Compressor(error_feedback=...)`` values and the directions each feeds back."""
+COMPRESS_DIRECTIONS = {"both": frozenset(DIRECTIONS), "rows": frozenset({"rows"}),
+                       "grads": frozenset({"grads"})}
+"""``Compressor(directions=...)`` values and the directions each compresses."""
 
 
 class Compressor:
@@ -40,23 +57,51 @@ class Compressor:
             a fixed ratio; 1 = lossless).
         seed: seed of the random choices (integer >= 0; the same on every rank).
         in_eval: also compress when the layer is in eval mode.
+        error_feedback: which directions' messages carry their previous error forward
+            (``"none"``, ``"rows"``, ``"grads"``, ``"both"``; see
+            :mod:`pyg_sar.compression.feedback`). Refused with
+            :class:`~pyg_sar.compression.Truncate`, whose dropped channels' error would only
+            grow, and for a direction ``directions`` leaves raw.
+        directions: which messages are compressed (``"both"``, ``"rows"``: the features
+            sent forward, ``"grads"``: their gradients sent back); the others go raw.
 
     Attributes:
         t: the current step (advanced by :meth:`step`).
+        feedback: the error-feedback residuals of this rank (``None`` without feedback).
     """
 
     def __init__(self, codec: Codec, schedule: Union[Schedule, float] = 1.0, *, seed: int = 0,
-                 in_eval: bool = False) -> None:
+                 in_eval: bool = False, error_feedback: str = "none",
+                 directions: str = "both") -> None:
         if not isinstance(codec, Codec):
             raise TypeError(f"Compressor: codec must be a Codec (got {type(codec).__name__})")
         if not isinstance(schedule, Schedule):
             schedule = Fixed(schedule)
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise ValueError(f"Compressor: seed must be an integer >= 0 (got {seed!r})")
+        if not isinstance(error_feedback, str) or error_feedback not in ERROR_FEEDBACK:
+            raise ValueError(f"Compressor: error_feedback must be one of "
+                             f"{sorted(ERROR_FEEDBACK)} (got {error_feedback!r})")
+        if not isinstance(directions, str) or directions not in COMPRESS_DIRECTIONS:
+            raise ValueError(f"Compressor: directions must be one of "
+                             f"{sorted(COMPRESS_DIRECTIONS)} (got {directions!r})")
+        fed, compressed = ERROR_FEEDBACK[error_feedback], COMPRESS_DIRECTIONS[directions]
+        if fed and isinstance(codec, Truncate):
+            raise ValueError(f"Compressor: error_feedback={error_feedback!r} with Truncate: "
+                             f"the channels it drops are never sent, so their error would "
+                             f"grow without bound (use RandomSubset or Quantize)")
+        if not fed <= compressed:
+            raise ValueError(f"Compressor: error_feedback={error_feedback!r} feeds back "
+                             f"{sorted(fed - compressed)}, which directions={directions!r} "
+                             f"sends raw")
         self.codec, self.schedule, self.seed = codec, schedule, seed
         self.in_eval = bool(in_eval)
+        self.error_feedback, self.directions = error_feedback, directions
+        self._compressed = compressed
+        self.feedback: Optional[Feedback] = Feedback(fed) if fed else None
         self.t = 0
-        self._calls: dict[int, int] = {}  # layer index -> propagate calls bound in this step
+        self._calls: dict[int, int] = {}  # layer index -> training calls bound in this step
+        self._eval_calls: dict[int, int] = {}  # the same for evaluation-mode calls
 
     def ratio(self, t: Optional[int] = None) -> float:
         """The ratio at step ``t`` (default: the current step)."""
@@ -64,52 +109,86 @@ class Compressor:
 
     def step(self, t: Optional[int] = None) -> None:
         """Advance to the next step, or to step ``t`` if given (call after the optimizer
-        step, on every rank)."""
+        step, on every rank); commits the error-feedback residuals written in this step."""
         if t is not None and (isinstance(t, bool) or not isinstance(t, int) or t < 0):
             raise ValueError(f"Compressor.step: t must be an integer >= 0 (got {t!r})")
         self.t = self.t + 1 if t is None else t
         self._calls.clear()
+        self._eval_calls.clear()
+        if self.feedback is not None:
+            self.feedback.commit()
 
     def applies(self, training: bool) -> bool:
         """Whether a layer in this training mode compresses."""
         return training or self.in_eval
 
-    def bind(self, layer: int) -> BoundCodec:
+    def bind(self, layer: int, training: bool = True) -> BoundCodec:
         """Fix the ratio and key of one propagate call of layer ``layer`` (see the module
-        docstring); every rank must bind in the same order."""
-        call = self._calls.get(layer, 0)
-        self._calls[layer] = call + 1
-        return BoundCodec(self.codec, self.ratio(), self.seed, self.t, layer, call)
+        docstring); every rank must bind in the same order. ``training``: the layer's mode;
+        an evaluation-mode call gets no error feedback and counts its calls apart."""
+        calls = self._calls if training else self._eval_calls
+        call = calls.get(layer, 0)
+        calls[layer] = call + 1
+        return BoundCodec(self.codec, self.ratio(), self.seed, self.t, layer, call,
+                          self._compressed, self.feedback if training else None)
 
     def describe(self) -> dict:
-        """Codec, schedule and seed (what a resumed run must match)."""
-        return {"codec": self.codec.describe(), "schedule": self.schedule.describe(),
-                "seed": self.seed}
+        """Codec, schedule and seed, plus ``error_feedback`` and ``directions`` where not the
+        defaults (what a resumed run must match)."""
+        out = {"codec": self.codec.describe(), "schedule": self.schedule.describe(),
+               "seed": self.seed}
+        if self.error_feedback != "none":
+            out["error_feedback"] = self.error_feedback
+        if self.directions != "both":
+            out["directions"] = self.directions
+        return out
 
     def state_dict(self) -> dict:
-        """The step state (plain ints and strings; saved in checkpoints)."""
-        return {"t": self.t, "calls": {str(k): v for k, v in sorted(self._calls.items())},
-                "describe": repr(self.describe())}
+        """The step state (ints and strings) and, with error feedback, this rank's residuals
+        (``"feedback"``: committed, ``"pending"``: written in the current step; string keys
+        ``"layer.call.tensor.owner.user.direction"``, CPU tensors). Saved in checkpoints; all
+        of it loads with ``torch.load(weights_only=True)``."""
+        out: dict[str, Any] = {"t": self.t,
+                               "calls": {str(k): v for k, v in sorted(self._calls.items())},
+                               "describe": repr(self.describe())}
+        if self._eval_calls:
+            out["eval_calls"] = {str(k): v for k, v in sorted(self._eval_calls.items())}
+        if self.feedback is not None:
+            out.update(self.feedback.state_dict())
+        return out
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Restore :meth:`state_dict`; refused if it was saved by another compressor."""
+        """Restore :meth:`state_dict`; refused if it was saved by another compressor (another
+        codec, schedule, seed, feedback or directions) or is malformed; everything is checked
+        before anything changes. A residual whose shape does not match its message is refused
+        when the message is next sent."""
         if not isinstance(state, Mapping) or not isinstance(state.get("t"), int):
-            raise ValueError(f"Compressor.load_state_dict: malformed state {state!r}")
+            raise ValueError(f"Compressor.load_state_dict: malformed state {state!r:.200}")
         if state.get("describe") != repr(self.describe()):
             raise ValueError(f"Compressor.load_state_dict: the state was saved by "
                              f"{state.get('describe')}, not by this compressor "
                              f"{self.describe()!r}")
-        self.t = state["t"]
-        self._calls = {int(k): int(v) for k, v in dict(state.get("calls", {})).items()}
+        calls = {int(k): int(v) for k, v in dict(state.get("calls", {})).items()}
+        eval_calls = {int(k): int(v) for k, v in dict(state.get("eval_calls", {})).items()}
+        if self.feedback is not None:
+            self.feedback.load_state_dict(state)
+        elif state.get("feedback") or state.get("pending"):
+            raise ValueError("Compressor.load_state_dict: the state holds error-feedback "
+                             "residuals but this compressor has no error feedback")
+        self.t, self._calls, self._eval_calls = state["t"], calls, eval_calls
 
     def __repr__(self) -> str:
-        return (f"Compressor({self.codec!r}, {self.schedule!r}, seed={self.seed}, "
+        extra = "".join(f", {k}={v!r}" for k, v in self.describe().items()
+                        if k in ("error_feedback", "directions"))
+        return (f"Compressor({self.codec!r}, {self.schedule!r}, seed={self.seed}{extra}, "
                 f"t={self.t})")
 
 
 @dataclass(frozen=True)
 class BoundCodec:
-    """A compressor fixed for one propagate call: the codec, the ratio and the key prefix."""
+    """A compressor fixed for one propagate call: the codec, the ratio and the key prefix,
+    the directions it compresses (the engine asks :meth:`compresses`) and, in training, the
+    compressor's error feedback (encodes of a fed-back direction go through it)."""
 
     codec: Codec
     ratio: float
@@ -117,6 +196,12 @@ class BoundCodec:
     step: int
     layer: int
     call: int
+    directions: frozenset = frozenset(DIRECTIONS)
+    feedback: Optional[Feedback] = field(default=None, compare=False, repr=False)
+
+    def compresses(self, direction: str) -> bool:
+        """Whether messages of ``direction`` (``"rows"`` or ``"grads"``) go through the codec."""
+        return direction in self.directions
 
     def key(self, tensor: int, owner: int, user: int, direction: str = "rows") -> MessageKey:
         """The key of the message of tensor ``tensor`` from ``owner`` to ``user``."""
@@ -135,15 +220,24 @@ class BoundCodec:
         shape, dtype = self.codec.wire_row(tuple(like.shape[1:]), like.dtype, self.ratio)
         return torch.empty((0, *shape), dtype=dtype, device=like.device)
 
+    def _feeds(self, key: MessageKey) -> bool:
+        return self.feedback is not None and self.feedback.feeds(key)
+
     def encode(self, rows: Tensor, key: MessageKey) -> Tensor:
+        """The payload of ``rows`` (raw rows go as they are, without feedback)."""
         if self.is_raw(rows):
             return rows
+        if self._feeds(key):
+            return self.feedback.encode(self.codec, self.ratio, rows, key)
         return self.codec.encode(rows, self.ratio, key)
 
     def encode_rows(self, source: Tensor, index: Tensor, key: MessageKey) -> Tensor:
         """``encode(source[index], key)`` without a full-size copy where the codec can."""
         if self.is_raw(source):
             return source.index_select(0, index)
+        if self._feeds(key):  # the residual is added to the gathered rows
+            return self.feedback.encode(self.codec, self.ratio, source.index_select(0, index),
+                                        key)
         return self.codec.encode_rows(source, index, self.ratio, key)
 
     def decode(self, payload: Tensor, row_shape: RowShape, dtype: torch.dtype,

@@ -5,6 +5,9 @@ must see the same bytes as in forward (the subset and the stochastic-rounding no
 random number comes from a generator seeded by the message's coordinates, never from the global
 RNG: ``(seed, training step, layer index, propagate call within the step, tensor, owner rank,
 user rank)`` plus the direction for the rounding noise.
+
+Error feedback (:mod:`pyg_sar.compression.feedback`) keeps one residual per message across
+steps, under :meth:`MessageKey.state_key`: the key without the seed and the step.
 """
 from __future__ import annotations
 
@@ -14,6 +17,9 @@ from dataclasses import dataclass
 import torch
 
 DIRECTIONS = ("rows", "grads")
+
+StateKey = tuple[int, int, int, int, int, str]
+"""``(layer, call, tensor, owner, user, direction)``: a message's coordinates across steps."""
 
 # Salts that keep the two streams of a message apart.
 _SHARED, _NOISE = 1, 2
@@ -47,6 +53,11 @@ class MessageKey:
         if self.direction not in DIRECTIONS:
             raise ValueError(f"MessageKey: direction must be one of {DIRECTIONS} "
                              f"(got {self.direction!r})")
+
+    def state_key(self) -> StateKey:
+        """The message's coordinates across steps (seed and step dropped): the key of its
+        error-feedback residual, the same in every mode."""
+        return (self.layer, self.call, self.tensor, self.owner, self.user, self.direction)
 
     def _coordinates(self) -> tuple[int, ...]:
         return (self.seed, self.step, self.layer, self.call, self.tensor, self.owner, self.user)

@@ -18,7 +18,13 @@ the codec, while the tensors a propagate call marks ``exact`` (per-row scalars p
 GAT's attention logits ``alpha_src``, a few values a row) are sent raw, rows and gradients
 alike. A channel codec on a ``[H]`` logit row would zero whole heads' logits on receipt, which
 changes the attention weights themselves rather than adding noise to a feature, and saves
-little. Their bytes are still counted in the ledger.
+little. Their bytes are still counted in the ledger. A compressor may also compress one
+direction only (``Compressor(directions="rows")``: the gradients go raw, or the reverse).
+
+Error feedback (``Compressor(error_feedback=...)``) lives entirely on the sending side, inside
+the bound codec's encode (:mod:`pyg_sar.compression.feedback`): the payload's shape, the
+receiver and the ledger are those of the same codec without it. A re-fetch in the same step
+reads the same committed residual, so it sends the forward fetch's bytes.
 
 A wire dtype (``SARConfig(wire_dtype=torch.bfloat16)``, :attr:`Wire.wire_dtype`) narrows the
 floating-point values of every feature tensor's payload, rows and gradients, raw or after the
@@ -42,6 +48,7 @@ import torch
 from torch import Tensor
 
 from pyg_sar.compression.interface import BoundCodec
+from pyg_sar.compression.keys import DIRECTIONS
 from pyg_sar.compression.transport import Transport
 from pyg_sar.distributed.streaming import ring_peers, start_exchange
 from pyg_sar.graph import DistGraph
@@ -78,12 +85,21 @@ class Wire:
         """Whether any tensor's messages are encoded (a codec or a wire dtype)."""
         return self.codec is not None or self.wire_dtype is not None
 
-    def codec_of(self, tensor: int) -> Optional[Transport]:
-        """The encoding of source tensor ``tensor``'s rows and gradients: the codec, then the
-        wire dtype (``None``: raw)."""
+    def codec_of(self, tensor: int, direction: str = "rows") -> Optional[Transport]:
+        """The encoding of source tensor ``tensor``'s messages in ``direction`` (``"rows"``
+        or ``"grads"``): the codec, where it compresses that direction
+        (:meth:`BoundCodec.compresses`), then the wire dtype (``None``: raw)."""
+        if direction not in DIRECTIONS:
+            raise ValueError(f"Wire.codec_of: direction must be one of {DIRECTIONS} "
+                             f"(got {direction!r})")
         if tensor in self.exact or not self.transforms:
             return None
-        return Transport(self.codec, self.wire_dtype)
+        codec = self.codec
+        if codec is not None and not codec.compresses(direction):
+            codec = None
+        if codec is None and self.wire_dtype is None:
+            return None
+        return Transport(codec, self.wire_dtype)
 
 
 NO_WIRE = Wire()
@@ -183,7 +199,7 @@ def decode_rows(graph: DistGraph, wire: Wire, step: int, payloads: Sequence[Tens
     owner, me = ring_peers(graph.rank, graph.world_size, step)[1], graph.rank
     out = []
     for p, t, i in zip(payloads, tensors, ids):
-        codec = wire.codec_of(i)
+        codec = wire.codec_of(i, "rows")
         out.append(p if codec is None else
                    codec.decode(p, t.shape[1:], t.dtype, codec.key(i, owner, me)))
     return out
@@ -213,7 +229,7 @@ class RowFetcher:
         g = self.graph
         send_to, recv_from = ring_peers(g.rank, g.world_size, step)
         idx = g.send_idx[send_to]
-        codecs = [self.wire.codec_of(i) for i in self.ids]  # None: sent raw
+        codecs = [self.wire.codec_of(i, "rows") for i in self.ids]  # None: sent raw
         # encode_rows gathers only what is sent (no full-size copy of the rows)
         send = [t.index_select(0, idx) if c is None else
                 c.encode_rows(t, idx, c.key(i, g.rank, send_to))
@@ -296,7 +312,7 @@ class GradReturner:
         if self.wire.transforms:
             # The gradients go back to the rows' owner (recv_from) and come to me from the
             # user of my rows (send_to): the keys of the rows' messages, direction "grads".
-            codecs = [self.wire.codec_of(self.ids[i]) for i in live]
+            codecs = [self.wire.codec_of(self.ids[i], "grads") for i in live]
             send = [s if c is None else
                     c.encode(s.contiguous(), c.key(self.ids[i], recv_from, g.rank, "grads"))
                     for s, c, i in zip(send, codecs, live)]
@@ -315,7 +331,7 @@ class GradReturner:
         count(self.graph.context.comm, 0, 0, 0, time.perf_counter() - t)
         if self.wire.transforms:
             me = self.graph.rank
-            codecs = [self.wire.codec_of(self.ids[i]) for i in live]
+            codecs = [self.wire.codec_of(self.ids[i], "grads") for i in live]
             got_all = [got if c is None else
                        c.decode(got, self.grads[i].shape[1:], self._like(i).dtype,
                                 c.key(self.ids[i], me, self._user, "grads"))

@@ -5,7 +5,8 @@ backward, so its memory does not fall with P on dense graphs.
 
 With a compressing :class:`~pyg_sar.core.exchange.Wire`, every peer's chunk is encoded with
 the key of its message (owner, user, tensor), as the block walk's fetcher and returner do, and
-decoded on receipt; gradients of the halo rows go back the same way (direction ``"grads"``).
+decoded on receipt; gradients of the halo rows go back the same way (direction ``"grads"``,
+which the codec may leave raw: ``Compressor(directions=...)``).
 Tensors the wire marks ``exact`` (attention logits) go raw (:meth:`Wire.codec_of`). A wire
 dtype alone (no codec) needs no key: all peers' chunks are cast at once.
 """
@@ -84,7 +85,7 @@ def _buffer(codec: Optional[Transport], like: Tensor, rows: int) -> Tensor:
 class _HaloFetch(torch.autograd.Function):
     @staticmethod
     def forward(ctx, graph: DistGraph, wire: Wire, tensor: int, x: Tensor) -> Tensor:
-        me, codec = graph.rank, wire.codec_of(tensor)
+        me, codec = graph.rank, wire.codec_of(tensor, "rows")
         send = _encode_rows(codec, x, graph, tensor, lambda q: (me, q, "rows"))
         out = _buffer(codec, x, sum(graph.recv_counts))
         t = time.perf_counter()
@@ -92,8 +93,9 @@ class _HaloFetch(torch.autograd.Function):
         count(graph.context.comm, send.numel() * send.element_size(),
               out.numel() * out.element_size(), graph.world_size - 1, time.perf_counter() - t,
               traffic=(wire.label, "rows"))
-        # the codec and label, not the wire: its halo cache holds this function's output
-        ctx.graph, ctx.codec, ctx.label = graph, codec, wire.label
+        # the gradients' encoding and the label, not the wire: its halo cache holds this
+        # function's output (a reference cycle through ctx)
+        ctx.graph, ctx.codec, ctx.label = graph, wire.codec_of(tensor, "grads"), wire.label
         ctx.tensor, ctx.num_rows = tensor, x.shape[0]
         return _decode(codec, out, graph.recv_counts, x, tensor, lambda s: (s, me, "rows"))
 

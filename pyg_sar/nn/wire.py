@@ -2,7 +2,8 @@
 the traffic ledger, the wire dtype of its configuration (``SARConfig.wire_dtype``, in every
 mode) and, when the layer is compressed and in training mode (or the compressor
 says ``in_eval``), its compressor bound for this call (ratio and key fixed now, kept with the
-propagation for its backward pass).
+propagation for its backward pass; an evaluation-mode call binds without error feedback and
+with its own call counter, :meth:`~pyg_sar.compression.Compressor.bind`).
 
 One layer call binds its compressor once, so every mode draws the same keys for it. A call
 that crosses the network in two steps (a halo-mode GAT/GATv2: its ``edge_updater`` fetches
@@ -36,7 +37,7 @@ def layer_wire(layer: MessagePassing, exact: Iterable[int] = ()) -> Wire:
     exact = frozenset(int(i) for i in exact)
     if comp is None or not comp.applies(layer.training):
         return Wire(label, exact=exact, halo={}, wire_dtype=wire_dtype)
-    return Wire(label, comp.bind(layer._sar_layer_index), exact, halo={},
+    return Wire(label, comp.bind(layer._sar_layer_index, layer.training), exact, halo={},
                 wire_dtype=wire_dtype)
 
 

@@ -35,6 +35,29 @@ def test_step_and_bind():
         comp.step(-3)
 
 
+def test_eval_binds_count_apart_and_are_saved():
+    """An evaluation-mode bind has its own call counter (saved in the state) and no feedback;
+    a training bind carries the compressor's feedback and its compressed directions."""
+    comp = Compressor(Quantize(), 8.0, seed=1, in_eval=True, error_feedback="rows",
+                      directions="rows")
+    train = comp.bind(0)
+    assert train.feedback is comp.feedback and train.directions == frozenset({"rows"})
+    assert train.compresses("rows") and not train.compresses("grads")
+    assert comp.bind(0, training=False).call == 0 and comp.bind(0, training=False).call == 1
+    assert comp.bind(0, training=False).feedback is None and comp.bind(0).call == 1
+    state = comp.state_dict()
+    assert state["calls"] == {"0": 2} and state["eval_calls"] == {"0": 3}
+    again = Compressor(Quantize(), 8.0, seed=1, in_eval=True, error_feedback="rows",
+                       directions="rows")
+    again.load_state_dict(state)
+    assert again.bind(0, training=False).call == 3 and again.bind(0).call == 2
+    comp.step()
+    assert comp.bind(0, training=False).call == 0 and "eval_calls" not in Compressor(
+        Quantize()).state_dict()
+    assert train == Compressor(Quantize(), 8.0, seed=1, directions="rows").bind(0)  # feedback
+    # is not part of a bound codec's identity
+
+
 def test_state_dict_round_trip_and_mismatch():
     comp = Compressor(Quantize(), varco(16.0, 1.0, 5.0, 100), seed=2)
     comp.step(7)
