@@ -132,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     from pyg_sar.sampling.train_loop import add_arguments
     add_arguments(p)  # --sampler, --fanout, --batch-size, --bulk, ... (minibatch training)
     from pyg_sar.compression.cli import add_arguments as add_compression_arguments
-    add_compression_arguments(p)  # --compression, --schedule, --ratio-max, --ratio-min, ...
+    add_compression_arguments(p)  # --compression, --schedule, ..., --compression-start-step
     from pyg_sar.train_link import add_arguments as add_link_arguments
     add_link_arguments(p)  # --num-val, --num-test, --neg-method, --hits-k (--task link)
     return p
@@ -320,6 +320,9 @@ def run(args: argparse.Namespace) -> dict:
                                    compression=compressor_from_args(args),
                                    wire_dtype=WIRE_DTYPES[args.wire_dtype])
         pyg_sar.convert(model, config)
+        if args.compression_start_step:  # time one stage of a longer run (not on --resume)
+            from pyg_sar.compression import step_all
+            step_all(model, args.compression_start_step)
         pyg_sar.broadcast_parameters(model, ctx=ctx)
     torch.manual_seed(args.seed + 1 + ctx.rank)  # independent dropout masks per rank
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)

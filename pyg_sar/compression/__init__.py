@@ -11,6 +11,9 @@ arXiv 2406.17611; docs/compression.md).
 * Schedules (:mod:`.schedules`): :class:`Fixed`, :class:`Linear` (:func:`varco`),
   :class:`Exponential`, :class:`Step`, :class:`KeepFraction`, :class:`Stages`
   (:func:`bit_stages`).
+* Error feedback (:mod:`.feedback`): :class:`Feedback`, the per-rank residuals of
+  ``Compressor(error_feedback=...)``.
+* Preset (:mod:`.presets`): :func:`auto` (``--compression auto``), its parameters :data:`AUTO`.
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ from pyg_sar.compression.codecs import (
     quantization_bits,
 )
 from pyg_sar.compression.factory import make_compressor, make_schedule
+from pyg_sar.compression.feedback import Feedback
 from pyg_sar.compression.interface import (
     BoundCodec,
     Compressor,
@@ -33,6 +37,7 @@ from pyg_sar.compression.interface import (
     step_all,
 )
 from pyg_sar.compression.keys import MessageKey
+from pyg_sar.compression.presets import AUTO, auto
 from pyg_sar.compression.roundtrip import roundtrip
 from pyg_sar.compression.schedules import (
     SCHEDULES,
@@ -53,9 +58,9 @@ from pyg_sar.compression.transport import (
     payload_dtype,
 )
 
-__all__ = ["CODECS", "SCHEDULES", "WIRE_DTYPES", "BoundCodec", "Codec", "Compressor",
-           "Exponential", "Fixed", "KeepFraction", "Linear", "MessageKey", "Quantize",
-           "RandomSubset", "Schedule", "Stages", "Step", "Transport", "Truncate", "all_but_last",
-           "bit_stages", "check_wire_dtype", "compressors_of", "kept_channels", "make_compressor",
-           "make_schedule", "payload_dtype", "quantization_bits", "resolve", "roundtrip",
-           "step_all", "varco"]
+__all__ = ["AUTO", "CODECS", "SCHEDULES", "WIRE_DTYPES", "BoundCodec", "Codec", "Compressor",
+           "Exponential", "Feedback", "Fixed", "KeepFraction", "Linear", "MessageKey",
+           "Quantize", "RandomSubset", "Schedule", "Stages", "Step", "Transport", "Truncate",
+           "all_but_last", "auto", "bit_stages", "check_wire_dtype", "compressors_of",
+           "kept_channels", "make_compressor", "make_schedule", "payload_dtype",
+           "quantization_bits", "resolve", "roundtrip", "step_all", "varco"]

@@ -2,12 +2,23 @@
 
     mpiexec -n 4 python -m pyg_sar.train --dataset wordnet --model sage --layers 3 \\
         --hidden 256 --compression truncate --schedule linear --ratio-max 128
+    mpiexec -n 4 python -m pyg_sar.train ... --compression auto
+
+``--compression auto`` is the preset :func:`pyg_sar.compression.auto` (quantisation along a
+bit ladder with error feedback, the last layer included, laid out over the run); it sets its
+own schedule, so the schedule flags are refused with it.
 
 ``--schedule fixed`` compresses at ``--ratio-max`` throughout (``--bits N`` is the same as
 ``--ratio-max 32/N`` for ``quantize``); the decaying schedules go from ``--ratio-max`` to
 ``--ratio-min`` (default 1: lossless) over ``--decay-steps`` optimizer steps (default
-``(epochs - 2) / 5``: VARCO's slope 5). As in VARCO the last message-passing layer's input is
-not compressed unless ``--compress-last-layer`` is given.
+``(epochs - 2) / 5``: VARCO's slope 5; all of training for ``fraction``, whose kept fraction
+grows as the power ``--fraction-power``). ``--schedule stages --stages 16:0.35,8:0.65`` holds
+ratio 16 until 35% of the run, 8 until 65%, then ``--ratio-min``. As in VARCO the last
+message-passing layer's input is not compressed unless ``--compress-last-layer`` is given.
+
+The run's length for the schedules is ``--epochs`` optimizer steps, or
+``--compression-total-steps``; ``--compression-start-step T`` starts the schedules at step
+``T`` (to time one stage of a longer run).
 """
 from __future__ import annotations
 
@@ -15,76 +26,189 @@ import argparse
 from typing import Optional
 
 from pyg_sar.compression.factory import CODEC_NAMES, SCHEDULE_NAMES, make_compressor
-from pyg_sar.compression.interface import CompressionSpec, all_but_last
+from pyg_sar.compression.interface import (
+    COMPRESS_DIRECTIONS,
+    ERROR_FEEDBACK,
+    CompressionSpec,
+    all_but_last,
+)
 from pyg_sar.compression.packing import BITS
+from pyg_sar.compression.presets import auto
 
 NONE = "none"
+AUTO = "auto"
+DECAYING = tuple(s for s in SCHEDULE_NAMES if s not in ("fixed", "stages"))
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0 (got {text})")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1 (got {text})")
+    return value
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add the compression flags to the training CLI's parser."""
     g = p.add_argument_group("compression of the rows that cross the network (VARCO)")
-    g.add_argument("--compression", choices=(NONE, *CODEC_NAMES), default=NONE,
+    g.add_argument("--compression", choices=(NONE, AUTO, *CODEC_NAMES), default=NONE,
                    help="codec of boundary rows and their gradients: channel truncation "
                         "(VARCO), a random channel subset, or stochastic-rounding "
-                        "quantisation (default: none)")
+                        "quantisation; auto: the preset (quantisation 2 -> 4 -> 8 bits -> raw "
+                        "with error feedback, the last layer at 4 bits or more) "
+                        "(default: none)")
     g.add_argument("--schedule", choices=SCHEDULE_NAMES, default=None,
                    help="compression ratio over training steps (default: fixed)")
     g.add_argument("--ratio-max", type=float, default=None,
                    help="the fixed ratio, or where a decaying schedule starts (default 4)")
     g.add_argument("--ratio-min", type=float, default=None,
-                   help="where a decaying schedule ends (default 1: lossless)")
+                   help="where a decaying schedule ends, or the ratio after the last of "
+                        "--stages (default 1: lossless)")
     g.add_argument("--decay-steps", type=float, default=None,
                    help="steps a decaying schedule takes to reach --ratio-min (default "
-                        "(epochs - 2) / 5, VARCO's slope 5)")
+                        "(epochs - 2) / 5, VARCO's slope 5; all of training for fraction)")
+    g.add_argument("--fraction-power", type=float, default=None,
+                   help="--schedule fraction: the kept fraction 1/ratio grows as this power "
+                        "of the step (default 1)")
+    g.add_argument("--stages", default=None, metavar="R:F,R:F,...",
+                   help="--schedule stages: ratio R until the fraction F of the run, in "
+                        "order; then --ratio-min (quantize: R = 32/bits, e.g. "
+                        "16:0.35,8:0.65,4:0.95 is 2, 4, 8 bits, then raw)")
     g.add_argument("--bits", type=int, choices=BITS, default=None,
                    help="quantize at this many bits (a fixed ratio of 32 / bits)")
     g.add_argument("--compress-last-layer", action="store_true",
                    help="also compress the last message-passing layer's input (VARCO does not)")
+    g.add_argument("--error-feedback", choices=tuple(ERROR_FEEDBACK), default=None,
+                   help="add each message's previous compression error before encoding it, "
+                        "for the rows, the gradients or both (subset and quantize; default: "
+                        "none, both with auto)")
+    g.add_argument("--compress-directions", choices=tuple(COMPRESS_DIRECTIONS), default=None,
+                   help="compress the rows sent forward, the gradients sent back, or both "
+                        "(default both)")
+    g.add_argument("--compression-total-steps", type=_positive_int, default=None,
+                   help="lay the schedule out for this many optimizer steps instead of "
+                        "--epochs (the stage ends of --stages and auto, the default "
+                        "--decay-steps)")
+    g.add_argument("--compression-start-step", type=_non_negative_int, default=None,
+                   help="start the schedules at this step instead of 0 (to time one stage "
+                        "of a longer run; not with --resume)")
+
+
+def _given(args: argparse.Namespace, *flags: str) -> list[str]:
+    """The flags among ``flags`` that were given (not left at their default)."""
+    out = []
+    for flag in flags:
+        value = getattr(args, flag[2:].replace("-", "_"))
+        if value is not None and value is not False:
+            out.append(flag)
+    return out
 
 
 def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Refuse inconsistent compression flags with an argparse error naming the flag."""
-    given = [f for f, v in (("--schedule", args.schedule), ("--ratio-max", args.ratio_max),
-                            ("--ratio-min", args.ratio_min), ("--decay-steps", args.decay_steps),
-                            ("--bits", args.bits)) if v is not None]
-    if args.compress_last_layer:
-        given.append("--compress-last-layer")
+    schedule_flags = ("--schedule", "--ratio-max", "--ratio-min", "--decay-steps",
+                      "--fraction-power", "--stages", "--bits", "--compress-last-layer")
+    given = _given(args, *schedule_flags, "--error-feedback", "--compress-directions",
+                   "--compression-total-steps", "--compression-start-step")
     if args.compression == NONE:
         if given:
-            parser.error(f"{given[0]} needs --compression (truncate, subset or quantize)")
+            parser.error(f"{given[0]} needs --compression (truncate, subset, quantize or "
+                         f"auto)")
         return
     if getattr(args, "reference", False):
         parser.error("--compression compresses what crosses the network between ranks; "
                      "--reference trains plain PyG in one process")
     if getattr(args, "sampler", None) is not None:
         parser.error("--compression applies to full-batch training, not to --sampler")
-    if args.bits is not None:
-        if args.compression != "quantize":
-            parser.error(f"--bits is for --compression quantize (got {args.compression})")
-        if args.ratio_max is not None or (args.schedule or "fixed") != "fixed":
-            parser.error("--bits sets a fixed ratio; do not combine it with --ratio-max or a "
-                         "decaying --schedule")
-    if (args.schedule or "fixed") == "fixed" and (args.ratio_min is not None
-                                                  or args.decay_steps is not None):
-        parser.error("--ratio-min and --decay-steps are for a decaying --schedule (linear, "
-                     "exponential or step)")
+    if args.compression_start_step is not None and getattr(args, "resume", False):
+        parser.error("--compression-start-step sets where a fresh run's schedules start; "
+                     "--resume restores them from the checkpoint")
+    schedule = args.schedule or "fixed"
+    if args.compression == AUTO:
+        conflicts = _given(args, *schedule_flags)
+        if conflicts:
+            parser.error(f"--compression auto sets its own schedule and compresses the last "
+                         f"layer; do not combine it with {', '.join(conflicts)}")
+    else:
+        if args.bits is not None:
+            if args.compression != "quantize":
+                parser.error(f"--bits is for --compression quantize (got {args.compression})")
+            if args.ratio_max is not None or schedule != "fixed":
+                parser.error("--bits sets a fixed ratio; do not combine it with --ratio-max "
+                             "or a decaying --schedule")
+        if schedule == "fixed" and (args.ratio_min is not None
+                                    or args.decay_steps is not None):
+            parser.error(f"--ratio-min and --decay-steps are for a decaying --schedule "
+                         f"({', '.join(DECAYING)}) or stages")
+        if args.fraction_power is not None and schedule != "fraction":
+            parser.error(f"--fraction-power is for --schedule fraction (got {schedule})")
+        if (args.stages is not None) != (schedule == "stages"):
+            parser.error("--schedule stages needs --stages, and --stages needs --schedule "
+                         "stages")
+        if schedule == "stages" and (args.ratio_max is not None
+                                     or args.decay_steps is not None):
+            parser.error("--schedule stages takes its ratios and ends from --stages; do not "
+                         "combine it with --ratio-max or --decay-steps")
     try:
         compressor_from_args(args)
     except ValueError as e:
         parser.error(f"compression: {e}")
 
 
+def parse_stages(text: str, total_steps: int) -> list[tuple[float, int]]:
+    """``"R:F,R:F"`` -> ``[(R, round(F * total_steps)), ...]`` (F a fraction of the run)."""
+    pairs = []
+    for item in text.split(","):
+        ratio, sep, frac = item.partition(":")
+        try:
+            r, f = float(ratio), float(frac)
+        except ValueError:
+            r = f = float("nan")
+        if not sep or not (0 < f <= 1):
+            raise ValueError(f"--stages {text!r}: each stage is RATIO:FRACTION with FRACTION "
+                             f"in (0, 1] (got {item!r})")
+        pairs.append((r, round(f * total_steps)))
+    until = [u for _, u in pairs]
+    if until[0] < 1 or any(b <= a for a, b in zip(until, until[1:])):
+        raise ValueError(f"--stages {text!r}: over {total_steps} steps the stages end at "
+                         f"steps {until}, which must be >= 1 and strictly increasing")
+    return pairs
+
+
+def total_steps_of(args: argparse.Namespace) -> int:
+    """The run length the schedules are laid out for (``--compression-total-steps`` or
+    ``--epochs``)."""
+    return args.compression_total_steps or args.epochs
+
+
 def compressor_from_args(args: argparse.Namespace) -> Optional[CompressionSpec]:
     """The ``SARConfig.compression`` the flags describe (``None`` without ``--compression``)."""
     if args.compression == NONE:
         return None
+    total = total_steps_of(args)
+    if args.compression == AUTO:
+        return auto(total, seed=args.seed, error_feedback=args.error_feedback,
+                    directions=args.compress_directions)
     schedule = args.schedule or "fixed"
-    ratio_max = (32 / args.bits if args.bits is not None
-                 else args.ratio_max if args.ratio_max is not None else 4.0)
     ratio_min = args.ratio_min if args.ratio_min is not None else 1.0
-    decay = (args.decay_steps if args.decay_steps is not None
-             else max(args.epochs - 2, 1) / 5)
-    comp = make_compressor(args.compression, schedule, ratio_max, ratio_min,
-                           None if schedule == "fixed" else decay, seed=args.seed)
+    stages, ratio_max, decay = None, None, None
+    if schedule == "stages":
+        stages = parse_stages(args.stages, total)
+    else:
+        ratio_max = (32 / args.bits if args.bits is not None
+                     else args.ratio_max if args.ratio_max is not None else 4.0)
+    if schedule in DECAYING:
+        decay = (args.decay_steps if args.decay_steps is not None
+                 else total if schedule == "fraction" else max(total - 2, 1) / 5)
+    power = args.fraction_power if args.fraction_power is not None else 1.0
+    comp = make_compressor(args.compression, schedule, ratio_max, ratio_min, decay,
+                           seed=args.seed, power=power, stages=stages,
+                           error_feedback=args.error_feedback or "none",
+                           directions=args.compress_directions or "both")
     return comp if args.compress_last_layer else all_but_last(comp)

@@ -1,0 +1,96 @@
+"""``auto``: a per-layer compression preset (``python -m pyg_sar.train --compression auto``).
+
+Every message-passing layer but the last quantises along a bit ladder (:func:`bit_stages`):
+2 bits until 35% of training, 4 until 65%, 8 until 95%, then raw, with error feedback on the
+rows and the gradients. The last layer (a third of the bytes of a 3-layer SAGE with
+``project_first``, so it must be compressed too for a large saving) has a floor of 4 bits:
+4 until 65%, 8 until 95%, then raw. :data:`AUTO` holds these parameters (benchmarks and docs
+quote it); :func:`auto` takes any of them as keyword arguments to try variants.
+
+Usage::
+
+    from pyg_sar.compression import auto
+    model = pyg_sar.convert(model, pyg_sar.SARConfig(compression=auto(epochs)))
+    for epoch in range(epochs):
+        ...; optimizer.step(); pyg_sar.compression.step_all(model)
+
+The rule holds two compressors (inner layers, last layer); both state the error-feedback
+residuals of their layers, about (send rows + halo rows) x channels per layer and direction.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Optional
+
+from pyg_sar.compression.codecs import Quantize
+from pyg_sar.compression.interface import Compressor
+from pyg_sar.compression.schedules import bit_stages
+
+AUTO: dict[str, Any] = {
+    "codec": "quantize",
+    "bits": (2, 4, 8),            # inner layers' bit ladder ...
+    "ends": (0.35, 0.65, 0.95),   # ... and where each stage ends (fractions of training)
+    "last_bits": (4, 8),          # the last layer's ladder: a floor of 4 bits
+    "last_ends": (0.65, 0.95),
+    "error_feedback": "both",
+    "directions": "both",
+}
+"""The parameters of :func:`auto` (after each stage the next one; raw after the last end)."""
+
+
+class AutoRule:
+    """The per-layer rule :func:`auto` returns: ``inner`` for every message-passing layer but
+    the last, ``last`` for the last one (``SARConfig(compression=rule)``).
+
+    Attributes:
+        inner: the compressor of the inner layers.
+        last: the compressor of the last layer.
+        params: the preset's parameters (:data:`AUTO` with the overrides) and
+            ``total_steps``.
+    """
+
+    def __init__(self, inner: Compressor, last: Compressor, params: dict[str, Any]) -> None:
+        self.inner, self.last, self.params = inner, last, params
+
+    def __call__(self, name: str, index: int, count: int) -> Optional[Compressor]:
+        return self.last if index == count - 1 else self.inner
+
+    def describe(self) -> dict[str, Any]:
+        """The preset's parameters (JSON-friendly: tuples become lists)."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in self.params.items()}
+
+    def __repr__(self) -> str:
+        return f"AutoRule(inner={self.inner!r}, last={self.last!r})"
+
+
+def auto(total_steps: int, *, seed: int = 0, bits: Optional[Sequence[int]] = None,
+         ends: Optional[Sequence[float]] = None, last_bits: Optional[Sequence[int]] = None,
+         last_ends: Optional[Sequence[float]] = None, error_feedback: Optional[str] = None,
+         directions: Optional[str] = None) -> AutoRule:
+    """The ``auto`` preset laid out over ``total_steps`` optimizer steps.
+
+    Every keyword left ``None`` takes its value from :data:`AUTO`; ``bits``/``ends`` are the
+    inner layers' ladder, ``last_bits``/``last_ends`` the last layer's (see
+    :func:`~pyg_sar.compression.bit_stages`), ``error_feedback`` and ``directions`` go to both
+    :class:`~pyg_sar.compression.Compressor` objects (``directions`` alone, say ``"rows"``,
+    also narrows the preset's feedback to that direction). A model with one message-passing
+    layer gets the last layer's compressor.
+    """
+    given = {"bits": bits, "ends": ends, "last_bits": last_bits, "last_ends": last_ends,
+             "error_feedback": error_feedback, "directions": directions}
+    params = dict(AUTO)
+    params.update({k: tuple(v) if isinstance(v, (list, tuple)) else v
+                   for k, v in given.items() if v is not None})
+    if error_feedback is None and directions is not None and params["error_feedback"] == "both":
+        params["error_feedback"] = directions  # feed back only what is compressed
+    params["total_steps"] = total_steps
+
+    def make(ladder: Sequence[int], stage_ends: Sequence[float]) -> Compressor:
+        extra = {k: params[k] for k, default in (("error_feedback", "none"),
+                                                  ("directions", "both"))
+                 if params[k] != default}  # defaults are not passed: old describe() strings
+        return Compressor(Quantize(), bit_stages(ladder, stage_ends, total_steps), seed=seed,
+                          **extra)
+
+    return AutoRule(make(params["bits"], params["ends"]),
+                    make(params["last_bits"], params["last_ends"]), params)
