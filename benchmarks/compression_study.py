@@ -1,12 +1,13 @@
 """Why truncation loses accuracy: which layer, which direction, how late, and train/eval mismatch.
 
-    python benchmarks/compression_study.py --epochs 80 --lr 0.01            # every run
-    python benchmarks/compression_study.py --runs S1,full --lock /tmp/issue24-bench.lock
-    python benchmarks/compression_study.py --report-only                    # table + plot again
+    python benchmarks/compression_study.py --svd-dim 128 --lr 0.02 --epochs 100   # every run
+    python benchmarks/compression_study.py ... --runs S1,full --lock /tmp/issue24-bench.lock
+    python benchmarks/compression_study.py ... --report-only          # table + plot again
 
-Workload: WordNet 3.0 with its 2000-wide bag of words replaced by 64 standardised truncated-SVD
-components (``load_dataset("wordnet", svd_dim=64)``, a frozen input projection chosen for
-compute), 4 ranks, METIS (M) and random (R) partitions (seed 0); 3-layer GraphSAGE, hidden 32,
+Workload: WordNet 3.0 with its 2000-wide bag of words replaced by ``--svd-dim`` standardised
+truncated-SVD components (``load_dataset("wordnet", svd_dim=...)``, a frozen input projection
+chosen for compute; the compression grid's calibration chose 128, lr 0.02, E = 100), 4 ranks,
+METIS (M) and random (R) partitions (seed 0); 3-layer GraphSAGE, hidden 32,
 dropout 0.5, Adam, mode ``sar``, seed 0, ``--epochs`` E. With ``project_first`` every layer
 sends 32-wide rows forward and 32-wide gradients back, so each layer is a third of the bytes.
 
