@@ -17,9 +17,11 @@ Runs (the base schedule is ``Truncate`` with ``Linear(64, 1, D)``, D = E unless 
 * S1, which layer: ``convs.0`` / ``convs.1`` / ``convs.2`` only, 0+1 (all but the last), all;
 * S2, which direction: all but the last, rows only / gradients only (``directions=``);
 * S3, how late: all but the last, D = 0.2E, 0.5E, 0.8E (1.0E is S1's 0+1);
-* S5, the candidates of ``auto``: Quantize with a bit ladder, error feedback on both
-  directions, the last layer floored at 4 bits: C1 (4b to .60E, 8b to .95E), C3 (2b .35 / 4b
-  .65 / 8b .95), C4 (2b .45 / 4b .80 / 8b .95), then 32 bits.
+* S5, the candidates of ``auto``: Quantize with a bit ladder, the last layer floored at 4 bits:
+  C1 (4b to .60E, 8b to .95E), C3 (2b .35 / 4b .65 / 8b .95), C4 (2b .45 / 4b .80 / 8b .95),
+  then 32 bits; each with error feedback on both directions (the plan's) and without
+  (``-noef``, added after review: stochastic rounding is unbiased, and error feedback sends the
+  previous step's error along with each message).
 
 Every run logs, every ``--eval-every`` epochs, validation and test accuracy with full rows
 (evaluation never compresses) **and** with the compressors forced on for that evaluation only
@@ -72,6 +74,11 @@ CANDIDATES = {
     "C3": dict(bits=(2, 4, 8), ends=(0.35, 0.65, 0.95), last_bits=(4, 8), last_ends=(0.65, 0.95)),
     "C4": dict(bits=(2, 4, 8), ends=(0.45, 0.80, 0.95), last_bits=(4, 8), last_ends=(0.80, 0.95)),
 }
+# S5 variants: each candidate with error feedback on both directions (the plan's), and without
+# (added after review: Quantize is unbiased, and error feedback adds the previous step's error
+# to each message, so the per-step error the model sees grows).
+VARIANTS = {**{c: (c, "both") for c in CANDIDATES},
+            **{f"{c}-noef": (c, "none") for c in CANDIDATES}}
 
 
 def _runs() -> dict[str, dict]:
@@ -92,11 +99,13 @@ def _runs() -> dict[str, dict]:
             layers=(0, 1), d=1.0, directions=direction)
     for d in (0.2, 0.5, 0.8):
         add("S3", f"s3-D{d}", "MR", f"truncate, D={d}E, all but last", layers=(0, 1), d=d)
-    for c, kw in CANDIDATES.items():
+    for name, (c, ef) in VARIANTS.items():
+        kw = CANDIDATES[c]
         ladder = " / ".join(f"{b}b to {e:.2f}E" for b, e in zip(kw["bits"], kw["ends"]))
         last = " / ".join(f"{b}b to {e:.2f}E" for b, e in zip(kw["last_bits"], kw["last_ends"]))
-        add("S5", f"s5-{c}", "MR", f"{c}: quantize {ladder}, then 32b; last layer {last}; "
-            "EF both", candidate=c)
+        add("S5", f"s5-{name}", "MR", f"{name}: quantize {ladder}, then 32b; last layer {last}; "
+            + ("EF both" if ef == "both" else "no EF (added after review)"), candidate=c,
+            error_feedback=ef)
     return out
 
 
@@ -111,7 +120,8 @@ def make_spec(run: dict, epochs: int, seed: int):
     if run["group"] == "full":
         return None
     if run["group"] == "S5":  # the preset with the candidate's parameters
-        return auto(epochs, seed=seed, error_feedback="both", **CANDIDATES[run["candidate"]])
+        return auto(epochs, seed=seed, error_feedback=run.get("error_feedback", "both"),
+                    **CANDIDATES[run["candidate"]])
     extra = {"directions": run["directions"]} if "directions" in run else {}
     comp = Compressor(Truncate(), Linear(64.0, 1.0, max(1, round(run["d"] * epochs))), seed=seed,
                       **extra)
@@ -375,7 +385,7 @@ def decide(rows: list[dict]) -> dict:
     test accuracy is >= full's - 0.3 points on both partitions; else the most accurate."""
     by = {(r["id"].rsplit("-", 1)[0][3:], r["part"]): r for r in rows if r["group"] == "S5"}
     cands = []
-    for c in CANDIDATES:
+    for c in VARIANTS:
         got = [by.get((c, p)) for p in PARTS]
         if any(g is None or "gap_final" not in g for g in got):
             continue
@@ -384,7 +394,7 @@ def decide(rows: list[dict]) -> dict:
                           bytes_rel_mean=statistics.mean(g["bytes_rel"] for g in got),
                           test={p: g["final_test"] for p, g in zip(PARTS, got)},
                           gap={p: g["gap_final"] for p, g in zip(PARTS, got)}))
-    if len(cands) < len(CANDIDATES):
+    if len(cands) < len(VARIANTS):
         return {"decided": None, "candidates": cands,
                 "why": "not every S5 run has finished (with its full run)"}
     passing = [c for c in cands if c["passes"]]
@@ -404,6 +414,45 @@ def _pct(x: float) -> str:
 
 def _pts(x: Optional[float]) -> str:
     return "—" if x is None or math.isnan(x) else f"{x * 100:+.2f}"
+
+
+def readout(rows: list[dict]) -> list[str]:
+    """The study's four readouts, one line per partition, from the summary rows."""
+    by = {r["id"]: r for r in rows}
+
+    def cell(rid: str, label: str) -> Optional[str]:
+        r = by.get(rid)
+        if r is None or "gap_final" not in r:
+            return None
+        return (f"{label} {_pts(r['gap_final'])} (lossy phase {_pts(r['gap_lossy_mean'])}, "
+                f"{_pct(r['bytes_rel'])} of the bytes)")
+
+    def line(title: str, cells: list[tuple[str, str]]) -> list[str]:
+        out = []
+        for p, name in PARTS.items():
+            got = [c for c in (cell(f"{rid}-{p}", label) for rid, label in cells) if c]
+            if got:
+                out.append(f"* {title}, {name}: " + "; ".join(got))
+        return out
+
+    lines = ["", "## Readout (gap = full - run, test points, final; one seed)", ""]
+    lines += line("Which layer (S1, truncation 64x -> 1x over E)",
+                  [("s1-L0", "convs.0 only"), ("s1-L1", "convs.1 only"),
+                   ("s1-L2", "convs.2 only"), ("s1-L01", "convs.0+1"), ("s1-all", "all")])
+    lines += line("Which direction (S2, all but last)",
+                  [("s2-rows", "rows only"), ("s2-grads", "grads only"), ("s1-L01", "both")])
+    lines += line("How late (S3, all but last, lossless from D)",
+                  [("s3-D0.2", "D=0.2E"), ("s3-D0.5", "D=0.5E"), ("s3-D0.8", "D=0.8E"),
+                   ("s1-L01", "D=1.0E")])
+    mism = [(r["id"], r["comp_minus_full_eval"]) for r in rows
+            if r["group"] in ("S1", "S2", "S3") and not math.isnan(r["comp_minus_full_eval"])]
+    if mism:
+        lo, hi = min(mism, key=lambda x: x[1]), max(mism, key=lambda x: x[1])
+        lines.append(f"* Train/eval mismatch (truncation runs, compressed eval - full eval over "
+                     f"the lossy phase): from {_pts(lo[1])} ({lo[0]}) to {_pts(hi[1])} "
+                     f"({hi[0]}), mean {_pts(statistics.mean(v for _, v in mism))} over "
+                     f"{len(mism)} runs")
+    return lines
 
 
 def table(result: dict) -> str:
@@ -438,9 +487,17 @@ def table(result: dict) -> str:
             f"{_pts(r.get('gap_final'))} | {_pts(r.get('gap_best_val'))} | "
             f"{_pts(r.get('gap_lossy_mean'))} | {_pts(r['comp_minus_full_eval'])} | "
             f"{r['epoch_s']:.2f} |")
+    lines += readout(result["summary"])
     d = result.get("auto_decision")
     if d:
-        lines += ["", "## auto: decision rule on the S5 runs (seed 0)", ""]
+        lines += ["", "## auto: decision rule on the S5 runs (seed 0)", "",
+                  "The rule (fixed before the runs): the candidate with the fewest bytes whose "
+                  "final test accuracy is within 0.3 points of full on both partitions, else the "
+                  "most accurate. The `-noef` variants were added after the first decision "
+                  "(C1, among the error-feedback candidates only), on review: Quantize is "
+                  "unbiased, and error feedback adds the previous step's error to every message, "
+                  "which raises the per-step error the model sees; the rule was then re-applied, "
+                  "unchanged, over all six.", ""]
         for c in d["candidates"]:
             lines.append(f"* {c['candidate']}: bytes {_pct(c['bytes_rel']['M'])} (METIS) / "
                          f"{_pct(c['bytes_rel']['R'])} (random); test {c['test']['M']:.4f} / "
