@@ -1,11 +1,16 @@
 """``auto``: a per-layer compression preset (``python -m pyg_sar.train --compression auto``).
 
 Every message-passing layer but the last quantises along a bit ladder (:func:`bit_stages`):
-2 bits until 35% of training, 4 until 65%, 8 until 95%, then raw, with error feedback on the
-rows and the gradients. The last layer (a third of the bytes of a 3-layer SAGE with
-``project_first``, so it must be compressed too for a large saving) has a floor of 4 bits:
-4 until 65%, 8 until 95%, then raw. :data:`AUTO` holds these parameters (benchmarks and docs
-quote it); :func:`auto` takes any of them as keyword arguments to try variants.
+2 bits until 45% of training, 4 until 80%, 8 until 95%, then raw. The last layer (a third of
+the bytes of a 3-layer SAGE with ``project_first``, so it must be compressed too for a large
+saving) has a floor of 4 bits: 4 until 80%, 8 until 95%, then raw. :data:`AUTO` holds these
+parameters (benchmarks and docs quote it); :func:`auto` takes any of them as keyword arguments
+to try variants.
+
+No error feedback by default: ``Quantize`` rounds stochastically and without bias, so feeding
+the residual back only adds the previous step's error to each message (on WordNet, random
+partition, the same ladder with feedback on both directions ended 1.3 points lower in the
+study that chose these values: ``benchmarks/results/compression_study.md``).
 
 Usage::
 
@@ -14,8 +19,9 @@ Usage::
     for epoch in range(epochs):
         ...; optimizer.step(); pyg_sar.compression.step_all(model)
 
-The rule holds two compressors (inner layers, last layer); both state the error-feedback
-residuals of their layers, about (send rows + halo rows) x channels per layer and direction.
+The rule holds two compressors (inner layers, last layer). With ``error_feedback`` switched on
+they keep the residuals of their layers, about (send rows + halo rows) x channels per layer and
+direction.
 """
 from __future__ import annotations
 
@@ -29,10 +35,10 @@ from pyg_sar.compression.schedules import bit_stages
 AUTO: dict[str, Any] = {
     "codec": "quantize",
     "bits": (2, 4, 8),            # inner layers' bit ladder ...
-    "ends": (0.35, 0.65, 0.95),   # ... and where each stage ends (fractions of training)
+    "ends": (0.45, 0.80, 0.95),   # ... and where each stage ends (fractions of training)
     "last_bits": (4, 8),          # the last layer's ladder: a floor of 4 bits
-    "last_ends": (0.65, 0.95),
-    "error_feedback": "both",
+    "last_ends": (0.80, 0.95),
+    "error_feedback": "none",     # unbiased rounding: feedback would add last step's error
     "directions": "both",
 }
 """The parameters of :func:`auto` (after each stage the next one; raw after the last end)."""

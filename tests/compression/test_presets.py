@@ -26,13 +26,14 @@ def test_inner_layers_share_one_compressor_and_the_last_has_its_own():
     assert rule("conv", 0, 1) is last  # one layer: it is the last one
     for comp in (inner, last):
         assert comp.codec == Quantize() and comp.seed == 3
-        assert comp.error_feedback == "both" and comp.directions == "both"
+        assert comp.error_feedback == "none" and comp.directions == "both"
+        assert comp.feedback is None  # unbiased rounding: no residual kept by default
 
 
 def test_bit_ladders_and_the_last_layers_floor():
     rule = auto(100)
-    assert _bits(rule.inner, 100) == [2] * 35 + [4] * 30 + [8] * 30 + [32] * 10
-    assert _bits(rule.last, 100) == [4] * 65 + [8] * 30 + [32] * 10
+    assert _bits(rule.inner, 100) == [2] * 45 + [4] * 35 + [8] * 15 + [32] * 10
+    assert _bits(rule.last, 100) == [4] * 80 + [8] * 15 + [32] * 10
     assert min(_bits(rule.last, 100)) == 4
 
 
@@ -40,8 +41,8 @@ def test_bit_ladders_and_the_last_layers_floor():
 def test_stage_ends_scale_with_total_steps(total):
     rule = auto(total)
     assert [u for _, u in rule.inner.schedule.stages] == [round(e * total)
-                                                         for e in (0.35, 0.65, 0.95)]
-    assert [u for _, u in rule.last.schedule.stages] == [round(0.65 * total),
+                                                         for e in (0.45, 0.80, 0.95)]
+    assert [u for _, u in rule.last.schedule.stages] == [round(0.80 * total),
                                                         round(0.95 * total)]
     assert rule.inner.ratio(total) == rule.last.ratio(total) == 1.0  # ends lossless
 
@@ -57,22 +58,22 @@ def test_mean_bytes_of_32_wide_float32_rows():
                    for t in range(total))
         return sent / (total * 128)
     inner, last = mean_rel(rule.inner), mean_rel(rule.last)
-    assert inner == pytest.approx(0.35 * 16 / 128 + 0.30 * 24 / 128 + 0.30 * 40 / 128 + 0.05)
-    assert last == pytest.approx(0.65 * 24 / 128 + 0.30 * 40 / 128 + 0.05)
-    assert (2 * inner + last) / 3 < 0.26  # 3 layers of equal bytes: about 25%
+    assert inner == pytest.approx(0.45 * 16 / 128 + 0.35 * 24 / 128 + 0.15 * 40 / 128 + 0.05)
+    assert last == pytest.approx(0.80 * 24 / 128 + 0.15 * 40 / 128 + 0.05)
+    assert (2 * inner + last) / 3 < 0.235  # 3 layers of equal bytes: about 23%
 
 
 def test_describe_quotes_the_parameters():
     rule = auto(80)
-    expected = {"codec": "quantize", "bits": [2, 4, 8], "ends": [0.35, 0.65, 0.95],
-                "last_bits": [4, 8], "last_ends": [0.65, 0.95], "error_feedback": "both",
+    expected = {"codec": "quantize", "bits": [2, 4, 8], "ends": [0.45, 0.80, 0.95],
+                "last_bits": [4, 8], "last_ends": [0.80, 0.95], "error_feedback": "none",
                 "directions": "both", "total_steps": 80}
     assert rule.describe() == expected
     assert json.loads(json.dumps(rule.describe())) == expected
     assert {k: v for k, v in expected.items() if k != "total_steps"} == json.loads(
         json.dumps(AUTO))
     assert rule.inner.describe()["schedule"] == {
-        "name": "stages", "stages": [(16.0, 28), (8.0, 52), (4.0, 76)], "final": 1.0}
+        "name": "stages", "stages": [(16.0, 36), (8.0, 64), (4.0, 76)], "final": 1.0}
 
 
 def test_overrides_build_the_candidates():
@@ -84,9 +85,13 @@ def test_overrides_build_the_candidates():
     assert _bits(c4.inner, 100) == [2] * 45 + [4] * 35 + [8] * 15 + [32] * 10
     assert _bits(c4.last, 100) == [4] * 80 + [8] * 15 + [32] * 10
     assert c4.describe()["ends"] == [0.45, 0.8, 0.95]
-    no_ef = auto(100, error_feedback="none")
+    no_ef = auto(100)
     assert no_ef.inner.feedback is None and "error_feedback" not in no_ef.inner.describe()
-    rows = auto(100, directions="rows")  # the preset's feedback narrows to what is compressed
+    ef = auto(100, error_feedback="both")
+    assert ef.inner.feedback is not None and ef.last.describe()["error_feedback"] == "both"
+    rows = auto(100, directions="rows")
+    assert (rows.last.directions, rows.last.error_feedback) == ("rows", "none")
+    rows = auto(100, directions="rows", error_feedback="rows")
     assert (rows.last.directions, rows.last.error_feedback) == ("rows", "rows")
     assert AUTO["bits"] == (2, 4, 8)  # the overrides leave the preset alone
 
