@@ -4,8 +4,8 @@
         --hidden 256 --compression truncate --schedule linear --ratio-max 128
     mpiexec -n 4 python -m pyg_sar.train ... --compression auto
 
-``--compression auto`` is the preset :func:`pyg_sar.compression.auto` (quantisation along a
-bit ladder with error feedback, the last layer included, laid out over the run); it sets its
+``--compression auto`` is the preset :func:`pyg_sar.compression.auto` (stochastic-rounding
+quantisation along a bit ladder, the last layer included, laid out over the run); it sets its
 own schedule, so the schedule flags are refused with it.
 
 ``--schedule fixed`` compresses at ``--ratio-max`` throughout (``--bits N`` is the same as
@@ -60,8 +60,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--compression", choices=(NONE, AUTO, *CODEC_NAMES), default=NONE,
                    help="codec of boundary rows and their gradients: channel truncation "
                         "(VARCO), a random channel subset, or stochastic-rounding "
-                        "quantisation; auto: the preset (quantisation 2 -> 4 -> 8 bits -> raw "
-                        "with error feedback, the last layer at 4 bits or more) "
+                        "quantisation; auto: the preset (quantisation 2 -> 4 -> 8 bits -> raw, "
+                        "the last layer at 4 bits or more) "
                         "(default: none)")
     g.add_argument("--schedule", choices=SCHEDULE_NAMES, default=None,
                    help="compression ratio over training steps (default: fixed)")
@@ -87,7 +87,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--error-feedback", choices=tuple(ERROR_FEEDBACK), default=None,
                    help="add each message's previous compression error before encoding it, "
                         "for the rows, the gradients or both (subset and quantize; default: "
-                        "none, both with auto)")
+                        "none; it pays for biased codecs such as subset, not for quantize's "
+                        "unbiased rounding)")
     g.add_argument("--compress-directions", choices=tuple(COMPRESS_DIRECTIONS), default=None,
                    help="compress the rows sent forward, the gradients sent back, or both "
                         "(default both)")
