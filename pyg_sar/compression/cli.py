@@ -87,8 +87,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--error-feedback", choices=tuple(ERROR_FEEDBACK), default=None,
                    help="add each message's previous compression error before encoding it, "
                         "for the rows, the gradients or both (subset and quantize; default: "
-                        "none; it pays for biased codecs such as subset, not for quantize's "
-                        "unbiased rounding)")
+                        "none; meant for biased codecs such as subset without rescaling; with "
+                        "quantize's unbiased rounding it added error in our study)")
     g.add_argument("--compress-directions", choices=tuple(COMPRESS_DIRECTIONS), default=None,
                    help="compress the rows sent forward, the gradients sent back, or both "
                         "(default both)")
