@@ -904,7 +904,10 @@ def report_real(path: Path, plots: bool = True) -> None:
         f"{len(result['runs'])} runs "
         f"({', '.join(f'{m} {n}' for m, n in sorted(counts.items()))}). Features: "
         f"{result.get('features')}; models {result.get('models')}; mode sar, Adam, split seed 0, "
-        f"partition seed 0, {result.get('cores')} cores shared with other jobs.", "",
+        f"partition seed 0, {result.get('cores')} cores shared with other jobs."
+        + (f" {len(result['superseded'])} earlier runs made with other parameters (auto "
+           f"before its preset was frozen) are kept under `superseded` in the JSON, not shown."
+           if result.get("superseded") else ""), "",
         *calibration_lines(), *real_tables(result), *real_goals(result), note])
     atomic_write(path.with_suffix(".md"), text + "\n")
     print(f"wrote {path.with_suffix('.md')}" + (f" and {len(made)} plot(s)" if made else ""))
