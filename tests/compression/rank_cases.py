@@ -13,20 +13,31 @@
 * ``bytes``: the traffic ledger equals the bytes handed to the communicator, and the bytes the
   codec's wire format predicts.
 * ``eval`` and ``steps``: eval mode sends full rows; the random subset changes with the step.
+* ``ef_steps``: three SGD steps with error feedback (``comp.step()`` between them): SAR equals
+  SA bitwise in outputs, parameters and residuals, halo follows SAR, the residuals change the
+  result and not the traffic.
+* ``directions``: ``directions="rows"`` / ``"grads"`` compress only that direction's messages.
+* ``stages_bytes``: the ledger follows :func:`~pyg_sar.compression.bit_stages` step by step.
+* ``ef_resume``: a run checkpointed and resumed mid-way (residuals included) equals the straight
+  run bitwise; a checkpoint with error feedback does not load into a model without it, and back.
 """
 from __future__ import annotations
+
+from pathlib import Path
 
 import torch
 from torch_geometric.data import Data
 from torch_geometric.nn import EdgeConv, GATConv, GATv2Conv, GCNConv, SAGEConv
 
 import pyg_sar
+from pyg_sar.checkpoint import CheckpointError
 from pyg_sar.compression import (
     BoundCodec,
     Compressor,
     Quantize,
     RandomSubset,
     Truncate,
+    bit_stages,
     roundtrip,
 )
 
@@ -78,7 +89,11 @@ CODECS = {"truncate": Truncate, "subset": RandomSubset, "quantize": Quantize}
 LOSSY = [("truncate", 2.0), ("subset", 2.5), ("quantize", 4.0), ("quantize", 16.0)]
 
 
-def _compressor(codec: str, ratio: float, t: int = 3, **kwargs) -> Compressor:
+def _compressor(codec: str, ratio, t: int = 3, **kwargs) -> Compressor:
+    """``codec`` ("quantize+ef": with error feedback in both directions) at ``ratio`` (a
+    number or a schedule), moved to step ``t``."""
+    if codec.endswith("+ef"):
+        codec, kwargs = codec[:-3], {**kwargs, "error_feedback": "both"}
     comp = Compressor(CODECS[codec](), ratio, seed=SEED, **kwargs)
     comp.step(t)
     return comp
@@ -127,7 +142,7 @@ def ratio1(ctx, part, data) -> dict:
     plans += [("gat", "sar", False), ("gat", "sa", False), ("gatv2", "sar", False)]
     for name, mode, kernels in plans:
         base = run(ctx, part, data, name, mode, kernels=kernels, depth=2)
-        for codec in CODECS:
+        for codec in [*CODECS, "quantize+ef", "subset+ef"]:
             got = run(ctx, part, data, name, mode, _compressor(codec, 1.0), kernels=kernels,
                       depth=2)
             out[f"{name}/{mode}/k{int(kernels)}/{codec}"] = {
@@ -328,6 +343,168 @@ def eval_and_steps(ctx, part, data) -> dict:
     return out
 
 
+# ------------------------------------------------------------------- error feedback, steps
+def train(ctx, part, data, name: str, mode: str, comp=None, steps: int = 3, kernels=True,
+          model=None, opt=None) -> list:
+    """``steps`` SGD steps of model ``name`` (``comp.step()`` after each): per step the output,
+    the parameters after the step, the ledger and the committed residuals."""
+    if model is None:
+        torch.manual_seed(7)
+        model = MODELS[name]().double()
+        pyg_sar.convert(model, pyg_sar.SARConfig(mode=mode, use_kernels=kernels,
+                                                 compression=comp, check_loss=False))
+        opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    nid = part.node_ids
+    x = data.x[nid]
+    weight = None
+    hist = []
+    for _ in range(steps):
+        ctx.comm.traffic.reset()
+        opt.zero_grad()
+        out = model(x, part.graph)
+        weight = _weights(data.num_nodes, out.shape[1]) if weight is None else weight
+        (out * weight[nid]).sum().backward()
+        pyg_sar.all_reduce_gradients(model)
+        opt.step()
+        if comp is not None:
+            comp.step()
+        fb = getattr(comp, "feedback", None)
+        hist.append({"out": out.detach(), "params": [p.detach().clone() for p in
+                                                     model.parameters()],
+                     "ledger": ctx.comm.traffic.as_dict(),
+                     "res": {} if fb is None else {k: v.clone() for k, v in
+                                                   fb.committed.items()}})
+    return hist
+
+
+def _step_diff(a: dict, b: dict) -> float:
+    """Max relative difference of outputs, parameters and residuals, each against ``b``'s
+    largest entry (inf if the residual keys differ)."""
+    if set(a["res"]) != set(b["res"]):
+        return float("inf")
+    pairs = [(a["out"], b["out"]), *zip(a["params"], b["params"]),
+             *((a["res"][k], b["res"][k]) for k in a["res"])]
+    return max(_rel(u, v) for u, v in pairs)
+
+
+def _step_identical(a: dict, b: dict) -> bool:
+    if set(a["res"]) != set(b["res"]):
+        return False
+    pairs = [(a["out"], b["out"]), *zip(a["params"], b["params"]),
+             *((a["res"][k], b["res"][k]) for k in a["res"])]
+    return all(torch.equal(u, v) for u, v in pairs)
+
+
+def ef_steps(ctx, part, data) -> dict:
+    out = {}
+    plans = [("gcn", True), ("sage", True), ("gat", True), ("gat", False), ("gatv2", True)]
+    for name, kernels in plans:
+        for codec, ratio in (("quantize", 8.0), ("subset", 2.5)):
+            runs = {mode: train(ctx, part, data, name, mode,
+                                _compressor(codec + "+ef", ratio), kernels=kernels)
+                    for mode in (("sar", "sa", "halo") if kernels else ("sar", "sa"))}
+            noef = train(ctx, part, data, name, "sar", _compressor(codec, ratio),
+                         kernels=kernels)
+            sar = runs["sar"]
+            case = {
+                "sar_eq_sa": [_step_identical(a, b) for a, b in zip(sar, runs["sa"])],
+                "residual_keys": [len(s["res"]) for s in sar],
+                "residual_norm": [max((float(v.abs().max()) for v in s["res"].values()
+                                       if v.numel()), default=0.0) for s in sar],
+                "first_step_as_noef": torch.equal(sar[0]["out"], noef[0]["out"]),
+                "vs_noef": max(max(float((u - v).abs().max()) for u, v in
+                                   [(a["out"], b["out"]), *zip(a["params"], b["params"])])
+                               for a, b in zip(sar[1:], noef[1:])),
+                "ledger_as_noef": [a["ledger"] == b["ledger"] for a, b in zip(sar, noef)],
+            }
+            if "halo" in runs:
+                halo = runs["halo"]
+                case["halo_keys"] = [set(a["res"]) == set(b["res"]) for a, b in zip(sar, halo)]
+                case["halo_diff"] = [_step_diff(a, b) for a, b in zip(sar, halo)]
+            out[f"{name}/k{int(kernels)}/{codec}{ratio:g}"] = case
+    return out
+
+
+def directions(ctx, part, data) -> dict:
+    """Ledgers of one step with ``directions`` none (uncompressed) / rows / grads / both."""
+    out = {}
+    for name in ("gcn", "gat"):
+        got = {"none": run(ctx, part, data, name, "sar")["ledger"]}
+        for d in ("rows", "grads", "both"):
+            got[d] = run(ctx, part, data, name, "sar",
+                         _compressor("quantize", 4.0, directions=d))["ledger"]
+        out[name] = got
+    return out
+
+
+def stages_bytes(ctx, part, data) -> dict:
+    """GCN (widths 8, 5) under Quantize + ``bit_stages(total_steps=10)``: the ledger at the
+    first and last step of every stage, and the ledger the wire format predicts."""
+    sched = bit_stages(total_steps=10)
+    g = part.graph
+    rows_out, rows_in = sum(g.send_counts), sum(g.recv_counts)
+    out = {"stages": sched.stages, "steps": {}}  # results travel as JSON: str keys
+    for t in sorted({0, *(u - 1 for _, u in sched.stages), *(u for _, u in sched.stages)}):
+        ratio = sched(t)
+        ledger = run(ctx, part, data, "gcn", "sar", _compressor("quantize", sched, t=t))[
+            "ledger"]
+        expected = {}
+        for layer, width in (("conv1", 8), ("conv2", 5)):
+            row = Quantize().wire_bytes(1, (width,), torch.float64, ratio)
+            expected[layer] = {"rows": {"sent": rows_out * row, "recv": rows_in * row},
+                               "grads": {"sent": rows_in * row, "recv": rows_out * row}}
+        out["steps"][str(t)] = {"ratio": ratio, "ledger": ledger, "expected": expected}
+    return out
+
+
+def ef_resume(ctx, part, data, parts: str) -> dict:
+    """4 SGD steps straight against 2 + checkpoint + fresh objects + load + 2 (SAGE, quantize
+    8 bits and subset, error feedback both); then EF on/off checkpoints loaded the other way."""
+    out = {}
+    root = Path(parts) / "ef_resume"
+
+    def fresh(comp):
+        torch.manual_seed(7)
+        model = MODELS["sage"]().double()
+        pyg_sar.convert(model, pyg_sar.SARConfig(mode="sar", compression=comp,
+                                                 check_loss=False))
+        return model, torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+
+    for codec, ratio in (("quantize", 4.0), ("subset", 2.5)):
+        straight = train(ctx, part, data, "sage", "sar", _compressor(codec + "+ef", ratio),
+                         steps=4)
+        comp = _compressor(codec + "+ef", ratio)
+        model, opt = fresh(comp)
+        first = train(ctx, part, data, "sage", "sar", comp, steps=2, model=model, opt=opt)
+        path = root / f"{codec}"
+        pyg_sar.save_checkpoint(path, model, opt, 2)
+        pyg_sar.barrier()  # rank 0 writes latest.json last; the others must not read before
+        comp2 = _compressor(codec + "+ef", ratio, t=0)
+        model2, opt2 = fresh(comp2)
+        pyg_sar.load_checkpoint(path, model2, opt2)
+        loaded_t = comp2.t
+        rest = train(ctx, part, data, "sage", "sar", comp2, steps=2, model=model2, opt=opt2)
+        out[f"{codec}{ratio:g}"] = {
+            "straight_eq_resumed": [_step_identical(a, b) for a, b in
+                                    zip(straight, first + rest)],
+            "residual_keys": len(straight[-1]["res"]), "loaded_t": loaded_t,
+            "comp_t": comp.t}
+    refused = {}
+    for saved_ef, loaded_ef in (("quantize+ef", "quantize"), ("quantize", "quantize+ef")):
+        path = root / f"refuse-{saved_ef}"
+        model, opt = fresh(_compressor(saved_ef, 4.0))
+        pyg_sar.save_checkpoint(path, model, opt, 0)
+        pyg_sar.barrier()
+        model2, _ = fresh(_compressor(loaded_ef, 4.0))
+        try:
+            pyg_sar.load_checkpoint(path, model2)
+            refused[f"{saved_ef}->{loaded_ef}"] = None
+        except CheckpointError as exc:
+            refused[f"{saved_ef}->{loaded_ef}"] = str(exc)
+    out["refused"] = refused
+    return out
+
+
 GROUPS = {
     "ratio1": lambda ctx, part, data, parts: ratio1(ctx, part, data),
     "sar_vs_sa": lambda ctx, part, data, parts: sar_vs_sa(ctx, part, data),
@@ -335,6 +512,10 @@ GROUPS = {
     "fused_vs_generic": lambda ctx, part, data, parts: fused_vs_generic(ctx, part, data),
     "bytes": lambda ctx, part, data, parts: traffic_bytes(ctx, part, data),
     "eval": lambda ctx, part, data, parts: eval_and_steps(ctx, part, data),
+    "ef_steps": lambda ctx, part, data, parts: ef_steps(ctx, part, data),
+    "directions": lambda ctx, part, data, parts: directions(ctx, part, data),
+    "stages_bytes": lambda ctx, part, data, parts: stages_bytes(ctx, part, data),
+    "ef_resume": ef_resume,
 }
 
 

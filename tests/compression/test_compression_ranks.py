@@ -2,7 +2,8 @@
 bit-identical to no compression in modes sar/sa/halo on every engine path; under lossy codecs
 SAR equals SA exactly and every mode equals plain PyG on each rank's compressed view of the
 graph; the traffic ledger matches the communicator and the codec's wire format; eval mode sends
-full rows.
+full rows. Error feedback over several SGD steps keeps SAR == SA bitwise (residuals included)
+and the traffic unchanged; ``directions`` and ``bit_stages`` show in the ledger.
 """
 from __future__ import annotations
 
@@ -37,8 +38,9 @@ def test_ratio_one_is_bit_identical_to_no_compression(results):
             assert v["identical"], f"{where} {case}: outputs or gradients differ"
             assert v["ledger_equal"], f"{where} {case}: traffic differs"
             seen += 1
-    # 5 models x 3 modes + 3 generic-attention plans, x 3 codecs, on 3 ranks
-    assert seen == (5 * 3 + 3) * 3 * 3
+    # 5 models x 3 modes + 3 generic-attention plans, x 3 codecs + 2 with error feedback,
+    # on 3 ranks
+    assert seen == (5 * 3 + 3) * 5 * 3
 
 
 def test_sar_equals_sa_under_lossy_compression(results):
@@ -87,3 +89,74 @@ def test_eval_sends_full_rows_and_subsets_follow_the_step(results):
         assert got["in_eval_differs"] > 1e-4, (where, got)
         assert got["same_step_identical"], (where, got)
         assert got["next_step_differs"] > 1e-4, (where, got)
+
+
+def test_error_feedback_over_steps_sar_equals_sa_and_halo_follows(results):
+    seen = 0
+    for where, got in _ranks(results, "ef_steps"):
+        assert len(got) == 5 * 2, (where, sorted(got))
+        for case, v in got.items():
+            assert v["sar_eq_sa"] == [True] * 3, f"{where} {case}: SAR != SA ({v})"
+            # residuals exist after every step, and are not all zero
+            assert all(n > 0 for n in v["residual_keys"]), (where, case, v)
+            assert all(r > 1e-6 for r in v["residual_norm"]), (where, case, v)
+            # step 1 reads no residual: it equals the run without feedback ...
+            assert v["first_step_as_noef"], (where, case)
+            # ... and the later steps differ from it
+            assert v["vs_noef"] > 1e-6, (where, case, v)
+            assert v["ledger_as_noef"] == [True] * 3, (where, case)
+            if "halo_diff" in v:
+                assert v["halo_keys"] == [True] * 3, (where, case, v)
+                # quantize: a 1e-16 difference may flip a stochastic-rounding code later on
+                checked = v["halo_diff"] if "subset" in case else v["halo_diff"][:1]
+                assert max(checked) <= 1e-10, (where, case, v)
+            seen += 1
+    assert seen == 5 * 2 * 3
+
+
+def _sent(ledger: dict, direction: str) -> int:
+    return sum(d[direction]["sent"] for d in ledger.values() if direction in d)
+
+
+def test_directions_compress_only_their_messages(results):
+    for where, got in _ranks(results, "directions"):
+        for name, v in got.items():
+            none, rows, grads, both = v["none"], v["rows"], v["grads"], v["both"]
+            for layer in none:
+                assert rows[layer]["grads"] == none[layer]["grads"], (where, name, layer, v)
+                assert grads[layer]["rows"] == none[layer]["rows"], (where, name, layer, v)
+                assert grads[layer].get("refetch") == none[layer].get("refetch"), (where, v)
+                assert both[layer]["rows"] == rows[layer]["rows"], (where, name, layer, v)
+                assert both[layer]["grads"] == grads[layer]["grads"], (where, name, layer, v)
+            if _sent(none, "rows"):
+                assert _sent(rows, "rows") < _sent(none, "rows"), (where, name, v)
+                assert _sent(grads, "grads") < _sent(none, "grads"), (where, name, v)
+
+
+def test_bit_stages_ledger_follows_the_wire_format_step_by_step(results):
+    for where, got in _ranks(results, "stages_bytes"):
+        stages = [tuple(s) for s in got["stages"]]
+        assert stages == [(16.0, 4), (8.0, 6), (4.0, 10)], stages
+        ratios = {int(t): s["ratio"] for t, s in got["steps"].items()}
+        assert ratios == {0: 16.0, 3: 16.0, 4: 8.0, 5: 8.0, 6: 4.0, 9: 4.0, 10: 1.0}, ratios
+        for t, s in got["steps"].items():
+            assert s["ledger"] == s["expected"], (where, t, s)
+        # 2, 4, 8 bits, then raw: every stage sends more (a rank that sends nothing: all 0)
+        sent = [_ledger_sent(got["steps"][str(t)]["ledger"]) for t in (0, 4, 6, 10)]
+        assert all(a < b for a, b in zip(sent, sent[1:])) or not any(sent), (where, sent)
+
+
+def _ledger_sent(ledger: dict) -> int:
+    return sum(v["sent"] for d in ledger.values() for v in d.values())
+
+
+def test_error_feedback_resumes_bitwise_from_a_checkpoint(results):
+    for where, got in _ranks(results, "ef_resume"):
+        for case in ("quantize4", "subset2.5"):
+            v = got[case]
+            assert v["straight_eq_resumed"] == [True] * 4, (where, case, v)
+            assert v["loaded_t"] == v["comp_t"] == 5, (where, case, v)
+            assert v["residual_keys"] > 0, (where, case, v)
+        for pair, message in got["refused"].items():
+            assert message is not None and "was compressed with" in message, (where, pair)
+            assert "error_feedback" in message, (where, pair, message)
