@@ -434,6 +434,11 @@ def directions(ctx, part, data) -> dict:
             got[d] = run(ctx, part, data, name, "sar",
                          _compressor("quantize", 4.0, directions=d))["ledger"]
         out[name] = got
+    # feedback of the compressed direction only: residuals of rows messages only, same ledger
+    hist = train(ctx, part, data, "gcn", "sar",
+                 _compressor("quantize", 4.0, directions="rows", error_feedback="rows"), steps=2)
+    out["ef_rows"] = {"res_directions": sorted({k[5] for s in hist for k in s["res"]}),
+                      "ledger_as_rows": hist[-1]["ledger"] == out["gcn"]["rows"]}
     return out
 
 

@@ -120,6 +120,8 @@ def _sent(ledger: dict, direction: str) -> int:
 
 def test_directions_compress_only_their_messages(results):
     for where, got in _ranks(results, "directions"):
+        ef_rows = got.pop("ef_rows")
+        assert ef_rows == {"res_directions": ["rows"], "ledger_as_rows": True}, (where, ef_rows)
         for name, v in got.items():
             none, rows, grads, both = v["none"], v["rows"], v["grads"], v["both"]
             for layer in none:
