@@ -122,7 +122,9 @@ def save_checkpoint(path: str | Path, model: torch.nn.Module,
                     optimizer: Optional[torch.optim.Optimizer] = None, epoch: int = 0, *,
                     config: Optional[dict] = None, partition: Any = None,
                     extra: Optional[dict] = None, keep: int = 2, ctx=None) -> Path:
-    """Save this rank's training state; collective: every rank must call it.
+    """Save this rank's training state; collective: every rank must call it, and every rank
+    returns once the checkpoint is complete (``latest.json`` names it), so any rank may load it
+    straight away.
 
     Args:
         path: the run's checkpoint folder (created if needed).
@@ -178,6 +180,7 @@ def save_checkpoint(path: str | Path, model: torch.nn.Module,
     _write_atomic(snapshot / f"rank{ctx.rank}.pt", data)
     digests = ctx.comm.allgather_object(hashlib.sha256(data).hexdigest())  # all written
 
+    failure = None
     if ctx.rank == 0:
         latest = {
             "format_version": FORMAT_VERSION, "epoch": epoch, "snapshot": snapshot.name,
@@ -185,10 +188,20 @@ def save_checkpoint(path: str | Path, model: torch.nn.Module,
             "model": _signature(model), "has_optimizer": optimizer is not None,
             "config": json.loads(config_json), "sha256": digests,
         }
-        _write_atomic(root / LATEST, (json.dumps(latest, indent=1) + "\n").encode())
-        snapshots = sorted(p for p in root.glob("epoch-*") if p.is_dir() and p != snapshot)
-        for old in snapshots[:max(0, len(snapshots) - (keep - 1))]:
-            shutil.rmtree(old, ignore_errors=True)
+        try:
+            _write_atomic(root / LATEST, (json.dumps(latest, indent=1) + "\n").encode())
+        except OSError as exc:
+            failure = f"{type(exc).__name__}: {exc}"
+        else:
+            snapshots = sorted(p for p in root.glob("epoch-*") if p.is_dir() and p != snapshot)
+            for old in snapshots[:max(0, len(snapshots) - (keep - 1))]:
+                shutil.rmtree(old, ignore_errors=True)
+    # every rank returns only once latest.json names this snapshot, so a load_checkpoint right
+    # after the save (on any rank) finds it; a failed write fails on every rank, not only rank 0
+    failure = ctx.comm.allgather_object(failure)[0]
+    if failure is not None:
+        raise RuntimeError(f"save_checkpoint: rank 0 could not write '{root / LATEST}': "
+                           f"{failure}")
     return snapshot
 
 

@@ -482,8 +482,7 @@ def ef_resume(ctx, part, data, parts: str) -> dict:
         model, opt = fresh(comp)
         first = train(ctx, part, data, "sage", "sar", comp, steps=2, model=model, opt=opt)
         path = root / f"{codec}"
-        pyg_sar.save_checkpoint(path, model, opt, 2)
-        pyg_sar.barrier()  # rank 0 writes latest.json last; the others must not read before
+        pyg_sar.save_checkpoint(path, model, opt, 2)  # returns once latest.json is written
         comp2 = _compressor(codec + "+ef", ratio, t=0)
         model2, opt2 = fresh(comp2)
         pyg_sar.load_checkpoint(path, model2, opt2)
@@ -499,7 +498,6 @@ def ef_resume(ctx, part, data, parts: str) -> dict:
         path = root / f"refuse-{saved_ef}"
         model, opt = fresh(_compressor(saved_ef, 4.0))
         pyg_sar.save_checkpoint(path, model, opt, 0)
-        pyg_sar.barrier()
         model2, _ = fresh(_compressor(loaded_ef, 4.0))
         try:
             pyg_sar.load_checkpoint(path, model2)
