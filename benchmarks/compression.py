@@ -300,7 +300,8 @@ def summarize(runs: list[dict]) -> list[dict]:
     return out
 
 
-FIXED_FAMILIES = {"fixed truncation": "trunc-", "fixed quantisation": "quant-"}
+FIXED_FAMILIES = {"fixed truncation": "trunc-", "fixed quantisation": "quant-",
+                  "fixed quantisation, every layer": "quantall-"}
 
 
 def _is_fixed(method: str, prefix: str) -> bool:
@@ -440,7 +441,8 @@ def report(result: dict, out_path: Path) -> None:
 # bitwise deterministic).
 SVD_DIM = 64
 HIDDEN = 32
-REAL_METHODS = ["full", "bf16", "trunc-4", "trunc-16", "quant-8", "quant-4", "trunc-exp",
+REAL_METHODS = ["full", "bf16", "trunc-4", "trunc-16", "quant-8", "quant-4", "quantall-8",
+                "quantall-4", "quantall-2", "trunc-exp",
                 "frac-trunc", "quant-stages", "auto"]
 REAL_EXTRAS = ["frac-subset-ef", "quant-stages-ef-nolastfloor", "varco"]
 REAL_VARIABLE = ["trunc-exp", "frac-trunc", "quant-stages", "auto", *REAL_EXTRAS]
@@ -484,6 +486,8 @@ def make_real_spec(method: str, epochs: int, seed: int):
         return c.all_but_last(c.Compressor(c.Truncate(), float(arg), seed=seed)), None
     if kind == "quant" and arg.isdigit():
         return c.all_but_last(c.Compressor(c.Quantize(), 32.0 / int(arg), seed=seed)), None
+    if kind == "quantall" and arg.isdigit():  # fixed, every layer (as auto): equal-bytes points
+        return c.Compressor(c.Quantize(), 32.0 / int(arg), seed=seed), None
     if method == "trunc-exp":
         return c.all_but_last(c.Compressor(c.Truncate(), c.Exponential(128.0, 1.0, epochs),
                                            seed=seed)), None
@@ -827,8 +831,9 @@ def real_goals(result: dict) -> list[str]:
                    f"{full['seed_list']}); paired deltas [{deltas}] pts, mean "
                    f"{auto['delta_mean']:+.2f}{sd} (>= -0.5: {'met' if acc_ok else 'missed'}).")
     out += ["", "Variable against fixed at equal bytes (mean accuracies over each method's own "
-            "seeds, see the tables' seeds column; fixed curves interpolated in log bytes; the "
-            "fixed schemes keep the last layer raw, so none sends under ~33%):", ""]
+            "seeds, see the tables' seeds column; fixed curves interpolated in log bytes; "
+            "trunc-N and quant-N keep the last layer raw, so they send no less than ~33%; "
+            "quantall-N compress every layer, as auto does):", ""]
     for workload, model in pairs:
         verdicts = [f"{s['method']}: {s['beats_fixed']}" for s in summary
                     if (s["workload"], s["model"]) == (workload, model)
