@@ -159,10 +159,37 @@ class CodecTimer:
             setattr(cls, name, original)
 
 
+def train_epoch(ctx, model, part, optimizer, compressors, timer: CodecTimer):
+    """One timed full-batch training step (loss, compressor clocks advanced): returns
+    ``(loss, step seconds, codec seconds)``; the traffic ledger holds this step's bytes."""
+    from pyg_sar.nn.functional import cross_entropy
+    ctx.comm.barrier()
+    ctx.comm.traffic.reset()
+    timer.seconds = 0.0
+    t = time.perf_counter()
+    model.train()
+    optimizer.zero_grad()
+    loss = cross_entropy(model(part.x, part.graph), part.y, part.train_mask)
+    loss.backward()
+    pyg_sar.all_reduce_gradients(model)
+    optimizer.step()
+    for comp in compressors:
+        comp.step()
+    return loss, time.perf_counter() - t, timer.seconds
+
+
+def evaluate(model, part) -> tuple[float, float]:
+    """(val accuracy, test accuracy) with full rows (evaluation never compresses)."""
+    from pyg_sar.nn.functional import accuracy
+    model.eval()
+    with torch.no_grad():
+        out = model(part.x, part.graph)
+    return accuracy(out, part.y, part.val_mask), accuracy(out, part.y, part.test_mask)
+
+
 def train_one(ctx, part, model_name: str, method: str, seed: int, epochs: int,
               eval_every: int) -> dict:
     from pyg_sar.compression import compressors_of
-    from pyg_sar.nn.functional import accuracy, cross_entropy
     classes = int(part.meta.get("num_classes") or int(part.y.max()) + 1)
     torch.manual_seed(seed)
     model = build_model(model_name, part.x.shape[1], classes)
@@ -171,33 +198,18 @@ def train_one(ctx, part, model_name: str, method: str, seed: int, epochs: int,
     torch.manual_seed(seed * 1000 + 1 + ctx.rank)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
     compressors = list(compressors_of(model).values())
-    x, y, graph = part.x, part.y, part.graph
     times, codec_s, sent = [], [], 0
     best_val, test_at_best, test_acc = -1.0, float("nan"), float("nan")
     timer = CodecTimer()
     try:
         for epoch in range(1, epochs + 1):
-            ctx.comm.barrier()
-            ctx.comm.traffic.reset()
-            timer.seconds = 0.0
-            t = time.perf_counter()
-            model.train()
-            optimizer.zero_grad()
-            loss = cross_entropy(model(x, graph), y, part.train_mask)
-            loss.backward()
-            pyg_sar.all_reduce_gradients(model)
-            optimizer.step()
-            for comp in compressors:
-                comp.step()
-            times.append(time.perf_counter() - t)
-            codec_s.append(timer.seconds)
+            loss, seconds, codec_seconds = train_epoch(ctx, model, part, optimizer,
+                                                       compressors, timer)
+            times.append(seconds)
+            codec_s.append(codec_seconds)
             sent += ctx.comm.traffic.totals()["sent"]
             if epoch % eval_every == 0 or epoch == epochs:
-                model.eval()
-                with torch.no_grad():
-                    out = model(x, graph)
-                val_acc = accuracy(out, y, part.val_mask)
-                test_acc = accuracy(out, y, part.test_mask)
+                val_acc, test_acc = evaluate(model, part)
                 if val_acc > best_val:
                     best_val, test_at_best = val_acc, test_acc
     finally:
@@ -531,7 +543,6 @@ def train_real(ctx, part, model_name: str, method: str, seed: int, epochs: int, 
     """One method: the run's row (the same on every rank)."""
     from pyg_sar.compression import compressors_of
     from pyg_sar.distributed.traffic import merge
-    from pyg_sar.nn.functional import accuracy, cross_entropy
     classes = int(part.meta.get("num_classes") or int(part.y.max()) + 1)
     torch.manual_seed(seed)
     model = build_real_model(model_name, part.x.shape[1], classes)
@@ -541,34 +552,19 @@ def train_real(ctx, part, model_name: str, method: str, seed: int, epochs: int, 
     torch.manual_seed(seed * 1000 + 1 + ctx.rank)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     compressors = list(compressors_of(model).values())
-    x, y, graph = part.x, part.y, part.graph
     times, codec_s, ledgers, curve = [], [], [], []
     best = {"val": -1.0, "test": float("nan"), "epoch": 0}
     test_acc = float("nan")
     timer = CodecTimer()
     try:
         for epoch in range(1, epochs + 1):
-            ctx.comm.barrier()
-            ctx.comm.traffic.reset()
-            timer.seconds = 0.0
-            t = time.perf_counter()
-            model.train()
-            optimizer.zero_grad()
-            loss = cross_entropy(model(x, graph), y, part.train_mask)
-            loss.backward()
-            pyg_sar.all_reduce_gradients(model)
-            optimizer.step()
-            for comp in compressors:
-                comp.step()
-            times.append(time.perf_counter() - t)
-            codec_s.append(timer.seconds)
+            loss, seconds, codec_seconds = train_epoch(ctx, model, part, optimizer,
+                                                       compressors, timer)
+            times.append(seconds)
+            codec_s.append(codec_seconds)
             ledgers.append(ctx.comm.traffic.as_dict())
             if epoch % eval_every == 0 or epoch == epochs:
-                model.eval()
-                with torch.no_grad():
-                    out = model(x, graph)
-                val_acc = accuracy(out, y, part.val_mask)
-                test_acc = accuracy(out, y, part.test_mask)
+                val_acc, test_acc = evaluate(model, part)
                 curve.append([epoch, val_acc, test_acc, float(loss.detach())])
                 if val_acc > best["val"]:
                     best = {"val": val_acc, "test": test_acc, "epoch": epoch}
