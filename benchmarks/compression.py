@@ -187,6 +187,15 @@ def evaluate(model, part) -> tuple[float, float]:
     return accuracy(out, part.y, part.val_mask), accuracy(out, part.y, part.test_mask)
 
 
+def slowest_medians(ctx, times: list, codec_s: list) -> dict:
+    """``epoch_s`` and ``codec_s``: each rank's median after two warm-up steps (when there are
+    more than 4), the slowest rank's."""
+    def median(values):
+        return statistics.median(values[2:] if len(values) > 4 else values)
+    return {"epoch_s": max(ctx.comm.allgather_object(median(times))),
+            "codec_s": max(ctx.comm.allgather_object(median(codec_s)))}
+
+
 def train_one(ctx, part, model_name: str, method: str, seed: int, epochs: int,
               eval_every: int) -> dict:
     from pyg_sar.compression import compressors_of
@@ -214,12 +223,9 @@ def train_one(ctx, part, model_name: str, method: str, seed: int, epochs: int,
                     best_val, test_at_best = val_acc, test_acc
     finally:
         timer.close()
-    measured = times[2:] if len(times) > 4 else times
     return {"final_test_acc": test_acc, "test_acc_at_best_val": test_at_best,
             "best_val_acc": best_val, "bytes_sent": sum(ctx.comm.allgather_object(sent)),
-            "epoch_s": max(ctx.comm.allgather_object(statistics.median(measured))),
-            "codec_s": max(ctx.comm.allgather_object(statistics.median(
-                codec_s[2:] if len(codec_s) > 4 else codec_s))),
+            **slowest_medians(ctx, times, codec_s),
             "final_loss": float(loss.detach())}
 
 
@@ -572,15 +578,12 @@ def train_real(ctx, part, model_name: str, method: str, seed: int, epochs: int, 
         timer.close()
     traffic = merge(ctx.comm.allgather_object(merge(ledgers)))  # all ranks, all epochs
     sent = sum(v["sent"] for dirs in traffic.values() for v in dirs.values())
-    measured = times[2:] if len(times) > 4 else times
     return {"final_test_acc": test_acc, "test_acc_at_best_val": best["test"],
             "best_val_acc": best["val"], "best_val_epoch": best["epoch"],
             "bytes_sent": sent,
             "bytes_by_layer": {layer: {d: v["sent"] for d, v in dirs.items()}
                                for layer, dirs in traffic.items()},
-            "epoch_s": max(ctx.comm.allgather_object(statistics.median(measured))),
-            "codec_s": max(ctx.comm.allgather_object(statistics.median(
-                codec_s[2:] if len(codec_s) > 4 else codec_s))),
+            **slowest_medians(ctx, times, codec_s),
             "final_loss": float(loss.detach()), "curve": curve,
             "spec": _spec_record(model, spec),
             "wire_dtype": None if wire_dtype is None else str(wire_dtype)}
