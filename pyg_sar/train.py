@@ -37,7 +37,7 @@ from pyg_sar.cli_types import positive_int
 from pyg_sar.datasets.registry import KNOWN_NAMES, is_hetero_dataset, is_known_dataset
 from pyg_sar.distributed.terminal import terminal_columns, writes_to_terminal
 from pyg_sar.nn.functional import accuracy, cross_entropy
-from pyg_sar.partition.assign import METHODS
+from pyg_sar.partition.assign import BALANCES, METHODS
 
 MODELS = ("gcn", "sage", "gin", "gat")
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -84,6 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "runs/parts-<dataset>-<P>-<method>)")
     p.add_argument("--method", choices=METHODS, default="metis",
                    help="partition method for --dataset")
+    p.add_argument("--balance", choices=BALANCES, default=None,
+                   help="what --dataset's parts hold equal shares of: nodes, or edges (nodes "
+                        "and in-edges); default: pyg_sar.partition.assign.DEFAULT_BALANCE for "
+                        "metis, nodes otherwise")
     p.add_argument("--task", choices=("node", "link"), default="node",
                    help="node classification (default) or link prediction (pyg_sar.train_link)")
     p.add_argument("--model", choices=MODELS, default="gcn")
@@ -153,6 +157,9 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
                      f"(HeteroData); this CLI trains homogeneous models: partition it with "
                      f"python -m pyg_sar.partition and train a to_hetero / HeteroConv model "
                      f"from a script")
+    if args.balance is not None and (args.parts or args.reference):
+        parser.error("argument --balance: it applies when --dataset is partitioned on the "
+                     "fly, not to --parts (already partitioned) or --reference")
     if args.reference and args.parts:
         parser.error("--reference trains plain PyG on the whole --dataset in one process; "
                      "it does not take --parts")
@@ -243,13 +250,15 @@ def _load(args: argparse.Namespace, ctx) -> pyg_sar.LocalPartition:
         return pyg_sar.load_partition(args.parts, ctx.rank, world_size=ctx.world_size,
                                       context=ctx)
     name = args.dataset or "cora"
-    out = Path(args.parts_dir or f"runs/parts-{name}-{ctx.world_size}-{args.method}")
+    suffix = f"-{args.balance}" if args.balance else ""
+    out = Path(args.parts_dir or
+               f"runs/parts-{name}-{ctx.world_size}-{args.method}{suffix}")
     if ctx.rank == 0:
         from pyg_sar.datasets import load_dataset
         data = load_dataset(name)
         t = time.perf_counter()
         pyg_sar.partition_graph(data, ctx.world_size, out, method=args.method, seed=args.seed,
-                                overwrite=True)
+                                overwrite=True, balance=args.balance)
         print(f"partitioned {name} into {ctx.world_size} part(s) at {out} "
               f"in {time.perf_counter() - t:.2f} s", flush=True)
     ctx.comm.barrier()

@@ -4,6 +4,7 @@ Example::
 
     python -m pyg_sar.partition --dataset cora --num-parts 2 --out parts/
     python -m pyg_sar.partition --dataset rmat --arg num_nodes=100000 --num-parts 8 --out parts/
+    python -m pyg_sar.partition --dataset rmat --num-parts 8 --balance edges --out parts/
     python -m pyg_sar.partition --dataset mypkg.graphs:build --num-parts 4 --out parts/
 
 ``--dataset`` is a name known to :func:`pyg_sar.datasets.load_dataset`, or ``module:function``
@@ -11,6 +12,12 @@ naming an importable function that returns a ``torch_geometric.data.Data``. A ``
 (``wordnet-hetero``, ``mag-like``, an ogbn-mag folder, or a function's) is partitioned with
 all its node types together and loads as a :class:`~pyg_sar.partition.HeteroPartition`;
 ``--normalize-features`` then normalises the ``x`` of every node type that has one.
+
+``--balance edges`` makes every part hold about as many in-edges (the aggregation work of a
+rank) as nodes; ``--balance nodes`` balances nodes only. The default is
+:data:`pyg_sar.partition.assign.DEFAULT_BALANCE` for METIS and ``nodes`` for random and
+contiguous (docs/partitioning.md). The summary prints max / mean of nodes, in-edges and halo
+rows over the parts.
 
 The parts hold the tensors as loaded: preprocessing the training script would do (PyG's
 examples use ``T.NormalizeFeatures()``) must happen here, before partitioning.
@@ -30,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from pyg_sar.cli_types import positive_int
-from pyg_sar.partition.assign import METHODS
+from pyg_sar.partition.assign import BALANCES, DEFAULT_BALANCE, METHODS, resolve_balance
 
 
 def _parse_arg(text: str) -> tuple[str, Any]:
@@ -74,6 +81,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--num-parts", type=positive_int, required=True)
     parser.add_argument("--out", required=True, help="output folder (must be empty or absent)")
     parser.add_argument("--method", default="metis", choices=METHODS)
+    parser.add_argument("--balance", default=None, choices=BALANCES,
+                        help=f"what the parts hold equal shares of: nodes, or edges (nodes "
+                             f"and in-edges, the work per rank); default {DEFAULT_BALANCE} "
+                             f"for metis, nodes for random and contiguous")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--overwrite", action="store_true",
                         help="replace a non-empty output folder")
@@ -105,6 +116,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 parser.error(f"argument --{flag.replace('_', '-')}: expected a fraction in "
                              f"[0, 1) (got {value})")
     # Everything the arguments alone decide is refused before the (possibly long) load.
+    if args.task == "link" and args.balance is not None and \
+            args.balance != resolve_balance(args.method, None):
+        parser.error(f"argument --balance: a link-prediction split (--task link) is "
+                     f"partitioned with the default balance "
+                     f"({resolve_balance(args.method, None)} for --method {args.method})")
     if ":" not in args.dataset and not is_known_dataset(args.dataset):
         parser.error(f"argument --dataset: unknown dataset {args.dataset!r} (known: "
                      f"{', '.join(KNOWN_NAMES)}, or module:function)")
@@ -135,7 +151,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _write_link_split(parser, args, data, load_time)
     try:
         report = write_partition(data, args.num_parts, args.out, method=args.method,
-                                 seed=args.seed, overwrite=args.overwrite)
+                                 seed=args.seed, overwrite=args.overwrite,
+                                 balance=args.balance)
     except ValueError as err:  # e.g. the folder filled up meanwhile, or bad data
         print(f"{parser.prog}: error: {_for_cli(err)}", file=sys.stderr)
         return 2

@@ -1,27 +1,99 @@
-"""Node-to-part assignment: ``"metis"``, ``"random"`` (balanced) and ``"contiguous"``."""
+"""Node-to-part assignment: ``"metis"``, ``"random"`` and ``"contiguous"``, balancing nodes or
+in-edges (``balance``)."""
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
 
 import numpy as np
 
 METHODS = ("metis", "random", "contiguous")
+BALANCES = ("nodes", "edges")
+Balance = Literal["nodes", "edges"]
+# What ``balance=None`` means for ``method="metis"``; random and contiguous default to
+# "nodes". One line to change the default of every writer, the CLIs and distribute.
+DEFAULT_BALANCE: Balance = "nodes"
+
+
+def check_balance_arg(balance: Any) -> None:
+    """ValueError naming ``balance`` unless it is ``None``, ``"nodes"`` or ``"edges"``."""
+    if balance is not None and (not isinstance(balance, str) or balance not in BALANCES):
+        raise ValueError(f"unknown balance {balance!r} (expected one of {BALANCES}, or None "
+                         f"for the default)")
+
+
+def resolve_balance(method: str, balance: str | None) -> Balance:
+    """The balance ``balance=None`` stands for: :data:`DEFAULT_BALANCE` for METIS, ``"nodes"``
+    for random and contiguous; a given value is checked and returned."""
+    check_balance_arg(balance)
+    if balance is not None:
+        return balance  # type: ignore[return-value]
+    return DEFAULT_BALANCE if method == "metis" else "nodes"
+
+
+def partitioner_of(method: str, num_parts: int) -> str:
+    """The routine behind ``method`` (``"metis-recursive"``, ``"metis-kway"``, ``"random"``,
+    ``"contiguous"``), as ``meta.json``'s ``balance.partitioner`` records it."""
+    if method == "metis":
+        from pyg_sar.partition.metis import partitioner_name
+        return partitioner_name(num_parts)
+    return method
+
+
+def _cut_order(order: np.ndarray | None, weight: np.ndarray, num_parts: int) -> np.ndarray:
+    """Parts that cut the nodes, taken in ``order`` (``None``: natural order), into ``P``
+    consecutive runs of about equal total ``weight``: a node goes to the part its weight's
+    midpoint falls in."""
+    w = weight if order is None else weight[order]
+    cum = np.cumsum(w)
+    mid = cum - 0.5 * w
+    runs = np.minimum((mid * num_parts / cum[-1]).astype(np.int64), num_parts - 1)
+    if order is None:
+        return runs
+    parts = np.empty_like(runs)
+    parts[order] = runs
+    return parts
 
 
 def assign_parts(edge_index: np.ndarray, num_nodes: int, num_parts: int, method: str,
-                 seed: int = 0) -> np.ndarray:
+                 seed: int = 0, balance: Balance | None = None,
+                 ubvec: Sequence[float] | None = None) -> np.ndarray:
     """Part id of every node as ``int64 [num_nodes]``.
 
-    ``"random"`` and ``"contiguous"`` give every part ``floor`` or ``ceil`` of
-    ``num_nodes / num_parts`` nodes; ``"metis"`` minimises the edge cut of the symmetrised graph
-    (parts are balanced by node count, and may be empty on degenerate inputs).
+    ``balance="nodes"``: ``"random"`` and ``"contiguous"`` give every part ``floor`` or
+    ``ceil`` of ``num_nodes / num_parts`` nodes; ``"metis"`` minimises the edge cut of the
+    symmetrised graph with parts balanced by node count (and may leave parts empty on
+    degenerate inputs).
+
+    ``balance="edges"``: parts also hold about equal numbers of in-edges (the edges stored on a
+    node's owner, self-loops and duplicates included), the aggregation work of a rank. METIS
+    balances both with two constraints (``ubvec``: allowed max/mean of nodes and in-edges,
+    default METIS's tolerance; see :func:`~pyg_sar.partition.metis.metis_parts`); random and
+    contiguous cut the random / natural node order into runs of equal total
+    ``1 + in_degree * N / E`` (nodes and edges weigh alike, so neither is balanced exactly:
+    these are baselines). A node's in-edges cannot be split, so one with more than ``E / P``
+    of them keeps its part above the mean; after METIS a warning names the achieved max/mean
+    and that bound.
+
+    ``balance=None`` means :data:`DEFAULT_BALANCE` for METIS and ``"nodes"`` otherwise.
     """
     if method not in METHODS:
         raise ValueError(f"unknown partition method {method!r} (expected one of {METHODS})")
+    balance = resolve_balance(method, balance)
     if method == "metis":
         from pyg_sar.partition.metis import metis_parts
-        return metis_parts(edge_index, num_nodes, num_parts, seed)
+        return metis_parts(edge_index, num_nodes, num_parts, seed, balance, ubvec)
+    if ubvec is not None:
+        raise ValueError(f"ubvec applies to method='metis' only (got ubvec={ubvec!r} with "
+                         f"method={method!r})")
+    order = None if method == "contiguous" else np.random.default_rng(seed).permutation(num_nodes)
+    if balance == "edges" and edge_index.shape[1] > 0 and num_parts > 1:
+        in_degree = np.bincount(edge_index[1], minlength=num_nodes)
+        return _cut_order(order, 1.0 + in_degree * (num_nodes / edge_index.shape[1]),
+                          num_parts)
     balanced = np.arange(num_nodes, dtype=np.int64) * num_parts // num_nodes
-    if method == "contiguous":
+    if order is None:
         return balanced
     parts = np.empty(num_nodes, dtype=np.int64)
-    parts[np.random.default_rng(seed).permutation(num_nodes)] = balanced
+    parts[order] = balanced
     return parts

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from pyg_sar.partition import format as fmt
+from pyg_sar.partition.assign import Balance
 from pyg_sar.partition.hetero import HeteroPartition
 from pyg_sar.partition.link_split import (
     GRAPH_DIR,
@@ -74,7 +75,7 @@ def _raise_remote(what: str, errors: list[Optional[str]], rank: int,
 
 
 def distribute(data: Any, num_parts: Optional[int] = None, *, method: str = "metis",
-               seed: int = 0, context: Any = None,
+               seed: int = 0, balance: Optional[Balance] = None, context: Any = None,
                timeout: Optional[float] = None) -> PartitionData | HeteroPartition:
     r"""Partition ``data`` (on rank 0) and return this rank's part; collective.
 
@@ -98,6 +99,8 @@ def distribute(data: Any, num_parts: Optional[int] = None, *, method: str = "met
         num_parts: the number of parts; must equal the world size (default).
         method: ``"metis"``, ``"random"`` or ``"contiguous"``.
         seed: seed of METIS / the random assignment.
+        balance: ``"nodes"``, ``"edges"`` (nodes and in-edges per part) or ``None`` (the
+            default; see :func:`~pyg_sar.partition.partition_graph`).
         context: the :class:`~pyg_sar.distributed.context.DistContext` to use (default: that of
             :func:`pyg_sar.init`, made if needed); the part's graph is bound to it.
         timeout: seconds the other ranks wait for rank 0 to partition (default 3600).
@@ -109,11 +112,13 @@ def distribute(data: Any, num_parts: Optional[int] = None, *, method: str = "met
         :func:`~pyg_sar.partition.link_split.load_link_split`).
 
     Raises:
-        ValueError: ``num_parts`` is not the world size, or rank 0 found ``data`` invalid
-            (on every rank, naming the problem).
+        ValueError: ``num_parts`` is not the world size or ``balance`` unknown, or rank 0
+            found ``data`` invalid (on every rank, naming the problem).
         RuntimeError: partitioning, sending or loading failed on some rank (on every rank).
     """
     from pyg_sar.distributed.context import resolve_context
+    from pyg_sar.partition.assign import check_balance_arg
+    check_balance_arg(balance)  # on every rank, before any collective
     ctx = resolve_context(context)
     world, rank = ctx.world_size, ctx.rank
     if num_parts is None:
@@ -132,7 +137,8 @@ def distribute(data: Any, num_parts: Optional[int] = None, *, method: str = "met
         if rank == 0:
             try:
                 from pyg_sar.partition.writer import partition_graph
-                partition_graph(data, world, workdir / "parts", method=method, seed=seed)
+                partition_graph(data, world, workdir / "parts", method=method, seed=seed,
+                                balance=balance)
                 root = workdir / "parts"
                 manifest = [[[rel, (root / rel).stat().st_size] for rel in _part_files(root, r)]
                             for r in range(world)]

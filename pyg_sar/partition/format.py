@@ -18,9 +18,17 @@ Layout of a partition folder (all tensors ``.npy``, listed with their SHA-256 in
 ``meta.json`` may hold ``"adj_t": {"values": KEY or null}``: the input graph was a sparse
 ``adj_t`` (its values, if any, are the 1-D edge tensor ``KEY``); the loader then gives the part
 an ``adj_t``, the graph carrying those values.
+
+``meta.json`` may hold ``"balance"`` (written by every homogeneous writer since it exists;
+optional for older folders): ``{"by": "nodes" | "edges", "partitioner": str, "ubvec": [u_nodes,
+u_edges] or null, "lower_bound_in_edges": float, "nodes": S, "in_edges": S, "halo_rows": S,
+"send_rows": S}`` with ``S = {"max": int, "mean": float, "max_over_mean": float}`` over the
+parts (nodes owned, edges stored, rows received, rows sent); when present it must agree with
+the per-part lists.
 """
 from __future__ import annotations
 
+import math
 import re
 from itertools import pairwise
 from typing import Any
@@ -38,6 +46,8 @@ STRUCTURE_FILES = ("node_ids", "in_degree", "rowptr", "col", "edge_ids", "recv_n
                    "recv_in_degree", "send_idx")
 KEY_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+BALANCE_BY = ("nodes", "edges")
+_BALANCE_STATS = ("nodes", "in_edges", "halo_rows", "send_rows")
 
 
 def part_dir(rank: int) -> str:
@@ -171,4 +181,51 @@ def validate_meta(meta: Any, path: Any) -> dict:
                               f"tensor or is null (got {adj_t!r:.200})")
     if not isinstance(meta.get("method"), str):
         raise _fail(path, f"'method' must be a string (got {meta.get('method')!r})")
+    if "balance" in meta:
+        per_part = {"nodes": part_nodes, "in_edges": part_edges,
+                    "halo_rows": [sum(p["recv_counts"]) for p in parts],
+                    "send_rows": [sum(p["send_counts"]) for p in parts]}
+        _validate_balance(meta["balance"], per_part, path)
     return meta
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and \
+        (isinstance(value, int) or math.isfinite(value)) and value >= 0
+
+
+def _close(a: float, b: float) -> bool:
+    try:
+        return abs(a - b) <= 1e-9 * max(1.0, abs(b))
+    except OverflowError:  # an integer beyond float range: certainly not close
+        return False
+
+
+def _validate_balance(block: Any, per_part: dict[str, list[int]], path: Any) -> None:
+    """The optional ``balance`` block: well-formed and in agreement with the per-part lists."""
+    if not isinstance(block, dict):
+        raise _fail(path, f"'balance' must be an object (got {block!r:.200})")
+    if block.get("by") not in BALANCE_BY:
+        raise _fail(path, f"'balance.by' must be one of {BALANCE_BY} (got "
+                          f"{block.get('by')!r:.200})")
+    if not isinstance(block.get("partitioner"), str) or not block["partitioner"]:
+        raise _fail(path, f"'balance.partitioner' must be a non-empty string (got "
+                          f"{block.get('partitioner')!r:.200})")
+    ubvec = block.get("ubvec")
+    if ubvec is not None and not (isinstance(ubvec, list) and len(ubvec) == 2 and
+                                  all(_number(u) and u > 1 for u in ubvec)):
+        raise _fail(path, f"'balance.ubvec' must be null or two numbers > 1 (got "
+                          f"{ubvec!r:.200})")
+    if not _number(block.get("lower_bound_in_edges")):
+        raise _fail(path, f"'balance.lower_bound_in_edges' must be a number >= 0 (got "
+                          f"{block.get('lower_bound_in_edges')!r:.200})")
+    for name in _BALANCE_STATS:
+        stats, values = block.get(name), per_part[name]
+        top = max(values)
+        mean = sum(values) / len(values)
+        expected = {"max": top, "mean": mean, "max_over_mean": top / mean if mean else 1.0}
+        if not isinstance(stats, dict) or not isinstance(stats.get("max"), int) or \
+                not all(_number(stats.get(k)) for k in expected) or \
+                stats["max"] != top or not all(_close(stats[k], v) for k, v in expected.items()):
+            raise _fail(path, f"'balance.{name}' must be {expected} (from the per-part "
+                              f"counts; got {stats!r:.200})")

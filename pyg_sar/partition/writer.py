@@ -5,6 +5,7 @@ import copy
 import json
 import time
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,14 @@ import torch
 from torch import Tensor
 
 from pyg_sar.partition import format as fmt
-from pyg_sar.partition.assign import METHODS, assign_parts
+from pyg_sar.partition.assign import (
+    METHODS,
+    Balance,
+    assign_parts,
+    check_balance_arg,
+    partitioner_of,
+    resolve_balance,
+)
 from pyg_sar.partition.finite import check_finite, check_policy
 from pyg_sar.partition.layout import Layout
 from pyg_sar.partition.storage import (
@@ -45,19 +53,33 @@ class PartitionReport:
     edge_cut: int
     recv_rows: list[int]  # halo size of every rank: rows it receives in total
     timings: dict[str, float] = field(default_factory=dict)
+    # meta.json's "balance" block (see balance_summary); None for reports built without one.
+    balance: dict | None = None
 
     def summary(self) -> str:
         cut_pct = 100.0 * self.edge_cut / max(self.num_edges, 1)
         t = self.timings
+        b = self.balance or {}
+
+        def ratio(key: str) -> str:
+            stats = b.get(key)
+            return f" (max/mean {stats['max_over_mean']:.3f})" if stats else ""
+
         lines = [
             (f"partitioned {self.num_nodes} nodes / {self.num_edges} edges into "
              f"{len(self.part_num_nodes)} parts ({self.method}) -> {self.path}"),
-            f"  nodes per part: {self.part_num_nodes}",
-            f"  edges per part: {self.part_num_edges}",
+            f"  nodes per part: {self.part_num_nodes}{ratio('nodes')}",
+            f"  in-edges per part: {self.part_num_edges}{ratio('in_edges')}",
             f"  edge cut: {self.edge_cut} ({cut_pct:.2f}% of edges)",
-            f"  halo rows per part: {self.recv_rows}",
-            "  time: " + ", ".join(f"{k} {v:.2f} s" for k, v in t.items()),
+            f"  halo rows per part: {self.recv_rows}{ratio('halo_rows')}",
         ]
+        if b:
+            ubvec = "" if b["ubvec"] is None else f", ubvec {b['ubvec']}"
+            lines.insert(1, f"  balanced by {b['by']} ({b['partitioner']}{ubvec})")
+        if b and b["lower_bound_in_edges"] > 1.0:
+            lines.append(f"  in-edges max/mean cannot go below "
+                         f"{b['lower_bound_in_edges']:.3f} (max in-degree * P / E)")
+        lines.append("  time: " + ", ".join(f"{k} {v:.2f} s" for k, v in t.items()))
         return "\n".join(lines)
 
 
@@ -226,13 +248,20 @@ def _key_spec(value: Tensor) -> dict:
             "shape": list(value.shape)}
 
 
-def checked_arguments(num_parts: Any, method: str, seed: Any, on_nonfinite: str
-                      ) -> tuple[int, int]:
+def checked_arguments(num_parts: Any, method: str, seed: Any, on_nonfinite: str,
+                      balance: Any = None, ubvec: Any = None) -> tuple[int, int]:
     """``(num_parts, seed)`` as ints, after checking the arguments every partition writer
     (homogeneous or heterogeneous) takes; a ValueError names the offending value."""
     check_policy(on_nonfinite, "partition_graph")
     if method not in METHODS:
         raise ValueError(f"unknown partition method {method!r} (expected one of {METHODS})")
+    check_balance_arg(balance)
+    if ubvec is not None:
+        from pyg_sar.partition.metis import check_ubvec
+        check_ubvec(ubvec)
+        if method != "metis":
+            raise ValueError(f"ubvec applies to method='metis' only (got ubvec={ubvec!r} "
+                             f"with method={method!r})")
     if not isinstance(num_parts, (int, np.integer)) or isinstance(num_parts, bool):
         raise ValueError(f"num_parts must be an integer (got {num_parts!r})")
     if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
@@ -241,18 +270,28 @@ def checked_arguments(num_parts: Any, method: str, seed: Any, on_nonfinite: str
 
 
 def write_partition(data: Any, num_parts: int, out_dir: str | Path, method: str = "metis",
-                    seed: int = 0, overwrite: bool = False,
-                    on_nonfinite: str = "warn") -> PartitionReport:
-    """:func:`partition_graph` returning a :class:`PartitionReport` (sizes, cut, timings);
-    a ``HeteroData`` gets a :class:`~pyg_sar.partition.hetero_writer.HeteroPartitionReport`."""
+                    seed: int = 0, overwrite: bool = False, on_nonfinite: str = "warn", *,
+                    balance: Balance | None = None,
+                    ubvec: Sequence[float] | None = None) -> PartitionReport:
+    """:func:`partition_graph` returning a :class:`PartitionReport` (sizes, cut, balance,
+    timings); a ``HeteroData`` gets a
+    :class:`~pyg_sar.partition.hetero_writer.HeteroPartitionReport`."""
     from pyg_sar.partition.hetero_input import is_hetero
     if is_hetero(data):
+        checked_arguments(num_parts, method, seed, on_nonfinite, balance, ubvec)
+        if balance == "edges" or ubvec is not None:
+            raise ValueError(f"a HeteroData is partitioned with its per-type node rebalance "
+                             f"(every part holds floor or ceil of N_t / P nodes of every type "
+                             f"t), which cannot also balance in-edges: balance={balance!r}, "
+                             f"ubvec={ubvec!r} are not supported for it (pass balance=None "
+                             f"or 'nodes')")
         from pyg_sar.partition.hetero_writer import write_hetero_partition
         return write_hetero_partition(data, num_parts, out_dir, method, seed, overwrite,
                                       on_nonfinite)
     t_start = time.perf_counter()
     out_dir = Path(out_dir)
-    num_parts, seed = checked_arguments(num_parts, method, seed, on_nonfinite)
+    num_parts, seed = checked_arguments(num_parts, method, seed, on_nonfinite, balance, ubvec)
+    balance = resolve_balance(method, balance)
     data, adj_t_meta = _from_adj_t(data)
     num_nodes = data.num_nodes
     if num_nodes is None or num_nodes < 1:
@@ -268,7 +307,7 @@ def write_partition(data: Any, num_parts: int, out_dir: str | Path, method: str 
     timings = {"validate": time.perf_counter() - t_start}
 
     t = time.perf_counter()
-    parts = assign_parts(edge_index, num_nodes, num_parts, method, seed)
+    parts = assign_parts(edge_index, num_nodes, num_parts, method, seed, balance, ubvec)
     timings["assign"] = time.perf_counter() - t
     t = time.perf_counter()
     layout = Layout(edge_index, parts, num_parts)
@@ -276,21 +315,124 @@ def write_partition(data: Any, num_parts: int, out_dir: str | Path, method: str 
     timings["layout"] = time.perf_counter() - t
 
     t = time.perf_counter()
+    partitioning = {"by": balance, "partitioner": partitioner_of(method, num_parts),
+                    "ubvec": None if ubvec is None else [float(u) for u in ubvec]}
     with staged_dir(out_dir, overwrite) as tmp:
         meta = _write_parts(tmp, layout, node_data, edge_data, method, seed,
-                            _num_classes(data, node_data.get("y")), adj_t_meta)
+                            _num_classes(data, node_data.get("y")), adj_t_meta, partitioning)
     timings["write"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - t_start
+    return report_from_meta(out_dir, meta, timings)
+
+
+def report_from_meta(path: Path, meta: dict, timings: dict[str, float]) -> PartitionReport:
+    """The :class:`PartitionReport` of a homogeneous partition whose ``meta.json`` is
+    ``meta``."""
     return PartitionReport(
-        path=out_dir, method=method, num_nodes=num_nodes, num_edges=num_edges,
-        part_num_nodes=meta["part_num_nodes"], part_num_edges=meta["part_num_edges"],
-        edge_cut=meta["edge_cut"],
-        recv_rows=[sum(p["recv_counts"]) for p in meta["parts"]], timings=timings)
+        path=path, method=meta["method"], num_nodes=meta["num_nodes"],
+        num_edges=meta["num_edges"], part_num_nodes=meta["part_num_nodes"],
+        part_num_edges=meta["part_num_edges"], edge_cut=meta["edge_cut"],
+        recv_rows=[sum(p["recv_counts"]) for p in meta["parts"]], timings=timings,
+        balance=meta.get("balance"))
+
+
+def _stats(values: Sequence[int]) -> dict:
+    """``{"max": int, "mean": float, "max_over_mean": float}`` (1.0 when all are 0)."""
+    top = max(int(v) for v in values)
+    mean = sum(int(v) for v in values) / len(values)
+    return {"max": top, "mean": float(mean), "max_over_mean": top / mean if mean else 1.0}
+
+
+def balance_summary(by: str, partitioner: str, ubvec: Sequence[float] | None,
+                    part_nodes: Sequence[int], part_in_edges: Sequence[int],
+                    halo_rows: Sequence[int], send_rows: Sequence[int],
+                    max_in_degree: int) -> dict:
+    """``meta.json``'s ``"balance"`` block: how the parts were balanced and how even they came
+    out.
+
+    Args:
+        by: ``"nodes"`` or ``"edges"``: what the partitioner balanced.
+        partitioner: the routine (``"metis-recursive"``, ``"metis-kway"``, ``"random"``,
+            ``"contiguous"``, ...).
+        ubvec: the tolerance asked for (max/mean of nodes and in-edges), or ``None``.
+        part_nodes, part_in_edges, halo_rows, send_rows: per part: nodes owned, edges stored
+            (in-edges of the owned nodes), rows received and rows sent per layer.
+        max_in_degree: the largest in-degree of a node; ``max_in_degree * P / E`` is the lowest
+            in-edges max/mean any node partition can reach (``lower_bound_in_edges``).
+    """
+    num_parts, num_edges = len(part_nodes), sum(int(e) for e in part_in_edges)
+    return {
+        "by": by, "partitioner": partitioner,
+        "ubvec": None if ubvec is None else [float(u) for u in ubvec],
+        "lower_bound_in_edges": (float(max_in_degree) * num_parts / num_edges
+                                 if num_edges else 0.0),
+        "nodes": _stats(part_nodes), "in_edges": _stats(part_in_edges),
+        "halo_rows": _stats(halo_rows), "send_rows": _stats(send_rows),
+    }
+
+
+def build_meta(*, node_offsets: Sequence[int], num_edges: int, parts_info: list[dict],
+               files: dict[str, str], num_features: int, num_classes: int | None, method: str,
+               seed: int, node_keys: dict[str, dict], edge_keys: dict[str, dict],
+               partitioning: dict, max_in_degree: int, adj_t: dict | None = None) -> dict:
+    """The ``meta.json`` of a homogeneous partition, from what its writer knows; sizes, cut
+    and the ``balance`` block are derived from ``parts_info``. Not yet validated.
+
+    Args:
+        node_offsets: ``P + 1`` rising offsets: rank ``r`` owns new ids
+            ``[node_offsets[r], node_offsets[r + 1])``.
+        num_edges: ``E``.
+        parts_info: per rank ``{"block_num_edges", "recv_counts", "send_counts"}`` (lists of
+            ``P`` ints).
+        files: relative file name -> SHA-256 of every file written.
+        num_features, num_classes, method, seed: as recorded in ``meta.json``.
+        node_keys, edge_keys: tensor name -> ``{"dtype", "storage_dtype", "shape"}``.
+        partitioning: ``{"by": "nodes" | "edges", "partitioner": str, "ubvec": list | None}``.
+        max_in_degree: the largest in-degree (for ``balance.lower_bound_in_edges``).
+        adj_t: the ``adj_t`` entry, if the input was a sparse ``adj_t``.
+    """
+    offsets = [int(o) for o in node_offsets]
+    part_nodes = [b - a for a, b in zip(offsets[:-1], offsets[1:])]
+    part_edges = [sum(int(c) for c in info["block_num_edges"]) for info in parts_info]
+    local = [int(info["block_num_edges"][r]) for r, info in enumerate(parts_info)]
+    meta = {
+        "format_version": fmt.HOMOGENEOUS_FORMAT_VERSION,
+        "num_parts": len(parts_info),
+        "num_nodes": offsets[-1],
+        "num_edges": int(num_edges),
+        "node_offsets": offsets,
+        "part_num_nodes": part_nodes,
+        "part_num_edges": part_edges,
+        "edge_cut": sum(part_edges) - sum(local),
+        "num_features": int(num_features),
+        "num_classes": num_classes,
+        "method": method,
+        "seed": seed,
+        "node_keys": node_keys,
+        "edge_keys": edge_keys,
+        "parts": parts_info,
+        "files": dict(sorted(files.items())),
+        "balance": balance_summary(
+            partitioning["by"], partitioning["partitioner"], partitioning.get("ubvec"),
+            part_nodes, part_edges, [sum(p["recv_counts"]) for p in parts_info],
+            [sum(p["send_counts"]) for p in parts_info], max_in_degree),
+    }
+    if adj_t is not None:
+        meta["adj_t"] = adj_t
+    return meta
+
+
+def write_meta(tmp: Path, meta: dict) -> None:
+    """Validate ``meta`` and write it as ``tmp/meta.json`` (atomically)."""
+    fmt.validate_meta(meta, tmp / fmt.META_FILE)  # never write what the loader would refuse
+    text = json.dumps(meta, indent=1, sort_keys=True) + "\n"
+    write_file_atomic(tmp / fmt.META_FILE, text.encode())
 
 
 def _write_parts(tmp: Path, layout: Layout, node_data: dict[str, Tensor],
                  edge_data: dict[str, Tensor], method: str, seed: int,
-                 num_classes: int | None, adj_t: dict | None = None) -> dict:
+                 num_classes: int | None, adj_t: dict | None = None,
+                 partitioning: dict | None = None) -> dict:
     files: dict[str, str] = {}
 
     def save(rel: str, array: np.ndarray) -> None:
@@ -319,41 +461,37 @@ def _write_parts(tmp: Path, layout: Layout, node_data: dict[str, Tensor],
         del arrays, structure, node_index, edge_index
 
     x = node_data.get("x")
-    meta = {
-        "format_version": fmt.HOMOGENEOUS_FORMAT_VERSION,
-        "num_parts": layout.num_parts,
-        "num_nodes": layout.num_nodes,
-        "num_edges": layout.num_edges,
-        "node_offsets": [int(o) for o in layout.node_offsets],
-        "part_num_nodes": [int(n) for n in np.diff(layout.node_offsets)],
-        "part_num_edges": [int(e) for e in layout.block_counts.sum(axis=1)],
-        "edge_cut": layout.edge_cut,
-        "num_features": int(x.size(1)) if x is not None and x.dim() == 2 else
+    if partitioning is None:
+        partitioning = {"by": "nodes", "partitioner": partitioner_of(method, layout.num_parts),
+                        "ubvec": None}
+    meta = build_meta(
+        node_offsets=layout.node_offsets, num_edges=layout.num_edges, parts_info=parts_info,
+        files=files,
+        num_features=int(x.size(1)) if x is not None and x.dim() == 2 else
         (1 if x is not None else 0),
-        "num_classes": num_classes,
-        "method": method,
-        "seed": seed,
-        "node_keys": {k: _key_spec(v) for k, v in node_data.items()},
-        "edge_keys": {k: _key_spec(v) for k, v in edge_data.items()},
-        "parts": parts_info,
-        "files": dict(sorted(files.items())),
-    }
-    if adj_t is not None:
-        meta["adj_t"] = adj_t
-    fmt.validate_meta(meta, tmp / fmt.META_FILE)  # never write what the loader would refuse
-    text = json.dumps(meta, indent=1, sort_keys=True) + "\n"
-    write_file_atomic(tmp / fmt.META_FILE, text.encode())
+        num_classes=num_classes, method=method, seed=seed,
+        node_keys={k: _key_spec(v) for k, v in node_data.items()},
+        edge_keys={k: _key_spec(v) for k, v in edge_data.items()},
+        partitioning=partitioning,
+        max_in_degree=int(layout.in_degree.max()) if layout.num_nodes else 0, adj_t=adj_t)
+    write_meta(tmp, meta)
     return meta
 
 
 def partition_graph(data: Any, num_parts: int, out_dir: str | Path, method: str = "metis",
-                    seed: int = 0, overwrite: bool = False, on_nonfinite: str = "warn") -> Path:
+                    seed: int = 0, overwrite: bool = False, on_nonfinite: str = "warn", *,
+                    balance: Balance | None = None,
+                    ubvec: Sequence[float] | None = None) -> Path:
     r"""Partition ``data`` into ``num_parts`` parts and write them to ``out_dir``.
 
     Nodes are assigned to parts by ``method`` (``"metis"`` on the symmetrised loop-free graph,
     ``"random"`` balanced, or ``"contiguous"`` id ranges), renumbered so that rank ``r`` owns a
     contiguous id range, and every edge is stored on the rank owning its destination, in the
-    block layout of :class:`pyg_sar.graph.DistGraph`. Node tensors (``x``, ``y``, masks, any
+    block layout of :class:`pyg_sar.graph.DistGraph`. ``balance`` decides what the parts hold
+    equal shares of: ``"nodes"``, or ``"edges"``: nodes *and* in-edges (the edges a rank
+    stores and aggregates over; on power-law graphs node balance can leave most edges on one
+    rank, which then sets the step time, at the price of a larger edge cut: see
+    docs/partitioning.md). Node tensors (``x``, ``y``, masks, any
     tensor with ``num_nodes`` rows) and edge tensors (``edge_attr``, ``edge_weight``, any tensor
     with ``num_edges`` rows) are stored with them. The folder is written under a temporary name
     and renamed into place, so an interrupted write never leaves a loadable partition.
@@ -374,14 +512,15 @@ def partition_graph(data: Any, num_parts: int, out_dir: str | Path, method: str 
     ``N_t / P`` nodes of every type ``t``; ``"random"`` and ``"contiguous"`` per type) and
     written in the heterogeneous format; :func:`load_partition` then returns a
     :class:`~pyg_sar.partition.hetero.HeteroPartition` (docs/how_sar_works.md,
-    "Heterogeneous graphs").
+    "Heterogeneous graphs"). That per-type rebalance balances nodes only:
+    ``balance="edges"`` is refused for a ``HeteroData``.
 
     A link-prediction split, the triple ``(train_data, val_data, test_data)`` of PyG's
     ``RandomLinkSplit``, is partitioned once (nodes assigned on test's message-passing graph)
     with each split's message-passing edges and supervision pairs kept apart;
     :func:`~pyg_sar.partition.link_split.load_link_split` loads it as such a triple
     (:mod:`pyg_sar.partition.link_split`). A validation or test positive that is an edge of
-    its split's graph raises a ``ValueError`` (leakage).
+    its split's graph raises a ``ValueError`` (leakage). It uses the default balance.
 
     Args:
         data: a ``torch_geometric.data.Data`` with ``edge_index`` (``[2, E]``, integer) or a
@@ -395,18 +534,33 @@ def partition_graph(data: Any, num_parts: int, out_dir: str | Path, method: str 
         on_nonfinite: what to do with NaN / Inf in floating-point node or edge tensors:
             ``"warn"`` (report them, naming tensor and first row), ``"raise"`` (refuse the
             input with a ``ValueError``) or ``"ignore"``.
+        balance: ``"nodes"`` or ``"edges"`` (see
+            :func:`~pyg_sar.partition.assign.assign_parts`); ``None``: the default,
+            :data:`~pyg_sar.partition.assign.DEFAULT_BALANCE` for METIS, ``"nodes"`` for
+            random and contiguous. ``meta.json``'s ``"balance"`` block records what was used
+            and the max / mean of nodes, in-edges, halo rows and sent rows per part.
+        ubvec: METIS only: the allowed max/mean of nodes and of in-edges per part, two
+            numbers ``> 1`` (default: METIS's own tolerance); a warning names the achieved
+            max/mean when it lies more than 0.02 above it.
 
     Returns:
         ``out_dir`` as a :class:`~pathlib.Path`.
 
     Raises:
-        ValueError: bad ``num_parts``, ``method``, ``edge_index`` or node/edge tensor sizes, or
-            a non-empty ``out_dir`` without ``overwrite``, or non-finite values with
-            ``on_nonfinite="raise"``.
+        ValueError: bad ``num_parts``, ``method``, ``balance``, ``ubvec``, ``edge_index`` or
+            node/edge tensor sizes, or a non-empty ``out_dir`` without ``overwrite``, or
+            non-finite values with ``on_nonfinite="raise"``.
     """
     from pyg_sar.partition.link_split import is_link_split, write_link_split
     if is_link_split(data):
+        checked_arguments(num_parts, method, seed, on_nonfinite, balance, ubvec)
+        if resolve_balance(method, balance) != resolve_balance(method, None) or \
+                ubvec is not None:
+            raise ValueError(f"a link-prediction split is partitioned with the default "
+                             f"balance ({resolve_balance(method, None)!r} for method "
+                             f"{method!r}); balance={balance!r}, ubvec={ubvec!r} are not "
+                             f"supported for it")
         return write_link_split(tuple(data), num_parts, out_dir, method, seed, overwrite,
                                 on_nonfinite)
     return write_partition(data, num_parts, out_dir, method, seed, overwrite,
-                           on_nonfinite).path
+                           on_nonfinite, balance=balance, ubvec=ubvec).path
