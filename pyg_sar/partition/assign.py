@@ -10,8 +10,8 @@ import numpy as np
 METHODS = ("metis", "random", "contiguous")
 BALANCES = ("nodes", "edges")
 Balance = Literal["nodes", "edges"]
-# What ``balance=None`` means for ``method="metis"``; random and contiguous default to
-# "nodes". One line to change the default of every writer, the CLIs and distribute.
+#: What ``balance=None`` means for ``method="metis"`` (``"nodes"`` or ``"edges"``); random and
+#: contiguous default to ``"nodes"``. The default of every writer, both CLIs and distribute.
 DEFAULT_BALANCE: Balance = "nodes"
 
 
