@@ -43,11 +43,17 @@ def partitioner_of(method: str, num_parts: int) -> str:
 def _cut_order(order: np.ndarray | None, weight: np.ndarray, num_parts: int) -> np.ndarray:
     """Parts that cut the nodes, taken in ``order`` (``None``: natural order), into ``P``
     consecutive runs of about equal total ``weight``: a node goes to the part its weight's
-    midpoint falls in."""
+    midpoint falls in, except that no part is left empty (a heavy node may span several
+    parts' shares: the cuts are then moved just enough to give every part a node)."""
     w = weight if order is None else weight[order]
     cum = np.cumsum(w)
     mid = cum - 0.5 * w
     runs = np.minimum((mid * num_parts / cum[-1]).astype(np.int64), num_parts - 1)
+    # Start of part k (k = 1..P-1) in the order: strictly rising, within [k, N - P + k].
+    k = np.arange(1, num_parts)
+    starts = np.maximum.accumulate(np.maximum(np.searchsorted(runs, k) - k, 0)) + k
+    starts = np.minimum(starts, runs.size - num_parts + k)
+    runs = np.searchsorted(starts, np.arange(runs.size), side="right")
     if order is None:
         return runs
     parts = np.empty_like(runs)
@@ -71,7 +77,7 @@ def assign_parts(edge_index: np.ndarray, num_nodes: int, num_parts: int, method:
     default METIS's tolerance; see :func:`~pyg_sar.partition.metis.metis_parts`); random and
     contiguous cut the random / natural node order into runs of equal total
     ``1 + in_degree * N / E`` (nodes and edges weigh alike, so neither is balanced exactly:
-    these are baselines). A node's in-edges cannot be split, so one with more than ``E / P``
+    these are baselines), no part left empty. A node's in-edges cannot be split, so one with more than ``E / P``
     of them keeps its part above the mean; after METIS a warning names the achieved max/mean
     and that bound.
 

@@ -105,6 +105,14 @@ def test_random_and_contiguous_cut_at_equal_weight():
     assert np.all(np.diff(parts[order]) >= 0)
     nodes = assign_parts(ei, 4, 2, "random", seed=5, balance="nodes")
     assert np.array_equal(nodes[order], [0, 0, 1, 1])
+    # A hub heavier than several parts' shares: the cuts move so that no part is empty.
+    star = np.stack([np.arange(1, 20), np.zeros(19, np.int64)])
+    for num_parts in (5, 20):
+        for method in ("contiguous", "random"):
+            parts = assign_parts(star, 20, num_parts, method, balance="edges")
+            assert np.bincount(parts, minlength=num_parts).min() >= 1, (method, num_parts)
+    parts = assign_parts(star, 20, 5, "contiguous", balance="edges")
+    assert np.flatnonzero(parts == 0).tolist() == [0] and np.all(np.diff(parts) >= 0)
 
 
 def test_random_and_contiguous_edges_balance_a_skewed_order():
