@@ -69,6 +69,32 @@ def _stats(values: list[int]) -> dict:
             "max_over_mean": round(max(values) / mean, 4) if mean else None}
 
 
+def _trace_phases(t0: float) -> None:
+    """Print a line with the time and RSS when each step of today's path starts and ends, so a
+    run killed for memory shows in its log how far it got (benchmark-only wrapping)."""
+    import pymetis
+
+    from pyg_sar.partition import metis, writer
+
+    def wrap(owner, name: str, label: str) -> None:
+        inner = getattr(owner, name)
+
+        def traced(*a, **k):
+            print(f"[{time.perf_counter() - t0:7.1f} s, RSS "
+                  f"{_status_kib('VmRSS') / 2 ** 20:.2f} GiB] {label} starts", flush=True)
+            out = inner(*a, **k)
+            print(f"[{time.perf_counter() - t0:7.1f} s, RSS "
+                  f"{_status_kib('VmRSS') / 2 ** 20:.2f} GiB] {label} done", flush=True)
+            return out
+        setattr(owner, name, traced)
+
+    wrap(writer, "assign_parts", "assign (METIS incl. its CSR)")
+    wrap(metis, "symmetric_csr", "symmetric CSR for METIS")
+    wrap(pymetis, "part_graph", "pymetis.part_graph")
+    wrap(writer, "Layout", "layout")
+    wrap(writer, "staged_dir", "write")
+
+
 def child(args: argparse.Namespace) -> None:
     """One partitioning run; writes its measurements as JSON to ``args.child_out``."""
     out_dir = Path(args.work) / f"parts_{uuid.uuid4().hex[:8]}"
@@ -88,6 +114,7 @@ def child(args: argparse.Namespace) -> None:
         elif args.balance != "nodes":
             raise SystemExit("write_partition has no balance argument: only --balance nodes")
         print(f"loaded in {record['load_s']} s; write_partition", flush=True)
+        _trace_phases(t0)
         rss_before = _status_kib("VmRSS")
         t = time.perf_counter()
         report = write_partition(data, args.parts, out_dir, method=args.method, seed=args.seed,
@@ -267,7 +294,7 @@ def run_one(args: argparse.Namespace) -> dict:
                         "timeout" if timed_out else
                         "oom-killed" if oom else f"failed (rc {rc})")
     tail = log_path.read_text().splitlines()[-30:]
-    record["log_tail"] = tail if record["status"] != "ok" else tail[-8:]
+    record["log_tail"] = tail if record["status"] != "ok" else tail[-20:]
     log_path.unlink()
     return record
 
@@ -344,22 +371,27 @@ def write_report(out: Path, result: dict) -> None:
         label = f"{r['path']} {r['method']} bal={r['balance']} P={r['num_parts']}"
         series.setdefault(label, []).append(r)
     for label, runs in series.items():
-        edges = [r["graph"]["num_edges"] / 1e6 for r in runs]
-        times = [r["time_s"] if r["status"] == "ok" else r["wall_s"] for r in runs]
-        mems = [r.get("cgroup_peak_gib") or 0 for r in runs]
-        line = ax_t.plot(edges, times, marker="o", label=label)[0]
-        ax_m.plot(edges, mems, marker="o", color=line.get_color(), label=label)
-        for e, t, m, r in zip(edges, times, mems, runs):
+        ok = [r for r in runs if r["status"] == "ok"]
+        line = ax_t.plot([r["graph"]["num_edges"] / 1e6 for r in ok],
+                         [r["time_s"] for r in ok], marker="o", label=label)[0]
+        ax_m.plot([r["graph"]["num_edges"] / 1e6 for r in ok],
+                  [r.get("cgroup_peak_gib") or 0 for r in ok], marker="o",
+                  color=line.get_color(), label=label)
+        for r in runs:  # a run that did not finish: where it was stopped, not a finishing time
             if r["status"] != "ok":
-                ax_t.plot(e, t, marker="x", color="red", markersize=12)
-                ax_m.plot(e, m, marker="x", color="red", markersize=12)
-                ax_m.annotate(r["status"], (e, m), fontsize=7, xytext=(4, -10),
-                              textcoords="offset points")
-    ax_t.axhline(600, ls="--", color="grey", lw=0.8)
-    ax_m.axhline(12, ls="--", color="grey", lw=0.8)
+                e, m = r["graph"]["num_edges"] / 1e6, r.get("cgroup_peak_gib") or 0
+                text = f"{r['status']} after {r['wall_s']:.0f} s"
+                for ax, y in ((ax_t, r["wall_s"]), (ax_m, m)):
+                    ax.plot(e, y, marker="x", color=line.get_color(), markersize=12, mew=2)
+                    ax.annotate(text, (e, y), fontsize=7, xytext=(-90, -14),
+                                textcoords="offset points")
+    ax_t.axhline(600, ls="--", color="grey", lw=0.8, label="goal: 10 min")
+    ax_m.axhline(12, ls="--", color="grey", lw=0.8, label="goal: 12 GB")
     ax_t.set(xlabel="edges (millions)", ylabel="time (s)", title="partitioning time")
     ax_m.set(xlabel="edges (millions)", ylabel="cgroup peak (GiB)",
-             title="peak memory (red x: run ended before finishing)")
+             title="peak memory (x: run ended before finishing)")
+    ax_t.set_ylim(bottom=0)
+    ax_m.set_ylim(bottom=0)
     ax_t.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(out.with_suffix(".png"), dpi=110)
