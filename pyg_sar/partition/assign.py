@@ -77,9 +77,9 @@ def assign_parts(edge_index: np.ndarray, num_nodes: int, num_parts: int, method:
     default METIS's tolerance; see :func:`~pyg_sar.partition.metis.metis_parts`); random and
     contiguous cut the random / natural node order into runs of equal total
     ``1 + in_degree * N / E`` (nodes and edges weigh alike, so neither is balanced exactly:
-    these are baselines), no part left empty. A node's in-edges cannot be split, so one with more than ``E / P``
-    of them keeps its part above the mean; after METIS a warning names the achieved max/mean
-    and that bound.
+    these are baselines), no part left empty. A node's in-edges cannot be split, so one with
+    more than ``E / P`` of them keeps its part above the mean; after METIS a warning names the
+    achieved max/mean and that bound.
 
     ``balance=None`` means :data:`DEFAULT_BALANCE` for METIS and ``"nodes"`` otherwise.
     """

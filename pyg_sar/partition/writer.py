@@ -42,7 +42,9 @@ EDGE_KEYS = ("edge_attr", "edge_weight", "edge_type")
 
 @dataclass
 class PartitionReport:
-    """What :func:`write_partition` did: sizes, cut, halo and the time of every phase."""
+    """What :func:`write_partition` did: sizes, cut, halo, balance (max / mean of nodes,
+    in-edges and halo rows over the parts) and the time of every phase; :meth:`summary` prints
+    it."""
 
     path: Path
     method: str

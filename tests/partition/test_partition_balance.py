@@ -81,7 +81,7 @@ def test_ubvec_is_the_final_tolerance(power_law):
         assert node_ratio > 1.05  # the looser node tolerance was used
 
 
-def test_hub_beyond_the_bound_is_named():
+def test_hub_beyond_the_bound_is_named(tmp_path):
     # Node 0 receives 60 of the 100 edges: no 4-part node partition gets in-edges below 2.4x.
     src = np.concatenate([np.arange(1, 61), np.arange(1, 41)])
     dst = np.concatenate([np.zeros(60, np.int64), (np.arange(1, 41) % 40) + 1])
@@ -89,6 +89,11 @@ def test_hub_beyond_the_bound_is_named():
     with pytest.warns(UserWarning, match=r"max/mean = 2\.\d+.*max_in_degree \* P / E = 2\.400"):
         parts = metis_parts(ei, 61, 4, 0, "edges")
     assert parts.shape == (61,)
+    with pytest.warns(UserWarning, match="max_in_degree"):
+        report = write_partition(Data(edge_index=torch.from_numpy(ei), num_nodes=61), 4,
+                                 tmp_path / "hub", balance="edges")
+    assert report.balance["lower_bound_in_edges"] == pytest.approx(2.4)
+    assert "in-edges max/mean cannot go below 2.400 (max in-degree * P / E)" in report.summary()
 
 
 def test_random_and_contiguous_cut_at_equal_weight():
