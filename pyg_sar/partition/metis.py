@@ -196,7 +196,8 @@ def metis_parts(edge_index: np.ndarray, num_nodes: int, num_parts: int, seed: in
     if num_parts == 1:
         return np.zeros(num_nodes, dtype=np.int64)
     recursive = is_recursive(num_parts)
-    in_degree = np.bincount(edge_index[1], minlength=num_nodes).astype(np.int64, copy=False)
+    in_degree = np.bincount(edge_index[1], minlength=num_nodes).astype(np.int64, copy=False) \
+        if balance == "edges" else None
     xadj, adjncy = symmetric_csr(edge_index, num_nodes)
     if balance == "nodes" and ubvec is None:
         import pymetis
@@ -221,7 +222,7 @@ def metis_parts(edge_index: np.ndarray, num_nodes: int, num_parts: int, seed: in
                                                        parts.max() >= num_parts)):
         raise RuntimeError(f"METIS returned an invalid partition (shape {parts.shape}, "
                            f"expected {num_nodes} part ids in [0, {num_parts}))")
-    if balance == "edges":
+    if in_degree is not None:
         tolerance = DEFAULT_TOLERANCE if ubvec is None else ubvec[1]
         check_balance(parts, in_degree, num_parts, tolerance,
                       f"METIS ({partitioner_name(num_parts)}, balance='edges')")
