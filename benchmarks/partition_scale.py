@@ -91,6 +91,8 @@ def _trace_phases(t0: float) -> None:
     wrap(writer, "assign_parts", "assign (METIS incl. its CSR)")
     wrap(metis, "symmetric_csr", "symmetric CSR for METIS")
     wrap(pymetis, "part_graph", "pymetis.part_graph")
+    if hasattr(metis, "_part_graph_c"):  # the two-constraint call (balance="edges")
+        wrap(metis, "_part_graph_c", "METIS through ctypes")
     wrap(writer, "Layout", "layout")
     wrap(writer, "staged_dir", "write")
 
