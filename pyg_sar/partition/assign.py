@@ -33,7 +33,10 @@ def resolve_balance(method: str, balance: str | None) -> Balance:
 
 def partitioner_of(method: str, num_parts: int) -> str:
     """The routine behind ``method`` (``"metis-recursive"``, ``"metis-kway"``, ``"random"``,
-    ``"contiguous"``), as ``meta.json``'s ``balance.partitioner`` records it."""
+    ``"contiguous"``; ``"none"`` for one part), as ``meta.json``'s ``balance.partitioner``
+    records it."""
+    if num_parts == 1:
+        return "none"
     if method == "metis":
         from pyg_sar.partition.metis import partitioner_name
         return partitioner_name(num_parts)

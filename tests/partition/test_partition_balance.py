@@ -294,6 +294,7 @@ def test_train_cli_balance_flag():
 def test_distribute_one_process(graph):
     part = pyg_sar.distribute(graph, balance="edges")
     assert part.num_parts == 1 and part.meta["balance"]["by"] == "edges"
+    assert part.meta["balance"]["partitioner"] == "none"  # one part: nothing was run
 
 
 def test_edge_balanced_partition_trains_exactly():
