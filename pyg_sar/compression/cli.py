@@ -16,6 +16,9 @@ grows as the power ``--fraction-power``). ``--schedule stages --stages 16:0.35,8
 ratio 16 until 35% of the run, 8 until 65%, then ``--ratio-min``. As in VARCO the last
 message-passing layer's input is not compressed unless ``--compress-last-layer`` is given.
 
+``--logit-dtype bfloat16`` sends GAT's attention logits as bf16 while the codec is lossy
+(``raw``: never cast); ``auto`` does so by default.
+
 The run's length for the schedules is ``--epochs`` optimizer steps, or
 ``--compression-total-steps``; ``--compression-start-step T`` starts the schedules at step
 ``T`` (to time one stage of a longer run).
@@ -92,6 +95,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--compress-directions", choices=tuple(COMPRESS_DIRECTIONS), default=None,
                    help="compress the rows sent forward, the gradients sent back, or both "
                         "(default both)")
+    g.add_argument("--logit-dtype", choices=("bfloat16", "raw"), default=None,
+                   help="the dtype of attention logits (GAT) in the steps where the codec is "
+                        "lossy; raw at ratio 1 whatever this says (default: bfloat16 for "
+                        "auto, raw otherwise)")
     g.add_argument("--compression-total-steps", type=_positive_int, default=None,
                    help="lay the schedule out for this many optimizer steps instead of "
                         "--epochs (the stage ends of --stages and auto, the default "
@@ -116,7 +123,7 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
     schedule_flags = ("--schedule", "--ratio-max", "--ratio-min", "--decay-steps",
                       "--fraction-power", "--stages", "--bits", "--compress-last-layer")
     given = _given(args, *schedule_flags, "--error-feedback", "--compress-directions",
-                   "--compression-total-steps", "--compression-start-step")
+                   "--logit-dtype", "--compression-total-steps", "--compression-start-step")
     if args.compression == NONE:
         if given:
             parser.error(f"{given[0]} needs --compression (truncate, subset, quantize or "
@@ -195,7 +202,7 @@ def compressor_from_args(args: argparse.Namespace) -> Optional[CompressionSpec]:
     total = total_steps_of(args)
     if args.compression == AUTO:
         return auto(total, seed=args.seed, error_feedback=args.error_feedback,
-                    directions=args.compress_directions)
+                    directions=args.compress_directions, logit_dtype=args.logit_dtype)
     schedule = args.schedule or "fixed"
     ratio_min = args.ratio_min if args.ratio_min is not None else 1.0
     stages, ratio_max, decay = None, None, None
@@ -211,5 +218,6 @@ def compressor_from_args(args: argparse.Namespace) -> Optional[CompressionSpec]:
     comp = make_compressor(args.compression, schedule, ratio_max, ratio_min, decay,
                            seed=args.seed, power=power, stages=stages,
                            error_feedback=args.error_feedback or "none",
-                           directions=args.compress_directions or "both")
+                           directions=args.compress_directions or "both",
+                           logit_dtype=args.logit_dtype)
     return comp if args.compress_last_layer else all_but_last(comp)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Optional
+from typing import Any, Optional
 
 from pyg_sar.compression.codecs import CODECS
 from pyg_sar.compression.interface import Compressor
@@ -71,18 +71,21 @@ def make_compressor(codec: str, schedule: str = "fixed", ratio_max: Optional[flo
                     ratio_min: float = 1.0, decay_steps: Optional[float] = None,
                     seed: int = 0, *, power: float = 1.0,
                     stages: Optional[Sequence[tuple[float, int]]] = None,
-                    error_feedback: str = "none", directions: str = "both") -> Compressor:
+                    error_feedback: str = "none", directions: str = "both",
+                    logit_dtype: Any = None) -> Compressor:
     """A compressor from names (see :data:`CODEC_NAMES`, :data:`SCHEDULE_NAMES` and
-    :func:`make_schedule`); ``error_feedback`` and ``directions`` go to
+    :func:`make_schedule`); ``error_feedback``, ``directions`` and ``logit_dtype`` go to
     :class:`~pyg_sar.compression.Compressor`."""
     if codec not in CODECS:
         raise ValueError(f"unknown compression {codec!r} (known: {', '.join(CODEC_NAMES)})")
     sched = make_schedule(schedule, ratio_max, ratio_min, decay_steps, power=power,
                           stages=stages)
     # only non-default options are passed on, so the Compressor's own defaults rule
-    extra: dict[str, str] = {}
+    extra: dict[str, Any] = {}
     if error_feedback != "none":
         extra["error_feedback"] = error_feedback
     if directions != "both":
         extra["directions"] = directions
+    if logit_dtype is not None:
+        extra["logit_dtype"] = logit_dtype
     return Compressor(CODECS[codec](), sched, seed=seed, **extra)

@@ -18,6 +18,11 @@ gradients sent back) uses exactly the choices of the forward pass.
 
 ``directions`` says which messages are compressed at all (``"rows"``: the features sent
 forward, ``"grads"``: their gradients sent back, ``"both"``); the others go raw.
+``logit_dtype`` (``torch.bfloat16`` or ``None``) casts the tensors a layer sends ``exact``
+(GAT's attention logits) to that dtype in the steps where the codec is lossy for their
+direction (:meth:`BoundCodec.logit_dtype_of`); where the codec sends raw (ratio 1) they go
+raw, so a ratio-1 schedule stays bit-identical to no compression
+(:mod:`pyg_sar.core.exchange`).
 ``error_feedback`` adds each message's previous error to it before encoding
 (:mod:`pyg_sar.compression.feedback`); the residuals are kept per rank in the compressor,
 committed by :meth:`Compressor.step` and saved with its :meth:`~Compressor.state_dict`.
@@ -45,6 +50,26 @@ ERROR_FEEDBACK = {"none": frozenset(), "rows": frozenset({"rows"}),
 COMPRESS_DIRECTIONS = {"both": frozenset(DIRECTIONS), "rows": frozenset({"rows"}),
                        "grads": frozenset({"grads"})}
 """``Compressor(directions=...)`` values and the directions each compresses."""
+LOGIT_DTYPES = {"bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
+                "torch.bfloat16": torch.bfloat16, "raw": None, "none": None}
+"""``Compressor(logit_dtype=...)`` names (besides ``None`` and ``torch.bfloat16``)."""
+
+
+def check_logit_dtype(value: Any) -> Optional[torch.dtype]:
+    """``value`` as a logit dtype: ``None`` (raw; also ``"raw"``/``"none"``) or
+    ``torch.bfloat16`` (also ``"bfloat16"``, ``"bf16"``); anything else is a ``ValueError``
+    naming it. float16 is refused: a logit beyond its range (65504) would cross as an
+    infinity and turn its node's attention into NaN, silently; bfloat16 keeps float32's
+    range. Wider or integer dtypes would save nothing or corrupt the logits."""
+    if value is None or value is torch.bfloat16:
+        return value
+    if isinstance(value, str) and value.strip().lower() in LOGIT_DTYPES:
+        return LOGIT_DTYPES[value.strip().lower()]
+    hint = (" (float16 is not offered: a logit beyond its range, 65504, would cross as an "
+            "infinity; bfloat16 keeps float32's range)"
+            if value in (torch.float16, "float16", "fp16", "half") else "")
+    raise ValueError(f"Compressor: logit_dtype must be None or torch.bfloat16 (or one of "
+                     f"{sorted(LOGIT_DTYPES)}); got {value!r}{hint}")
 
 
 class Compressor:
@@ -64,6 +89,9 @@ class Compressor:
             grow, and for a direction ``directions`` leaves raw.
         directions: which messages are compressed (``"both"``, ``"rows"``: the features
             sent forward, ``"grads"``: their gradients sent back); the others go raw.
+        logit_dtype: the dtype of the ``exact`` tensors (attention logits) in the steps and
+            directions where the codec is lossy (``None``: always raw; ``torch.bfloat16``;
+            see :func:`check_logit_dtype`).
 
     Attributes:
         t: the current step (advanced by :meth:`step`).
@@ -72,7 +100,7 @@ class Compressor:
 
     def __init__(self, codec: Codec, schedule: Union[Schedule, float] = 1.0, *, seed: int = 0,
                  in_eval: bool = False, error_feedback: str = "none",
-                 directions: str = "both") -> None:
+                 directions: str = "both", logit_dtype: Any = None) -> None:
         if not isinstance(codec, Codec):
             raise TypeError(f"Compressor: codec must be a Codec (got {type(codec).__name__})")
         if not isinstance(schedule, Schedule):
@@ -85,6 +113,7 @@ class Compressor:
         if not isinstance(directions, str) or directions not in COMPRESS_DIRECTIONS:
             raise ValueError(f"Compressor: directions must be one of "
                              f"{sorted(COMPRESS_DIRECTIONS)} (got {directions!r})")
+        logit_dtype = check_logit_dtype(logit_dtype)
         fed, compressed = ERROR_FEEDBACK[error_feedback], COMPRESS_DIRECTIONS[directions]
         if fed and isinstance(codec, Truncate):
             raise ValueError(f"Compressor: error_feedback={error_feedback!r} with Truncate: "
@@ -97,6 +126,7 @@ class Compressor:
         self.codec, self.schedule, self.seed = codec, schedule, seed
         self.in_eval = bool(in_eval)
         self.error_feedback, self.directions = error_feedback, directions
+        self.logit_dtype: Optional[torch.dtype] = logit_dtype
         self._compressed = compressed
         self.feedback: Optional[Feedback] = Feedback(fed) if fed else None
         self.t = 0
@@ -130,17 +160,21 @@ class Compressor:
         call = calls.get(layer, 0)
         calls[layer] = call + 1
         return BoundCodec(self.codec, self.ratio(), self.seed, self.t, layer, call,
-                          self._compressed, self.feedback if training else None)
+                          self._compressed, self.feedback if training else None,
+                          self.logit_dtype)
 
     def describe(self) -> dict:
-        """Codec, schedule and seed, plus ``error_feedback`` and ``directions`` where not the
-        defaults (what a resumed run must match)."""
+        """Codec, schedule and seed, plus ``error_feedback``, ``directions`` and
+        ``logit_dtype`` where not the defaults (what a resumed run must match; a compressor
+        made without them describes itself as before they existed)."""
         out = {"codec": self.codec.describe(), "schedule": self.schedule.describe(),
                "seed": self.seed}
         if self.error_feedback != "none":
             out["error_feedback"] = self.error_feedback
         if self.directions != "both":
             out["directions"] = self.directions
+        if self.logit_dtype is not None:
+            out["logit_dtype"] = str(self.logit_dtype).replace("torch.", "")
         return out
 
     def state_dict(self) -> dict:
@@ -179,7 +213,7 @@ class Compressor:
 
     def __repr__(self) -> str:
         extra = "".join(f", {k}={v!r}" for k, v in self.describe().items()
-                        if k in ("error_feedback", "directions"))
+                        if k in ("error_feedback", "directions", "logit_dtype"))
         return (f"Compressor({self.codec!r}, {self.schedule!r}, seed={self.seed}{extra}, "
                 f"t={self.t})")
 
@@ -187,8 +221,9 @@ class Compressor:
 @dataclass(frozen=True)
 class BoundCodec:
     """A compressor fixed for one propagate call: the codec, the ratio and the key prefix,
-    the directions it compresses (the engine asks :meth:`compresses`) and, in training, the
-    compressor's error feedback (encodes of a fed-back direction go through it)."""
+    the directions it compresses (the engine asks :meth:`compresses`), in training the
+    compressor's error feedback (encodes of a fed-back direction go through it), and the
+    dtype of the call's ``exact`` tensors where lossy (:meth:`logit_dtype_of`)."""
 
     codec: Codec
     ratio: float
@@ -198,10 +233,23 @@ class BoundCodec:
     call: int
     directions: frozenset = frozenset(DIRECTIONS)
     feedback: Optional[Feedback] = field(default=None, compare=False, repr=False)
+    logit_dtype: Optional[torch.dtype] = None
 
     def compresses(self, direction: str) -> bool:
         """Whether messages of ``direction`` (``"rows"`` or ``"grads"``) go through the codec."""
         return direction in self.directions
+
+    def lossy(self, direction: str) -> bool:
+        """Whether this call's ``direction`` messages are lossy: the codec compresses that
+        direction and the ratio is above 1 (every codec here sends raw at ratio <= 1 and
+        encodes a wide float row at any ratio above it)."""
+        return self.compresses(direction) and self.ratio > 1.0
+
+    def logit_dtype_of(self, direction: str) -> Optional[torch.dtype]:
+        """The dtype the ``exact`` tensors' ``direction`` messages cross in: ``logit_dtype``
+        where :meth:`lossy`, else ``None`` (raw)."""
+        return self.logit_dtype if self.logit_dtype is not None and self.lossy(direction) \
+            else None
 
     def key(self, tensor: int, owner: int, user: int, direction: str = "rows") -> MessageKey:
         """The key of the message of tensor ``tensor`` from ``owner`` to ``user``."""

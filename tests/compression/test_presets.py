@@ -28,6 +28,8 @@ def test_inner_layers_share_one_compressor_and_the_last_has_its_own():
         assert comp.codec == Quantize() and comp.seed == 3
         assert comp.error_feedback == "none" and comp.directions == "both"
         assert comp.feedback is None  # unbiased rounding: no residual kept by default
+        assert comp.logit_dtype is torch.bfloat16  # GAT's logits cross as bf16 while lossy
+        assert comp.describe()["logit_dtype"] == "bfloat16"
 
 
 def test_bit_ladders_and_the_last_layers_floor():
@@ -67,7 +69,7 @@ def test_describe_quotes_the_parameters():
     rule = auto(80)
     expected = {"codec": "quantize", "bits": [2, 4, 8], "ends": [0.45, 0.80, 0.95],
                 "last_bits": [4, 8], "last_ends": [0.80, 0.95], "error_feedback": "none",
-                "directions": "both", "total_steps": 80}
+                "directions": "both", "logit_dtype": "bfloat16", "total_steps": 80}
     assert rule.describe() == expected
     assert json.loads(json.dumps(rule.describe())) == expected
     assert {k: v for k, v in expected.items() if k != "total_steps"} == json.loads(
@@ -94,6 +96,10 @@ def test_overrides_build_the_candidates():
     rows = auto(100, directions="rows", error_feedback="rows")
     assert (rows.last.directions, rows.last.error_feedback) == ("rows", "rows")
     assert AUTO["bits"] == (2, 4, 8)  # the overrides leave the preset alone
+    raw = auto(100, logit_dtype="raw")
+    assert raw.inner.logit_dtype is None and "logit_dtype" not in raw.last.describe()
+    assert raw.describe()["logit_dtype"] == "raw"
+    assert auto(100, logit_dtype=torch.bfloat16).describe() == auto(100).describe()
 
 
 @pytest.mark.parametrize("kwargs,match", [
@@ -101,6 +107,8 @@ def test_overrides_build_the_candidates():
     ({"last_ends": (0.9, 0.5)}, "strictly increasing"),
     ({"error_feedback": "sideways"}, "error_feedback must be one of"),
     ({"error_feedback": "both", "directions": "rows"}, "feeds back"),
+    ({"logit_dtype": torch.float16}, "float16 is not offered"),
+    ({"logit_dtype": "int8"}, "logit_dtype must be None or torch.bfloat16"),
 ])
 def test_bad_overrides_are_refused(kwargs, match):
     with pytest.raises(ValueError, match=match):
