@@ -18,6 +18,10 @@
   result and not the traffic.
 * ``directions``: ``directions="rows"`` / ``"grads"`` compress only that direction's messages.
 * ``stages_bytes``: the ledger follows :func:`~pyg_sar.compression.bit_stages` step by step.
+* ``logits``: ``Compressor(logit_dtype=torch.bfloat16)`` on GAT (fused and generic): three SGD
+  steps with SAR equal to SA bitwise, the ledger as the wire format predicts (logits at 2 bytes
+  while lossy), ratio 1 bit-identical to no compression, and a schedule whose last stage is raw
+  sending raw logits again.
 * ``ef_resume``: a run checkpointed and resumed mid-way (residuals included) equals the straight
   run bitwise; a checkpoint with error feedback does not load into a model without it, and back.
 """
@@ -36,6 +40,7 @@ from pyg_sar.compression import (
     Compressor,
     Quantize,
     RandomSubset,
+    Stages,
     Truncate,
     bit_stages,
     roundtrip,
@@ -508,6 +513,72 @@ def ef_resume(ctx, part, data, parts: str) -> dict:
     return out
 
 
+# ------------------------------------------------------------------------- logits as bf16
+BF16 = torch.bfloat16
+# (heads, channels a head) of the two GAT layers of MODELS["gat"]
+GAT_LAYERS = {"conv1": (2, 4), "conv2": (3, 5)}
+
+
+def _gat_ledger(part, codec: str, ratio: float, logit_bytes: int, kinds) -> dict:
+    """The ledger ``sent`` bytes of one GAT step: the feature rows ``[H, C]`` through the
+    codec, the ``H`` logits at ``logit_bytes`` a value, for the directions ``kinds``."""
+    g = part.graph
+    rows = {"rows": sum(g.send_counts), "refetch": sum(g.send_counts),
+            "grads": sum(g.recv_counts)}
+    out = {}
+    for layer, (heads, ch) in GAT_LAYERS.items():
+        row = CODECS[codec]().wire_bytes(1, (heads, ch), torch.float64, ratio)
+        out[layer] = {k: rows[k] * (row + heads * logit_bytes) for k in kinds[layer]}
+    return out
+
+
+def _sent_of(ledger: dict) -> dict:
+    return {layer: {k: v["sent"] for k, v in d.items()} for layer, d in ledger.items()}
+
+
+def logits(ctx, part, data) -> dict:
+    out = {}
+    for kernels in (True, False):
+        for codec, ratio in (("quantize", 16.0), ("truncate", 2.0)):
+            runs = {mode: train(ctx, part, data, "gat", mode,
+                                _compressor(codec, ratio, logit_dtype=BF16), kernels=kernels)
+                    for mode in (("sar", "sa", "halo") if kernels else ("sar", "sa"))}
+            raw = train(ctx, part, data, "gat", "sar", _compressor(codec, ratio),
+                        kernels=kernels)
+            sar = runs["sar"]
+            kinds = {layer: sorted(d) for layer, d in sar[0]["ledger"].items()}
+            out[f"k{int(kernels)}/{codec}{ratio:g}"] = {
+                "sar_eq_sa": [_step_identical(a, b) for a, b in zip(sar, runs["sa"])],
+                "vs_raw_logits": max(_step_diff(a, b) for a, b in zip(sar, raw)),
+                "ledgers": [_sent_of(h["ledger"]) for h in sar],
+                "ledgers_sa": [_sent_of(h["ledger"]) for h in runs["sa"]],
+                "expected": _gat_ledger(part, codec, ratio, 2, kinds),
+                "expected_raw_logits": _gat_ledger(part, codec, ratio, 8, kinds),
+                "raw_logits_ledger": _sent_of(raw[0]["ledger"]),
+                "halo_diff": [_step_diff(a, b) for a, b in zip(sar, runs.get("halo", []))],
+                "halo_ledgers": [_sent_of(h["ledger"]) for h in runs.get("halo", [])]}
+        plain = train(ctx, part, data, "gat", "sar", kernels=kernels)
+        one = train(ctx, part, data, "gat", "sar", _compressor("quantize", 1.0, t=0,
+                                                                logit_dtype=BF16),
+                    kernels=kernels)
+        # lossy (2 bits) for steps 0 and 1, raw from step 2 on
+        staged = {mode: train(ctx, part, data, "gat", mode,
+                              _compressor("quantize", Stages([(16.0, 2)], final=1.0), t=0,
+                                          logit_dtype=BF16), kernels=kernels)
+                  for mode in ("sar", "sa")}
+        kinds = {layer: sorted(d) for layer, d in plain[0]["ledger"].items()}
+        out[f"k{int(kernels)}/ratio1"] = {
+            "identical": [_step_identical(a, b) for a, b in zip(plain, one)],
+            "ledger_equal": [a["ledger"] == b["ledger"] for a, b in zip(plain, one)]}
+        out[f"k{int(kernels)}/stages"] = {
+            "sar_eq_sa": [_step_identical(a, b) for a, b in zip(staged["sar"], staged["sa"])],
+            "ledgers": [_sent_of(h["ledger"]) for h in staged["sar"]],
+            "expected_lossy": _gat_ledger(part, "quantize", 16.0, 2, kinds),
+            "expected_raw": _gat_ledger(part, "quantize", 1.0, 8, kinds),
+            "plain": _sent_of(plain[0]["ledger"])}
+    return out
+
+
 GROUPS = {
     "ratio1": lambda ctx, part, data, parts: ratio1(ctx, part, data),
     "sar_vs_sa": lambda ctx, part, data, parts: sar_vs_sa(ctx, part, data),
@@ -519,6 +590,7 @@ GROUPS = {
     "directions": lambda ctx, part, data, parts: directions(ctx, part, data),
     "stages_bytes": lambda ctx, part, data, parts: stages_bytes(ctx, part, data),
     "ef_resume": ef_resume,
+    "logits": lambda ctx, part, data, parts: logits(ctx, part, data),
 }
 
 

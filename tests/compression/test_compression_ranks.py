@@ -162,3 +162,38 @@ def test_error_feedback_resumes_bitwise_from_a_checkpoint(results):
         for pair, message in got["refused"].items():
             assert message is not None and "was compressed with" in message, (where, pair)
             assert "error_feedback" in message, (where, pair, message)
+
+
+def test_logits_cross_as_bf16_while_lossy_and_raw_at_ratio_one(results):
+    seen = 0
+    for where, got in _ranks(results, "logits"):
+        assert len(got) == 2 * 4, (where, sorted(got))
+        for kernels in ("k1", "k0"):
+            for codec in ("quantize16", "truncate2"):
+                v = got[f"{kernels}/{codec}"]
+                case = f"{where} {kernels}/{codec}"
+                assert v["sar_eq_sa"] == [True] * 3, f"{case}: SAR != SA"
+                # bf16 logits change the result (else the checks above prove nothing)
+                assert v["vs_raw_logits"] > 1e-6, (case, v["vs_raw_logits"])
+                assert v["ledgers"] == [v["expected"]] * 3, (case, v)
+                assert {k: {d: n for d, n in dirs.items() if d != "refetch"}
+                        for k, dirs in v["ledgers_sa"][0].items()} == {
+                    k: {d: n for d, n in dirs.items() if d != "refetch"}
+                    for k, dirs in v["expected"].items()}, (case, v)
+                assert v["raw_logits_ledger"] == v["expected_raw_logits"], (case, v)
+                if kernels == "k1":  # halo mode casts the logits alike and sends their bytes
+                    # quantize: a 1e-16 difference may flip a rounding code after step 1
+                    checked = v["halo_diff"] if codec == "truncate2" else v["halo_diff"][:1]
+                    assert len(checked) and max(checked) <= 1e-10, (case, v["halo_diff"])
+                    assert [sum(d["rows"] for d in h.values()) for h in v["halo_ledgers"]] == [
+                        sum(d["rows"] for d in v["expected"].values())] * 3, (case, v)
+            one = got[f"{kernels}/ratio1"]
+            assert one["identical"] == [True] * 3 and one["ledger_equal"] == [True] * 3, \
+                (where, kernels, one)
+            st = got[f"{kernels}/stages"]
+            assert st["sar_eq_sa"] == [True] * 3, (where, kernels, st)
+            assert st["ledgers"][:2] == [st["expected_lossy"]] * 2, (where, kernels, st)
+            # the last stage is raw: logits and features cross as without compression
+            assert st["ledgers"][2] == st["expected_raw"] == st["plain"], (where, kernels, st)
+            seen += 1
+    assert seen == 2 * 3
