@@ -57,15 +57,18 @@ class Layout:
         dst = self.new_of_old[edge_index[1]]
         self.in_degree = np.bincount(dst, minlength=num_nodes).astype(np.int64, copy=False)
 
-        self.order = self._stored_order(src, dst, edge_index, parts)
+        # Ranks per edge in the smallest type that holds them (2 bytes per edge for P < 2**15).
+        small = parts.astype(np.int16 if num_parts < 2 ** 15 else np.int64)
+        dst_rank = small[edge_index[1]]
+        src_rank = small[edge_index[0]]
+        del small
+        self.order = stored_order(src, dst, dst_rank, src_rank, num_nodes, num_parts)
         self.src = src[self.order]
         del src
         self.dst = dst[self.order]
         del dst
         # Block (r, s) = edges with destination in r and source in s: sizes and offsets.
-        dst_rank = parts[edge_index[1]]
-        src_rank = parts[edge_index[0]]
-        self.block_counts = np.bincount(dst_rank * num_parts + src_rank,
+        self.block_counts = np.bincount(dst_rank.astype(np.int64) * num_parts + src_rank,
                                         minlength=num_parts * num_parts
                                         ).reshape(num_parts, num_parts).astype(np.int64)
         del dst_rank, src_rank
@@ -73,33 +76,9 @@ class Layout:
         np.cumsum(self.block_counts.reshape(-1), out=self.block_offsets[1:])
 
         # recv[r][s]: distinct new ids of s's nodes that r needs (ascending); empty for s == r.
-        self.recv: list[list[np.ndarray]] = []
-        for r in range(num_parts):
-            row = []
-            for s in range(num_parts):
-                if s == r:
-                    row.append(np.zeros(0, dtype=np.int64))
-                else:
-                    row.append(np.unique(self.src[self._block_slice(r, s)]))
-            self.recv.append(row)
-
-    def _stored_order(self, src: np.ndarray, dst: np.ndarray, edge_index: np.ndarray,
-                      parts: np.ndarray) -> np.ndarray:
-        num_parts, num_nodes = self.num_parts, self.num_nodes
-        if num_nodes <= 3_000_000_000:  # (dst * N + src) fits in int64
-            key = dst * num_nodes
-            key += src
-            order = np.argsort(key, kind="stable")
-            del key
-        else:  # pragma: no cover - graphs beyond 3e9 nodes
-            order = np.lexsort((src, dst))
-        # Then group by (destination rank, source rank), stably. Destination rank is implied by
-        # the destination order already, but the source rank is not. Small keys use radix sort.
-        group_dtype = np.int16 if num_parts * num_parts < 2 ** 15 else np.int64
-        group = parts[edge_index[1]][order].astype(group_dtype)
-        group *= num_parts
-        group += parts[edge_index[0]][order].astype(group_dtype)
-        return order[np.argsort(group, kind="stable")]
+        self.recv: list[list[np.ndarray]] = [
+            block_recv(self.src, self.block_offsets[r * num_parts:(r + 1) * num_parts + 1], r)
+            for r in range(num_parts)]
 
     def _block_slice(self, r: int, s: int) -> slice:
         k = r * self.num_parts + s
@@ -119,17 +98,11 @@ class Layout:
         """The structure rank ``r`` stores (built on demand, one rank at a time)."""
         num_parts = self.num_parts
         lo, hi = int(self.node_offsets[r]), int(self.node_offsets[r + 1])
-        n_r = hi - lo
-        rowptr = np.zeros((num_parts, n_r + 1), dtype=np.int64)
-        cols = []
-        for s in range(num_parts):
-            sl = self._block_slice(r, s)
-            src = self.src[sl]
-            np.cumsum(np.bincount(self.dst[sl] - lo, minlength=n_r), out=rowptr[s, 1:])
-            if s == r:
-                cols.append(src - lo)
-            else:
-                cols.append(np.searchsorted(self.recv[r][s], src))
+        sl = self.rank_edge_slice(r)
+        rowptr, col = block_structure(
+            self.src[sl], self.dst[sl],
+            self.block_offsets[r * num_parts:(r + 1) * num_parts + 1] - sl.start,
+            self.recv[r], r, lo, hi)
         recv = [self.recv[r][s] for s in range(num_parts)]
         recv_all = np.concatenate(recv)
         send = [self.recv[q][r] - lo for q in range(num_parts)]
@@ -137,7 +110,7 @@ class Layout:
             node_ids=self.perm[lo:hi],
             in_degree=self.in_degree[lo:hi],
             rowptr=rowptr,
-            col=np.concatenate(cols),
+            col=col,
             edge_perm=self.order[self.rank_edge_slice(r)],
             recv_node_ids=self.perm[recv_all],
             recv_in_degree=self.in_degree[recv_all],
@@ -146,3 +119,54 @@ class Layout:
             recv_counts=[int(x.size) for x in recv],
             send_counts=[int(x.size) for x in send],
         )
+
+
+def stored_order(src: np.ndarray, dst: np.ndarray, dst_rank: np.ndarray, src_rank: np.ndarray,
+                 num_nodes: int, num_parts: int) -> np.ndarray:
+    """The stored order of edges given in input order: by (destination rank, source rank,
+    destination, source), ties kept in input order.
+
+    ``src`` / ``dst`` are new ids, ``dst_rank`` / ``src_rank`` the ranks owning them, all in
+    input order. Applied to one rank's edges (still in input order) it gives that rank's slice
+    of the order of all edges, which is how the streaming writer uses it.
+    """
+    if num_nodes <= 3_000_000_000:  # (dst * N + src) fits in int64
+        key = dst * num_nodes
+        key += src
+        order = np.argsort(key, kind="stable")
+        del key
+    else:  # pragma: no cover - graphs beyond 3e9 nodes
+        order = np.lexsort((src, dst))
+    # Then group by (destination rank, source rank), stably. Destination rank is implied by
+    # the destination order already, but the source rank is not. Small keys use radix sort.
+    group_dtype = np.int16 if num_parts * num_parts < 2 ** 15 else np.int64
+    group = dst_rank[order].astype(group_dtype)
+    group *= num_parts
+    group += src_rank[order].astype(group_dtype)
+    return order[np.argsort(group, kind="stable")]
+
+
+def block_recv(src: np.ndarray, offsets: np.ndarray, r: int) -> list[np.ndarray]:
+    """``recv[s]``: the distinct sources (new ids, ascending) of rank ``r``'s block from
+    rank ``s``, given rank ``r``'s stored sources ``src`` and the ``P + 1`` offsets of its
+    blocks in them; empty for ``s == r``."""
+    return [np.zeros(0, dtype=np.int64) if s == r else
+            np.unique(src[int(offsets[s]):int(offsets[s + 1])])
+            for s in range(len(offsets) - 1)]
+
+
+def block_structure(src: np.ndarray, dst: np.ndarray, offsets: np.ndarray,
+                    recv: list[np.ndarray], r: int, lo: int, hi: int
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """``(rowptr [P, n_r + 1], col [E_r])`` of rank ``r`` (owning new ids ``[lo, hi)``) from
+    its stored edges ``src`` / ``dst`` (new ids, stored order), the ``P + 1`` offsets of its
+    blocks and its recv lists."""
+    num_parts = len(offsets) - 1
+    n_r = hi - lo
+    rowptr = np.zeros((num_parts, n_r + 1), dtype=np.int64)
+    cols = []
+    for s in range(num_parts):
+        a, b = int(offsets[s]), int(offsets[s + 1])
+        np.cumsum(np.bincount(dst[a:b] - lo, minlength=n_r), out=rowptr[s, 1:])
+        cols.append(src[a:b] - lo if s == r else np.searchsorted(recv[s], src[a:b]))
+    return rowptr, (np.concatenate(cols) if cols else np.zeros(0, dtype=np.int64))
