@@ -37,7 +37,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.nn.conv import HANConv, HGTConv
 
-from pyg_sar.core.collectives import sum_over_ranks
+from pyg_sar.core.collectives import sum_over_ranks, sum_over_ranks_grad
 from pyg_sar.graph import Block, DistGraph
 from pyg_sar.nn.forwards import pyg_forward
 
@@ -201,28 +201,6 @@ def hgt_forward(self: HGTConv, x_dict: dict, edge_index_dict: dict) -> dict:
 
 
 # --------------------------------------------------------------------------------- HANConv
-class _SumOverRanks(torch.autograd.Function):
-    """Forward: ``t`` summed over ranks. Backward: the gradient summed over ranks (every rank
-    uses the sum)."""
-
-    @staticmethod
-    def forward(ctx, t: Tensor, comm) -> Tensor:
-        ctx.comm = comm
-        return sum_over_ranks(t, comm)
-
-    @staticmethod
-    def backward(ctx, grad: Tensor):
-        return sum_over_ranks(grad.contiguous(), ctx.comm), None
-
-
-def sum_over_ranks_grad(t: Tensor, comm) -> Tensor:
-    """``t`` summed over the ranks of ``comm`` (``None``: ``t``); differentiable, its backward
-    sums the gradient over ranks. Collective: every rank must call it, in the same order."""
-    if comm is None or comm.world_size == 1:
-        return t
-    return _SumOverRanks.apply(t, comm)
-
-
 def distributed_group(comm) -> Callable:
     """HANConv's ``group`` (semantic attention over the edge types into one node type) with
     the mean over the node type's nodes taken over all ranks' nodes."""

@@ -1,0 +1,202 @@
+"""Rank side (and P = 1 side) of the linear global attention tests
+(:mod:`pyg_sar.nn.linear_attention`): every case runs PyG's module on the whole graph in one
+process (float64) and the distributed forward on this rank's rows, and reports the largest
+relative errors of the output rows, the input gradient rows and every parameter gradient (summed
+over ranks, as grad_sync does), plus the numbers all-reduced per case."""
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any, Optional
+
+import torch
+from torch import Tensor
+from torch_geometric.data import Data
+from torch_geometric.nn.attention import (
+    PerformerAttention,
+    PolynormerAttention,
+    SGFormerAttention,
+)
+
+from pyg_sar.nn.linear_attention import (
+    performer_attention_forward,
+    polynormer_attention_forward,
+    sgformer_attention_forward,
+)
+
+NUM_NODES = 61
+IN = 6
+
+
+@contextlib.contextmanager
+def default_dtype(dtype: torch.dtype) -> Iterator[None]:
+    """PyG's SGFormerAttention builds ``torch.ones`` in the default dtype: the float64
+    reference runs under a float64 default."""
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(old)
+
+
+def make_data(seed: int = 0) -> Data:
+    """Features with a few exact zeros (SGFormer replaces zeros of q and k by epsilon) and
+    a random graph (linear attention does not read the edges; the partition does)."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(NUM_NODES, IN, generator=g, dtype=torch.float64)
+    x[3] = 0.0
+    ei = torch.randint(0, NUM_NODES, (2, 240), generator=g)
+    return Data(x=x, edge_index=ei, num_nodes=NUM_NODES)
+
+
+def make_mask() -> Tensor:
+    """PyG's validity mask over all nodes: every fifth node padded."""
+    mask = torch.ones(NUM_NODES, dtype=torch.bool)
+    mask[::5] = False
+    return mask
+
+
+# name -> (module factory, distributed forward, numbers all-reduced per forward)
+CASES: dict[str, tuple[Callable[[], torch.nn.Module], Callable, int]] = {
+    "sgformer": (lambda: SGFormerAttention(IN, heads=2, head_channels=4, qkv_bias=True),
+                 sgformer_attention_forward, 2 * 4 * 5),
+    "sgformer_1head": (lambda: SGFormerAttention(IN, heads=1, head_channels=5),
+                       sgformer_attention_forward, 1 * 5 * 6),
+    "polynormer": (lambda: PolynormerAttention(IN, heads=2, head_channels=3, qkv_bias=True,
+                                               beta=0.7),
+                   polynormer_attention_forward, 3 * 2 * 4),
+    "polynormer_qk_separate": (lambda: PolynormerAttention(IN, heads=3, head_channels=2,
+                                                           qk_shared=False),
+                               polynormer_attention_forward, 2 * 3 * 3),
+    "performer": (lambda: PerformerAttention(IN, heads=2, head_channels=4),
+                  performer_attention_forward, 2 * int(4 * torch.log(torch.tensor(4.0))) * 5),
+}
+# variants: (case, mask?, input as PyG's dense batch [1, n, F]?)
+VARIANTS = {f"{name}{suffix}": (name, mask, dense)
+            for name in CASES
+            for suffix, mask, dense in (("", False, False), ("/mask", True, False),
+                                        ("/dense", False, True))}
+
+
+def build(name: str) -> torch.nn.Module:
+    torch.manual_seed(7)  # the same parameters (and Performer projection) on every rank
+    with default_dtype(torch.float64):
+        return CASES[name][0]().double().eval()
+
+
+def _rel(a: Tensor, b: Tensor) -> float:
+    scale = float(b.abs().max()) if b.numel() else 0.0
+    return float((a - b).abs().max()) / max(scale, 1e-300) if a.numel() else 0.0
+
+
+def reference(name: str, data: Data, mask: Optional[Tensor]) -> dict:
+    """PyG on the whole graph: output, input gradient and parameter gradients of
+    ``sum(out * c)``."""
+    module = build(name)
+    x = data.x.clone().requires_grad_()
+    with default_dtype(torch.float64):
+        out = module(x[None], None if mask is None else mask[None])[0]
+    c = torch.randn(out.shape, generator=torch.Generator().manual_seed(11),
+                    dtype=torch.float64)
+    (out * c).sum().backward()
+    return {"out": out.detach(), "x": x.grad, "c": c,
+            "params": {k: p.grad for k, p in module.named_parameters()}}
+
+
+class CountingComm:
+    """Counts the numbers all-reduced through a communicator (patched on the instance)."""
+
+    def __init__(self, comm) -> None:
+        self.numbers = 0
+        if comm is None:
+            return
+        inner = comm.all_reduce
+
+        def all_reduce(tensor, *args, **kwargs):
+            self.numbers += tensor.numel()
+            return inner(tensor, *args, **kwargs)
+        comm.all_reduce = all_reduce
+        self._undo = (comm, inner)
+
+    def restore(self) -> None:
+        if hasattr(self, "_undo"):
+            self._undo[0].all_reduce = self._undo[1]
+
+
+def run_case(variant: str, data: Data, graph, nid: Tensor, comm) -> dict:
+    """One variant on this rank's rows ``nid`` (original ids): relative errors and the
+    numbers all-reduced (forward + backward)."""
+    name, use_mask, dense = VARIANTS[variant]
+    mask = make_mask() if use_mask else None
+    ref = reference(name, data, mask)
+    module = build(name)
+    forward = CASES[name][1]
+    x = data.x[nid].clone().requires_grad_()
+    m = None if mask is None else mask[nid]
+    counter = CountingComm(comm)
+    try:
+        with default_dtype(torch.float64):
+            out = forward(module, x[None] if dense else x, graph,
+                          None if m is None else (m[None] if dense else m))
+        if dense:
+            assert out.dim() == 3 and out.shape[0] == 1, tuple(out.shape)
+            out = out[0]
+        (out * ref["c"][nid]).sum().backward()
+        grads = {k: (p.grad if p.grad is not None else torch.zeros_like(p)).clone()
+                 for k, p in module.named_parameters()}
+        numbers_used = counter.numbers
+    finally:
+        counter.restore()
+    if comm is not None:  # parameter gradients summed over ranks, as grad_sync does
+        for g in grads.values():
+            comm.all_reduce(g, op="sum")
+    errors = {"out": _rel(out.detach(), ref["out"][nid]), "x": _rel(x.grad, ref["x"][nid])}
+    for k, g in grads.items():
+        errors[f"param:{k}"] = _rel(g, ref["params"][k])
+    return {"errors": errors, "all_reduced": numbers_used,
+            "expected_all_reduced": 0 if comm is None else 2 * CASES[name][2]}
+
+
+def refusals(graph, nid: Tensor, rank: int) -> dict:
+    """A batch of two graphs (a ``batch`` vector with a 1 on the last rank, and a dense x of
+    batch size 2) is refused on every rank with a message naming it."""
+    out: dict[str, Any] = {}
+    module = build("sgformer")
+    x = torch.zeros(len(nid), IN, dtype=torch.float64)
+    batch = torch.zeros(len(nid), dtype=torch.long)
+    if rank == graph.world_size - 1 and len(nid):
+        batch[-1] = 1
+    for key, call in (
+            ("batch_vector", lambda: sgformer_attention_forward(module, x, graph, batch=batch)),
+            ("dense_batch", lambda: sgformer_attention_forward(
+                module, torch.zeros(2, len(nid), IN, dtype=torch.float64), graph)),
+            ("rows", lambda: polynormer_attention_forward(
+                build("polynormer"), torch.zeros(len(nid) + 1, IN, dtype=torch.float64),
+                graph))):
+        try:
+            call()
+            out[key] = None
+        except ValueError as e:
+            out[key] = str(e)
+    # A batch of zeros (one graph) is accepted.
+    ok = sgformer_attention_forward(module, x, graph, batch=torch.zeros_like(batch))
+    out["zeros_batch_rows"] = int(ok.shape[0])
+    return out
+
+
+def ranks(ctx, parts: str, variants: list[str]) -> dict:
+    """Rank side of the P = 3 launch."""
+    import pyg_sar
+    part = pyg_sar.load_partition(parts, ctx.rank)
+    graph, nid = part.graph, part.node_ids
+    data = make_data()
+    comm = ctx.comm if ctx.world_size > 1 else None
+    res: dict[str, Any] = {"rows": int(len(nid))}
+    for v in variants:
+        try:
+            res[v] = run_case(v, data, graph, nid, comm)
+        except Exception as e:  # noqa: BLE001  (reported per case, the launch goes on)
+            res[v] = {"error": f"{type(e).__name__}: {e}"}
+    res["refusals"] = refusals(graph, nid, ctx.rank)
+    return res

@@ -1,0 +1,90 @@
+"""Linear global attention across ranks (:mod:`pyg_sar.nn.linear_attention`): PyG's
+SGFormerAttention, PolynormerAttention and PerformerAttention on one rank's rows, with their
+global sums added over ranks, against PyG's module on the whole graph in one process.
+
+P = 1 (in process) and P = 3 (one launch, a random partition of unequal parts): float64, each
+rank's output rows, input gradient rows and every parameter gradient (summed over ranks) within
+1e-10 relative; with a PyG mask and with PyG's dense ``[1, n, F]`` input too. The numbers
+all-reduced per forward + backward equal the size of the sums (independent of the node count);
+a batch of several graphs is refused on every rank with a message naming it.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import linear_attention_cases as lac  # noqa: E402
+
+TOL = 1e-10
+VARIANTS = list(lac.VARIANTS)
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory) -> dict[int, list[dict]]:
+    """P -> the ranks' results (P = 1 in this process, P = 3 in one launch)."""
+    import pyg_sar
+    from pyg_sar.testing import run_on_ranks
+    root = tmp_path_factory.mktemp("linear_attention")
+    data = lac.make_data()
+    out = {}
+    pyg_sar.partition_graph(data, 1, root / "p1", method="random")
+    part = pyg_sar.load_partition(root / "p1", 0)
+    single = {"rows": int(len(part.node_ids))}
+    for v in VARIANTS:
+        single[v] = lac.run_case(v, data, part.graph, part.node_ids, None)
+    single["refusals"] = lac.refusals(part.graph, part.node_ids, 0)
+    out[1] = [single]
+    pyg_sar.partition_graph(data, 3, root / "p3", method="random", seed=3)
+    out[3] = run_on_ranks(f"{HERE / 'linear_attention_cases.py'}:ranks", 3, timeout=240,
+                          kwargs=dict(parts=str(root / "p3"), variants=VARIANTS))
+    return out
+
+
+@pytest.mark.parametrize("world_size", (1, 3))
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_matches_pyg(results, world_size, variant):
+    for rank, res in enumerate(results[world_size]):
+        got = res[variant]
+        assert "error" not in got, f"rank {rank} of {world_size}: {got.get('error')}"
+        assert any(k.startswith("param:") for k in got["errors"])
+        worst = {k: v for k, v in got["errors"].items() if v > TOL}
+        assert not worst, f"rank {rank} of {world_size}: errors above {TOL}: {worst}"
+
+
+def test_partition_has_unequal_nonempty_parts(results):
+    rows = [r["rows"] for r in results[3]]
+    assert sum(rows) == lac.NUM_NODES and min(rows) > 0 and len(set(rows)) > 1, rows
+
+
+@pytest.mark.parametrize("world_size", (1, 3))
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_all_reduces_only_the_sums(results, world_size, variant):
+    """One all-reduce of the sums forward, one of their gradient backward: H*M*(M+1)
+    numbers for SGFormer (and the like for the others), nothing of size N; none at P = 1."""
+    for rank, res in enumerate(results[world_size]):
+        got = res[variant]
+        assert got["all_reduced"] == got["expected_all_reduced"], (rank, got)
+        if world_size > 1:
+            assert got["all_reduced"] > 0
+
+
+@pytest.mark.parametrize("world_size", (1, 3))
+def test_several_graphs_refused(results, world_size):
+    for rank, res in enumerate(results[world_size]):
+        ref = res["refusals"]
+        if world_size > 1:  # the 1 sits on the last rank only: every rank refuses
+            assert "batch names 2 graphs" in ref["batch_vector"], (rank, ref)
+        assert "batch of 2 graphs" in ref["dense_batch"], (rank, ref)
+        assert f"holds {res['rows']} nodes" in ref["rows"], (rank, ref)
+        assert ref["zeros_batch_rows"] == res["rows"]
+
+
+def test_sum_over_ranks_grad_moved():
+    """HAN imports it from its new home; the old name still resolves to the same function."""
+    from pyg_sar.core.collectives import sum_over_ranks_grad
+    from pyg_sar.nn import hetero_attention
+    assert hetero_attention.sum_over_ranks_grad is sum_over_ranks_grad
