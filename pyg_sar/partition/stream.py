@@ -26,6 +26,7 @@ import os
 import shutil
 import tempfile
 import time
+import warnings
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -257,27 +258,36 @@ def _metis_on_csr(xadj: np.ndarray, adjncy: np.ndarray, in_degree: np.ndarray,
 
 
 def _kaminpar_parts(path: Path, num_parts: int, seed: int, threads: int,
-                    weights: np.ndarray) -> np.ndarray:
-    """KaMinPar on the ParHIP file; the block weights are re-checked afterwards (KaMinPar
-    returns one block without complaint when a node is heavier than total / P)."""
+                    weights: np.ndarray) -> tuple[np.ndarray, int]:
+    """KaMinPar on the ParHIP file; ``(parts, max block weight asked for)``.
+
+    With a node heavier than ``(1 + eps) * total / P`` KaMinPar silently returns one block, so
+    the block limit is then raised to that node's weight (its block holds it, the others share
+    the rest) with a warning naming the bound; the block weights are re-checked afterwards."""
     kaminpar = _kaminpar()
+    total = int(weights.sum())
+    heaviest = int(np.argmax(weights))
+    bound = float(weights[heaviest]) * num_parts / total
+    limit = math.floor((1.0 + KAMINPAR_EPSILON) * total / num_parts)
+    if weights[heaviest] > limit:
+        warnings.warn(f"KaMinPar: node {heaviest} weighs {int(weights[heaviest])} of {total} "
+                      f"(1 + in-degree), so no {num_parts}-way split is balanced better than "
+                      f"max/mean {bound:.3f}; its part holds it alone (use fewer parts or "
+                      f"balance='nodes')", stacklevel=3)
+        limit = int(weights[heaviest])
     graph = kaminpar.load_graph(str(path), kaminpar.GraphFileFormat.PARHIP, compress=True)
     kaminpar.reseed(int(seed))
     solver = kaminpar.KaMinPar(threads, kaminpar.default_context())
-    parts = np.asarray(solver.compute_partition(graph, num_parts, KAMINPAR_EPSILON),
-                       dtype=np.int64)
+    parts = np.asarray(solver.compute_partition(graph, [limit] * num_parts), dtype=np.int64)
     del graph, solver
-    total = int(weights.sum())
+    if parts.shape != weights.shape or parts.min() < 0 or parts.max() >= num_parts:
+        raise RuntimeError(f"KaMinPar returned an invalid partition (shape {parts.shape})")
     block = np.bincount(parts, weights=weights, minlength=num_parts)
-    ratio = float(block.max()) * num_parts / total
-    if ratio > 1.0 + KAMINPAR_EPSILON + 0.02:
-        heaviest = int(np.argmax(weights))
-        bound = float(weights[heaviest]) * num_parts / total
-        raise RuntimeError(f"KaMinPar returned parts with weight max/mean {ratio:.3f} (allowed "
-                           f"{1 + KAMINPAR_EPSILON:.2f}); node {heaviest} weighs "
-                           f"{int(weights[heaviest])} of {total}, so max/mean >= {bound:.3f}"
-                           f" (use fewer parts, balance='nodes', or method='metis')")
-    return parts
+    if block.max() > limit * (1.0 + 0.02):
+        raise RuntimeError(f"KaMinPar returned a part of weight {int(block.max())}, above the "
+                           f"limit {limit} (max/mean {block.max() * num_parts / total:.3f}; "
+                           f"node {heaviest} alone gives max/mean >= {bound:.3f})")
+    return parts, limit
 
 
 def _simple_parts(method: str, num_nodes: int, num_parts: int, seed: int, balance: str,
@@ -352,7 +362,8 @@ def write_partition_streaming(source: EdgeSource | str | Path, num_parts: int,
         ValueError: bad arguments or source (truncated or corrupt file, wrong hash, ids out of
             range, wrong dtype or shape, node tensor rows), a non-empty ``out_dir``, or a
             ``memory_budget`` below the estimate: always before anything is written.
-        RuntimeError: KaMinPar returned an unbalanced partition.
+        RuntimeError: KaMinPar returned an invalid or unbalanced partition (it is checked:
+            KaMinPar itself does not complain).
     """
     t_start = time.perf_counter()
     out_dir = Path(out_dir)
@@ -398,11 +409,11 @@ def write_partition_streaming(source: EdgeSource | str | Path, num_parts: int,
                 parts = _metis_on_csr(xadj, adjncy, in_degree, num_parts, seed, balance)
                 del xadj, adjncy
             else:
-                parts = _kaminpar_parts(graph, num_parts, seed, threads,
-                                        weights if weights is not None else
-                                        np.ones(n, dtype=np.int64))
+                parts, limit = _kaminpar_parts(graph, num_parts, seed, threads,
+                                               weights if weights is not None else
+                                               np.ones(n, dtype=np.int64))
                 extra["kaminpar"] = {"threads": threads, "epsilon": KAMINPAR_EPSILON,
-                                     "context": "default", "edge_cut_entries": None}
+                                     "context": "default", "max_block_weight": limit}
             graph.unlink()
         timings["partition"] = time.perf_counter() - t
         del counts
