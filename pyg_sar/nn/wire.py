@@ -24,8 +24,9 @@ _HELD = "_sar_held_wire"
 
 def layer_wire(layer: MessagePassing, exact: Iterable[int] = ()) -> Wire:
     """The wire of one propagate call of ``layer`` (binds its compressor: call it once per
-    call, on every rank in the same order). ``exact``: indices of the source tensors sent
-    raw (attention logits; see :mod:`pyg_sar.core.exchange`). A wire held by
+    call, on every rank in the same order). ``exact``: indices of the source tensors the
+    codec never encodes (attention logits: raw, or in the compressor's ``logit_dtype`` where
+    it is lossy; see :mod:`pyg_sar.core.exchange`). A wire held by
     :func:`hold_wire` earlier in the same layer call is returned instead (and released)."""
     held = layer.__dict__.pop(_HELD, None)
     if held is not None:
