@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from pyg_sar.compression import Compressor, KeepFraction, Quantize, RandomSubset, Stages, Truncate
 from pyg_sar.compression.cli import compressor_from_args
@@ -65,6 +66,8 @@ ROOT = Path(__file__).resolve().parents[2]
     (["--compression", "subset", "--schedule", "fraction", "--ratio-max", "4", "--ratio-min",
       "8"], "ratio_min must be <= ratio_max"),
     (["--compression", "auto", "--epochs", "2"], "total_steps=2 is too small"),
+    (["--logit-dtype", "bfloat16"], "--logit-dtype needs --compression"),
+    (["--compression", "auto", "--logit-dtype", "float16"], "invalid choice: 'float16'"),
     (["--compression", "auto", "--compression-total-steps", "0"],
      "--compression-total-steps: must be an integer >= 1"),
 ])
@@ -219,3 +222,18 @@ def test_metrics_with_auto_from_a_start_step(workdir, plain):
     assert last[0] == last[1] < last[2] < last[3] == layer_sent(plain, 3, "convs.2")
     assert comp["traffic"]["eval_bytes_sent"] == plain["traffic"]["eval_bytes_sent"]
     assert all(math.isfinite(h["loss"]) for h in comp["history"])
+
+
+def test_logit_dtype_flag():
+    rule = compressor_from_args(parse_args(["--compression", "auto", "--epochs", "40"]))
+    assert rule.inner.logit_dtype is rule.last.logit_dtype is torch.bfloat16  # auto's default
+    rule = compressor_from_args(parse_args(["--compression", "auto", "--epochs", "40",
+                                            "--logit-dtype", "raw"]))
+    assert rule.inner.logit_dtype is None and rule.params["logit_dtype"] == "raw"
+    comp = compressor_from_args(parse_args(["--compression", "quantize", "--bits", "4",
+                                            "--compress-last-layer"]))
+    assert comp.logit_dtype is None  # off unless asked for outside auto
+    comp = compressor_from_args(parse_args(["--compression", "quantize", "--bits", "4",
+                                            "--compress-last-layer", "--logit-dtype",
+                                            "bfloat16"]))
+    assert comp.logit_dtype is torch.bfloat16 and comp.ratio() == 8.0
