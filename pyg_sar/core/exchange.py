@@ -30,8 +30,9 @@ bytes (16 of the 44 bytes a row of an inner layer sends on average), and bf16 lo
 the bytes, but a logit beyond float16's range (65504) would arrive as an infinity and turn its
 node's attention into NaN without an error, while bf16 has float32's range. Its rounding (a
 relative ``2**-8``) of a logit ``a`` is an error of up to ``|a| * 2**-8`` in the exponent of
-the softmax, below the noise of the 2-8 bit features it travels with; the last stage of a
-schedule that ends raw sends exact logits again. The cast rounds to nearest, so a re-fetch
+the softmax, of the order of an 8-bit code's step (``1 / 255`` of a row's range) and far
+below a 2- or 4-bit one, next to which it travels; the last stage of a schedule that ends raw
+sends exact logits again. The cast rounds to nearest, so a re-fetch
 sends the forward's bytes. Their bytes are counted in the ledger as sent. A compressor may
 also compress one direction only (``Compressor(directions="rows")``: the gradients go raw,
 and so do their logits, or the reverse).
