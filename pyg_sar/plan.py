@@ -338,13 +338,15 @@ def hetero_partition_stats(meta: dict) -> dict:
             "node_types": node_types, "edge_types": edge_types}
 
 
-def _data_bytes(w: Workload, n: float, e: float, h: float) -> float:
+def _data_bytes(w: Workload, n: float, e: float, h: float,
+                send: Optional[float] = None) -> float:
     """The partition as loaded (``pyg_sar.load_partition``): node tensors, CSR blocks (a
-    row pointer over local destinations per source rank), send lists, degrees, ids."""
+    row pointer over local destinations per source rank), send lists, degrees, ids.
+    ``send``: the rank's send rows (``None``: as many as it receives, true on average)."""
     node = n * (w.dtype_bytes * w.num_features + 8 + 3 + 8 + 8)  # x, y, masks, node_ids, in_deg
     edges = e * (8 + 8)  # col, edge_ids
     rowptrs = w.world_size * (n + 1) * 8
-    halo = h * (8 + 8 + 8)  # recv_node_ids, source in-degrees; send_idx (as many rows overall)
+    halo = h * (8 + 8) + (h if send is None else send) * 8  # recv ids, degrees; send_idx
     return node + edges + rowptrs + halo
 
 
@@ -362,8 +364,13 @@ def structure(w: Workload) -> dict:
     hf = (w.halo_fraction if w.halo_fraction is not None
           else estimate_halo_fraction(w.num_nodes, w.num_edges, p, w.partitioning))
     n = w.num_nodes / p
-    e = w.num_edges / p
-    h = hf * (w.num_nodes - n)
+    return _structure(w, n, w.num_edges / p, hf * (w.num_nodes - n), None, hf)
+
+
+def _structure(w: Workload, n: float, e: float, h: float, send: Optional[float],
+               hf: float) -> dict:
+    """:func:`structure` of one rank holding ``n`` nodes, ``e`` in-edges, ``h`` halo rows
+    (received) and ``send`` send rows."""
     layers = layer_specs(w)
     gat = w.model == "gat"
     # forward + weight gradient, + input gradient past the first layer (x needs none)
@@ -371,7 +378,7 @@ def structure(w: Workload) -> dict:
     passes = 3 if (w.mode == "sar" and gat) else 2  # forward, backward (+ sar recompute)
     edge_rows = sum((e + (n if gat else 0)) * layer.wire * passes for layer in layers)
     return {"halo_fraction": hf, "n": n, "e": e, "h": h, "layers": layers,
-            "terms": step_terms(w, layers, n, e, h), "data": _data_bytes(w, n, e, h),
+            "terms": step_terms(w, layers, n, e, h), "data": _data_bytes(w, n, e, h, send),
             "params": _param_count(layers, w), "dense_flops": dense, "edge_rows": edge_rows}
 
 
@@ -389,18 +396,30 @@ def predict(w: Workload, bandwidth_bps: Optional[float] = None,
         compute_speedup: how much faster a rank computes than the one thread the rates were
             fitted on (e.g. its cores, for a rough figure).
     """
+    _check_rates("predict", bandwidth_bps, latency_s, compute_speedup)
+    return _predict(w, structure(w), bandwidth_bps, latency_s,
+                    CONSTANTS if constants is None else constants, compute_speedup, None)
+
+
+def _check_rates(where: str, bandwidth_bps: Optional[float], latency_s: float,
+                 compute_speedup: float) -> None:
     if bandwidth_bps is not None and (isinstance(bandwidth_bps, bool)
                                       or not bandwidth_bps > 0 or math.isinf(bandwidth_bps)):
-        raise ValueError(f"predict: bandwidth_bps must be a positive number of bits per second "
+        raise ValueError(f"{where}: bandwidth_bps must be a positive number of bits per second "
                          f"(got {bandwidth_bps!r})")
     if not latency_s >= 0:
-        raise ValueError(f"predict: latency_s must be >= 0 (got {latency_s!r})")
+        raise ValueError(f"{where}: latency_s must be >= 0 (got {latency_s!r})")
     if not compute_speedup > 0 or math.isinf(compute_speedup):
-        raise ValueError(f"predict: compute_speedup must be a positive number "
+        raise ValueError(f"{where}: compute_speedup must be a positive number "
                          f"(got {compute_speedup!r})")
-    c = CONSTANTS if constants is None else constants
-    s = structure(w)
+
+
+def _predict(w: Workload, s: dict, bandwidth_bps: Optional[float], latency_s: float,
+             c: dict, compute_speedup: float, send: Optional[float]) -> Plan:
+    """:func:`predict` from a rank's :func:`structure`; ``send``: its send rows (``None``:
+    as many as it receives, the mean over ranks)."""
     p, h, layers = w.world_size, s["h"], s["layers"]
+    out_rows = h if send is None else send
     family = "gat" if w.model == "gat" else "sage"
     coef = c["step"][family]
     param_bytes = s["params"] * w.dtype_bytes
@@ -411,9 +430,11 @@ def predict(w: Workload, bandwidth_bps: Optional[float] = None,
               **{f"step_{k}": coef[k] * v for k, v in s["terms"].items()}}
 
     b = w.dtype_bytes
-    rows = b * h * sum(layer.wire for layer in layers)
+    # A rank sends its peers the rows they receive from it (and re-sends them where sar
+    # re-fetches) and returns the gradients of the rows it received.
+    rows = b * out_rows * sum(layer.wire for layer in layers)
     grads = b * h * sum(layer.wire for layer in layers if layer.grads_back)
-    refetch = (b * h * sum(layer.wire for layer in layers if layer.refetch)
+    refetch = (b * out_rows * sum(layer.wire for layer in layers if layer.refetch)
                if w.mode == "sar" else 0.0)
     allreduce = 2 * (p - 1) / p * s["params"] * b  # ring all-reduce of the gradients
     traffic = {"rows": rows, "refetch": refetch, "grads": grads, "allreduce": allreduce}
@@ -431,6 +452,134 @@ def predict(w: Workload, bandwidth_bps: Optional[float] = None,
                 halo_rows=h, peak_bytes=runtime + s["data"] + state + step, step_bytes=step,
                 memory=memory, bytes_per_epoch=engine + allreduce, traffic=traffic,
                 compute_s=compute, comm_s=comm, epoch_s=epoch)
+
+
+# --------------------------------------------------------------------------- a partition
+@dataclass(frozen=True)
+class RankPlan:
+    """The prediction for one rank of a written partition (:func:`predict_partition`):
+    its sizes from ``meta.json`` and the :class:`Plan` computed from them."""
+
+    rank: int
+    num_nodes: int
+    num_edges: int
+    halo_rows: int
+    send_rows: int
+    plan: Plan
+
+
+@dataclass(frozen=True)
+class PartitionPlan:
+    """Per-rank predictions for a partition folder; ``workload`` carries the partition's
+    sizes (its ``halo_fraction`` is the mean over ranks)."""
+
+    parts: Path
+    workload: Workload
+    ranks: list[RankPlan]
+
+    @property
+    def max_peak(self) -> RankPlan:
+        """The rank with the largest predicted peak memory."""
+        return max(self.ranks, key=lambda r: r.plan.peak_bytes)
+
+    @property
+    def max_traffic(self) -> RankPlan:
+        """The rank that sends the most bytes per epoch."""
+        return max(self.ranks, key=lambda r: r.plan.bytes_per_epoch)
+
+
+def partition_ranks(parts: str | os.PathLike) -> list[dict]:
+    """Per rank of a homogeneous partition folder (from its ``meta.json``): ``num_nodes``,
+    ``num_edges`` (in-edges stored on the rank), ``halo_rows`` (rows it receives) and
+    ``send_rows`` (rows it sends). Raises ``ValueError`` naming the folder when it is not a
+    homogeneous partition or its per-part lists disagree with ``num_parts``."""
+    path = Path(parts) / "meta.json"
+    if not path.is_file():
+        raise ValueError(f"partition_ranks: {path} not found (not a partition folder)")
+    try:
+        meta = json.loads(path.read_text())
+    except ValueError as exc:
+        raise ValueError(f"partition_ranks: {path} is not valid JSON ({exc})") from None
+    if isinstance(meta, dict) and "hetero" in meta:
+        raise ValueError(f"partition_ranks: {path} is a heterogeneous partition (per-rank "
+                         "prediction models homogeneous graphs)")
+    try:
+        world = int(meta["num_parts"])
+        nodes = [int(v) for v in meta["part_num_nodes"]]
+        edges = [int(v) for v in meta["part_num_edges"]]
+        recv = [sum(int(c) for c in part["recv_counts"]) for part in meta["parts"]]
+        send = [sum(int(c) for c in part["send_counts"]) for part in meta["parts"]]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"partition_ranks: {path} lacks per-part sizes ({exc!r})") from None
+    if not world == len(nodes) == len(edges) == len(recv) == len(send):
+        raise ValueError(f"partition_ranks: {path}: num_parts {world} but per-part lists of "
+                         f"{len(nodes)} / {len(edges)} / {len(recv)} / {len(send)} entries")
+    return [{"num_nodes": n, "num_edges": e, "halo_rows": h, "send_rows": s}
+            for n, e, h, s in zip(nodes, edges, recv, send)]
+
+
+def predict_partition(parts: str | os.PathLike, workload: Optional[Workload] = None,
+                      bandwidth_bps: Optional[float] = None, latency_s: float = 0.0,
+                      constants: Optional[dict] = None,
+                      compute_speedup: float = 1.0) -> PartitionPlan:
+    """Predict every rank of a written partition from its own sizes: nodes ``n_r``, in-edges
+    ``e_r``, halo rows received and send rows from ``meta.json``, instead of ``N / P``,
+    ``E / P`` and a mean halo (:func:`predict`). On an unbalanced partition (METIS with
+    ``balance="nodes"`` on a power-law graph) the rank holding most edges or most halo rows
+    sets the peak; bytes sent per rank are exact for the engine's traffic.
+
+    Args:
+        parts: a folder written by ``pyg_sar.partition_graph`` (homogeneous).
+        workload: the model and run settings (``model``, ``hidden``, ``layers``, ``heads``,
+            ``mode``, ``pipeline_depth``, ``dtype_bytes``, ``norm``); its graph sizes and
+            ``world_size`` are replaced by the partition's. ``None``: the defaults
+            (GraphSAGE 3 x 256, mode sar, batch norm, float32).
+        bandwidth_bps, latency_s, constants, compute_speedup: as :func:`predict`.
+    """
+    _check_rates("predict_partition", bandwidth_bps, latency_s, compute_speedup)
+    st = partition_stats(parts)
+    if st.get("hetero"):
+        raise ValueError(f"predict_partition: {parts} is a heterogeneous partition (node "
+                         f"types {list(st['node_types'])}); the planner models homogeneous "
+                         "graphs")
+    ranks = partition_ranks(parts)
+    sizes = dict(num_nodes=st["num_nodes"], num_edges=st["num_edges"],
+                 num_features=st["num_features"], num_classes=st["num_classes"],
+                 world_size=st["world_size"], halo_fraction=min(1.0, st["halo_fraction"]))
+    if workload is None:
+        w = Workload(**sizes)
+    else:
+        import dataclasses
+        w = dataclasses.replace(workload, **sizes)
+    c = CONSTANTS if constants is None else constants
+    out = []
+    for r, info in enumerate(ranks):
+        n, e, h, send = (info[k] for k in ("num_nodes", "num_edges", "halo_rows", "send_rows"))
+        outside = w.num_nodes - n
+        s = _structure(w, float(n), float(e), float(h), float(send),
+                       h / outside if outside else 0.0)
+        out.append(RankPlan(r, n, e, h, send,
+                            _predict(w, s, bandwidth_bps, latency_s, c, compute_speedup,
+                                     float(send))))
+    return PartitionPlan(Path(parts), w, out)
+
+
+def _rank_table(pp: PartitionPlan, unit: float) -> list[str]:
+    lines = [f"per rank ({pp.parts}: {pp.workload.model} {pp.workload.mode}, "
+             f"P = {pp.workload.world_size}):",
+             "rank     nodes   in-edges  halo rows  send rows   peak MB   data MB   step MB "
+             "  MB sent  compute s"]
+    for r in pp.ranks:
+        pl = r.plan
+        lines.append(f"{r.rank:4d} {r.num_nodes:9d} {r.num_edges:10d} {r.halo_rows:10d} "
+                     f"{r.send_rows:10d} {pl.peak_bytes / unit:9.1f} "
+                     f"{pl.memory['data'] / unit:9.1f} {pl.step_bytes / unit:9.1f} "
+                     f"{pl.bytes_per_epoch / unit:9.2f} {pl.compute_s:10.3f}")
+    top, busy = pp.max_peak, pp.max_traffic
+    lines.append(f"max peak: rank {top.rank}, {top.plan.peak_bytes / unit:.1f} MB; most bytes "
+                 f"sent: rank {busy.rank}, {busy.plan.bytes_per_epoch / unit:.2f} MB/epoch "
+                 "(incl. gradient all-reduce); compute s: one thread of the fitting machine")
+    return lines
 
 
 # --------------------------------------------------------------------------- CLI
@@ -559,6 +708,14 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(_row(pl, MB))
     print("per rank; MB/epoch: the engine's rows, re-fetches and gradients plus the gradient "
           "all-reduce; step: working memory of a training step (in peak)")
+    if args.parts is not None:
+        for mode in args.mode:
+            w = Workload(args.nodes, args.edges, args.features, args.classes, args.hidden,
+                         args.layers, args.heads, args.model, mode, worlds[0], **common)
+            pp = predict_partition(args.parts, w, bw, args.latency_ms / 1e3, None,
+                                   args.compute_speedup)
+            print()
+            print("\n".join(_rank_table(pp, MB)))
     return 0
 
 
