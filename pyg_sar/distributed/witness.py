@@ -43,6 +43,7 @@ cleanly and then exited with an error status).
 from __future__ import annotations
 
 import errno
+import importlib.util
 import json
 import mmap
 import os
@@ -57,6 +58,48 @@ OP_BYTES = 256  # as in operations.py
 KILLED = "its process exited or was killed (connection closed without a clean shutdown)"
 INTERRUPTED = "interrupted (KeyboardInterrupt)"  # as in hub.py: the program reports it
 PREFIX = "\0pyg_sar-witness-"
+OOM = "killed by the kernel's OOM killer"
+
+
+def _memory_module():
+    """:mod:`pyg_sar.distributed.memory` loaded by path (the witness runs without the package
+    on its path); ``None`` if it cannot be loaded."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "memory.py")
+    try:
+        spec = importlib.util.spec_from_file_location("_pyg_sar_witness_memory", path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # dataclasses looks the module up by name
+        spec.loader.exec_module(module)
+        return module
+    except Exception:  # noqa: BLE001 - a witness without OOM naming still works
+        return None
+
+
+class _MemoryWatch:
+    """This process's cgroup memory limit and OOM-kill counter at start (the rank's: the witness
+    inherited its cgroup); :meth:`killed` tells whether the counter rose since."""
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.limit = self.start = None
+        self.host = os.uname().nodename
+        memory = _memory_module() if enabled else None
+        if memory is None:
+            return
+        self.describe = memory.describe_limit
+        try:
+            self.limit = memory.cgroup_limit()
+            self.start = self.limit.oom_kills() if self.limit is not None else None
+        except OSError:
+            self.limit = None
+
+    def killed(self) -> str | None:
+        """``memory limit X GiB of cgroup PATH`` when the counter rose, else ``None``."""
+        if self.limit is None or self.start is None:
+            return None
+        now = self.limit.oom_kills()
+        if now is None or now <= self.start:
+            return None
+        return self.describe(self.limit)
 
 
 def address(token: str) -> str:
@@ -134,6 +177,8 @@ class _Witness:
         self.wait_s = float(hello.get("wait_s", WAIT_S))
         self.trace = bool(hello.get("trace"))
         self.op_fd = hello.get("op_fd")
+        self.memory = _MemoryWatch(bool(hello.get("memory", True)))
+        self.oom: str | None = None  # the limit it hit, if the OOM killer ended the rank
         self.state: dict = {"op": "starting"}
         self.listener = socket.socket(fileno=int(hello["listen_fd"]))
         self.listener.setblocking(False)
@@ -265,6 +310,9 @@ class _Witness:
         if state.get("own"):
             return {"from": self.rank, "rank": self.rank, "op": state.get("op"),
                     "error": state.get("error")}
+        if self.oom:
+            return {"from": self.rank, "rank": self.rank, "op": state["op"],
+                    "error": f"{OOM} on host {self.memory.host} ({self.oom})"}
         return {"from": self.rank, "rank": self.rank, "op": state["op"], "error": KILLED}
 
     def _first(self, own_end: float) -> int:
@@ -278,6 +326,9 @@ class _Witness:
         if state.get("failure"):
             return None if state.get("failed_error") == INTERRUPTED else str(state["failure"])
         if first == rank:
+            if self.oom:
+                return (f"pyg_sar: rank {rank} on host {self.memory.host} was {OOM} "
+                        f"({self.oom}) in {state['op']}")
             return f"pyg_sar: rank {rank} failed in {state['op']}: {KILLED}"
         if self.witnesses.get(first) is None:
             return (f"pyg_sar: rank {rank} stops: rank {first} ended first (it has no witness "
@@ -308,6 +359,8 @@ class _Witness:
         op = _shared_operation(self.op_fd)
         if op:
             self.state["op"] = op
+        if not self._silent() and not self.state.get("failure"):
+            self.oom = self.memory.killed()
         record = self._record()
         for r, token in self.witnesses.items():
             if r != self.rank and token:
