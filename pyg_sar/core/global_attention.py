@@ -1,0 +1,270 @@
+"""Exact softmax attention of every node over every node of a partitioned graph, as a ring.
+
+Each rank holds the query, key and value rows of its own nodes (``[n_r, H, d]``). The output
+row of node ``i`` is ``softmax_j(<q_i, k_j> * scale) v_j`` over ALL nodes ``j`` of the graph
+(one graph, no mask), as ``torch.nn.MultiheadAttention`` computes it over the whole node set.
+
+Forward walks the ring as the block walk does: at step ``k`` rank ``r`` receives all key and
+value rows of rank ``s = (r + k) % P`` (:func:`~pyg_sar.core.exchange.exchange_rows`, ledger
+direction ``rows``) while sending its own to ``(r - k) % P``, and folds them into an online
+softmax (running max ``m``, denominator ``l`` and accumulator per query and head), tile by tile
+(``tile_rows`` queries x ``tile_rows`` keys). Nothing of size ``N x N`` or ``n_r x N`` is kept:
+backward uses the saved ``q, k, v``, the output and ``lse = m + log l`` ``[n_r, H]``.
+
+Backward follows FlashAttention-2: ``D = rowsum(dO * O)``; per tile the probabilities are
+recomputed as ``P = exp(S - lse)``, ``dV_s += P^T dO``, ``dS = P * (dO V_s^T - D)``,
+``dQ += scale dS K_s``, ``dK_s += scale dS^T Q``. Mode ``"sar"`` fetches the remote keys and
+values again (direction ``refetch``), mode ``"sa"`` keeps the forward's (``(N - n_r) (d + d_v)
+H`` more numbers per rank); ``dK_s, dV_s`` go back to rank ``s`` (``exchange_rows(...,
+reverse=True)``, direction ``grads``), which adds them to its own. Mode ``"halo"`` is the
+baseline: every rank gathers all ``N`` key and value rows and runs plain dense attention with
+autograd (its ``n_r x N`` attention matrix is saved for backward).
+
+Traffic of rank ``r`` per call, ``b`` bytes per element, ``C = H (d + d_v)``: forward receives
+``(N - n_r) C b`` and sends ``(P - 1) n_r C b``; backward in mode ``sar`` receives the same again
+and sends ``(N - n_r) C b`` of gradients (receives ``(P - 1) n_r C b``); ``sa`` and ``halo`` only
+the gradients.
+
+Attention dropout is not implemented yet: ``dropout > 0`` is refused.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+from pyg_sar.core.exchange import NO_WIRE, Wire, exchange_rows, pipeline_depth
+from pyg_sar.core.precision import accumulate_dtype
+from pyg_sar.graph import DistGraph
+
+MODES = ("sar", "sa", "halo")
+# Default tile: about this many score elements (H x Tq x Tk) per tile array.
+DEFAULT_TILE_ELEMENTS = 1 << 22
+
+
+def _check(graph: DistGraph, q: Tensor, k: Tensor, v: Tensor, scale: float, dropout: float,
+           mode: str, tile_rows: Optional[int], wire: Wire) -> None:
+    if mode not in MODES:
+        raise ValueError(f"ring_attention: mode must be one of {MODES} (got {mode!r})")
+    if dropout != 0.0:
+        raise ValueError(f"ring_attention: attention dropout is not supported yet (got "
+                         f"dropout={dropout!r}; use 0.0 or evaluation mode)")
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, Tensor) or t.dim() != 3:
+            raise ValueError(f"ring_attention: {name} must be a tensor [rows, heads, channels] "
+                             f"(got {getattr(t, 'shape', type(t).__name__)})")
+    if q.shape != k.shape:
+        raise ValueError(f"ring_attention: q and k must have the same shape (got "
+                         f"{list(q.shape)} and {list(k.shape)})")
+    if v.shape[:2] != q.shape[:2]:
+        raise ValueError(f"ring_attention: v must have q's rows and heads (got "
+                         f"{list(v.shape)} for q {list(q.shape)})")
+    rows = graph.node_offsets[graph.rank + 1] - graph.node_offsets[graph.rank]
+    if q.shape[0] != rows:
+        raise ValueError(f"ring_attention: rank {graph.rank} owns {rows} nodes but q has "
+                         f"{q.shape[0]} rows")
+    if getattr(graph, "_bipartite", False):
+        raise ValueError("ring_attention: a bipartite graph has no single node set to attend "
+                         "over")
+    if not math.isfinite(scale):
+        raise ValueError(f"ring_attention: scale must be finite (got {scale!r})")
+    if tile_rows is not None and (not isinstance(tile_rows, int) or tile_rows < 1):
+        raise ValueError(f"ring_attention: tile_rows must be a positive integer or None "
+                         f"(got {tile_rows!r})")
+    if wire.transforms:
+        raise ValueError("ring_attention: compressed or narrowed wires are not supported "
+                         "(the wire may only carry a ledger label)")
+
+
+def ring_attention(graph: DistGraph, q: Tensor, k: Tensor, v: Tensor, *, scale: float,
+                   dropout: float = 0.0, seed: int = 0, mode: str = "sar",
+                   tile_rows: Optional[int] = None, wire: Optional[Wire] = None) -> Tensor:
+    """Softmax attention of this rank's queries over every node's keys and values.
+
+    Args:
+        graph: the partitioned graph (only its ranks and node ranges are read).
+        q, k: ``[n_r, H, d]`` this rank's query and key rows (``n_r`` = nodes it owns).
+        v: ``[n_r, H, d_v]`` its value rows.
+        scale: multiplier of the scores ``<q_i, k_j>`` (``d ** -0.5`` in multi-head attention).
+        dropout: attention dropout probability; only ``0.0`` is supported for now.
+        seed: reserved for the dropout draw.
+        mode: ``"sar"`` (backward fetches remote keys and values again), ``"sa"`` (keeps them
+            from forward) or ``"halo"`` (gathers all of them, dense attention with autograd).
+        tile_rows: queries and keys per tile (``None``: about ``2**22`` scores per tile).
+        wire: its ``label`` names the traffic in ``comm.traffic`` (no compression).
+
+    Returns:
+        ``[n_r, H, d_v]``: row ``i`` is ``sum_j softmax_j(<q_i, k_j> scale) v_j`` over all
+        ``N`` nodes of the graph.
+    """
+    wire = NO_WIRE if wire is None else wire
+    _check(graph, q, k, v, scale, dropout, mode, tile_rows, wire)
+    if tile_rows is None:
+        tile_rows = max(1, int(math.sqrt(DEFAULT_TILE_ELEMENTS / max(q.shape[1], 1))))
+    if mode == "halo":
+        keys = _GatherRows.apply(graph, wire.label, k, v)
+        return _dense_attention(q, keys[0], keys[1], scale)
+    return RingAttention.apply(graph, q, k, v, float(scale), mode, tile_rows, wire.label)
+
+
+def _dense_attention(q: Tensor, k: Tensor, v: Tensor, scale: float) -> Tensor:
+    """Plain attention with autograd (the halo baseline): ``[n_q, H, d_v]``."""
+    s = torch.einsum("qhd,khd->hqk", q, k) * scale
+    return torch.einsum("hqk,khe->qhe", torch.softmax(s, dim=-1), v)
+
+
+def _rows_of(graph: DistGraph, rank: int) -> int:
+    return graph.node_offsets[rank + 1] - graph.node_offsets[rank]
+
+
+def _fetch(graph: DistGraph, step: int, tensors: list[Tensor], label: Optional[str],
+           direction: str) -> list:
+    """Start receiving all rows of ``tensors`` of rank ``(r + step) % P`` (sending ours to
+    ``(r - step) % P``)."""
+    src = (graph.rank + step) % graph.world_size
+    return exchange_rows(graph, step, tensors, tensors, _rows_of(graph, src),
+                         traffic=(label, direction))
+
+
+def _ring_blocks(graph: DistGraph, k: Tensor, v: Tensor, label: Optional[str], direction: str):
+    """Yield ``(step, K_s, V_s)`` for steps 0..P-1, the next step's fetch started before the
+    current one is consumed where the transport progresses in the background."""
+    world = graph.world_size
+    depth = pipeline_depth(graph, None) if world > 1 else 0
+    pending: dict[int, list] = {}
+    for step in range(world):
+        if step == 0:
+            block = (k, v)
+        else:
+            if step not in pending:
+                pending[step] = _fetch(graph, step, [k, v], label, direction)
+            block = tuple(p.wait() for p in pending.pop(step))
+        if depth and step + 1 < world:
+            pending[step + 1] = _fetch(graph, step + 1, [k, v], label, direction)
+        yield step, block[0], block[1]
+
+
+def _tiles(n: int, size: int):
+    for start in range(0, n, size):
+        yield start, min(n, start + size)
+
+
+class RingAttention(torch.autograd.Function):
+    """Forward and backward of :func:`ring_attention` in modes ``"sar"`` and ``"sa"``."""
+
+    @staticmethod
+    def forward(ctx, graph: DistGraph, q: Tensor, k: Tensor, v: Tensor, scale: float,
+                mode: str, tile: int, label: Optional[str]) -> Tensor:
+        wide = accumulate_dtype(torch.promote_types(q.dtype, v.dtype))
+        n, heads, dv = v.shape
+        m = q.new_full((n, heads), float("-inf"), dtype=wide)
+        l = q.new_zeros((n, heads), dtype=wide)
+        acc = q.new_zeros((n, heads, dv), dtype=wide)
+        qw = q.to(wide) * scale
+        kept = []
+        for step, ks, vs in _ring_blocks(graph, k, v, label, "rows"):
+            if mode == "sa" and step > 0:
+                kept.append((ks, vs))
+            if ks.shape[0] == 0 or n == 0:
+                continue
+            ks, vs = ks.to(wide), vs.to(wide)
+            for q0, q1 in _tiles(n, tile):
+                for k0, k1 in _tiles(ks.shape[0], tile):
+                    s = torch.einsum("qhd,khd->qhk", qw[q0:q1], ks[k0:k1])
+                    m_old = m[q0:q1]
+                    m_new = torch.maximum(m_old, s.amax(-1))
+                    # exp(-inf - -inf) is NaN: a row without scores yet keeps a zero scale
+                    resc = torch.where(torch.isinf(m_new), torch.zeros_like(m_new),
+                                       torch.exp(m_old - m_new))
+                    p = torch.exp(s - m_new.unsqueeze(-1))
+                    l[q0:q1] = l[q0:q1] * resc + p.sum(-1)
+                    acc[q0:q1] = acc[q0:q1] * resc.unsqueeze(-1) + torch.einsum(
+                        "qhk,khe->qhe", p, vs[k0:k1])
+                    m[q0:q1] = m_new
+        out_wide = acc / torch.where(l > 0, l, torch.ones_like(l)).unsqueeze(-1)
+        lse = m + torch.log(l)
+        ctx.graph, ctx.scale, ctx.mode, ctx.tile, ctx.label = graph, scale, mode, tile, label
+        ctx.kept = kept
+        ctx.save_for_backward(q, k, v, out_wide, lse)
+        return out_wide.to(torch.promote_types(q.dtype, v.dtype))
+
+    @staticmethod
+    def backward(ctx, grad_out: Tensor):
+        q, k, v, out, lse = ctx.saved_tensors
+        graph, scale, tile, label = ctx.graph, ctx.scale, ctx.tile, ctx.label
+        wide = out.dtype
+        n = q.shape[0]
+        go = grad_out.to(wide)
+        big_d = (go * out).sum(-1)  # [n, H]
+        qw = q.to(wide)
+        dq = torch.zeros_like(qw)
+        dk = torch.zeros(k.shape, dtype=wide, device=k.device)
+        dv = torch.zeros(v.shape, dtype=wide, device=v.device)
+        if ctx.mode == "sa":
+            kept = iter(ctx.kept)
+            blocks = ((s, *((k, v) if s == 0 else next(kept))) for s in range(graph.world_size))
+        else:
+            blocks = _ring_blocks(graph, k, v, label, "refetch")
+        for step, ks, vs in blocks:
+            ksw, vsw = ks.to(wide), vs.to(wide)
+            dks, dvs = torch.zeros_like(ksw), torch.zeros_like(vsw)
+            if n:
+                for q0, q1 in _tiles(n, tile):
+                    qt, got = qw[q0:q1], go[q0:q1]
+                    for k0, k1 in _tiles(ksw.shape[0], tile):
+                        kt, vt = ksw[k0:k1], vsw[k0:k1]
+                        s = torch.einsum("qhd,khd->qhk", qt, kt) * scale
+                        p = torch.exp(s - lse[q0:q1].unsqueeze(-1))
+                        dvs[k0:k1] += torch.einsum("qhk,qhe->khe", p, got)
+                        dp = torch.einsum("qhe,khe->qhk", got, vt)
+                        ds = p * (dp - big_d[q0:q1].unsqueeze(-1)) * scale
+                        dq[q0:q1] += torch.einsum("qhk,khd->qhd", ds, kt)
+                        dks[k0:k1] += torch.einsum("qhk,qhd->khd", ds, qt)
+            if step == 0:
+                dk += dks
+                dv += dvs
+                continue
+            # dK_s, dV_s go back to their owner (r + step); the gradients of our rows come
+            # from the rank that used them at this step (r - step).
+            sent = [dks.to(k.dtype), dvs.to(v.dtype)]
+            back = exchange_rows(graph, step, sent, [k, v], n, reverse=True,
+                                 traffic=(label, "grads"))
+            got_k, got_v = (b.wait() for b in back)
+            dk += got_k.to(wide)
+            dv += got_v.to(wide)
+        ctx.kept = None
+        return (None, dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), None, None, None, None)
+
+
+class _GatherRows(torch.autograd.Function):
+    """All ``N`` rows of ``k`` and ``v`` in owner order (halo mode); backward returns each
+    rank's gradient rows to their owner and adds them."""
+
+    @staticmethod
+    def forward(ctx, graph: DistGraph, label: Optional[str], k: Tensor, v: Tensor):
+        world, r = graph.world_size, graph.rank
+        parts: list = [None] * world
+        parts[r] = (k, v)
+        for step in range(1, world):
+            src = (r + step) % world
+            parts[src] = tuple(p.wait() for p in _fetch(graph, step, [k, v], label, "rows"))
+        ctx.graph, ctx.label = graph, label
+        return (torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts]))
+
+    @staticmethod
+    def backward(ctx, grad_k: Tensor, grad_v: Tensor):
+        graph, label = ctx.graph, ctx.label
+        world, r, off = graph.world_size, graph.rank, graph.node_offsets
+        dk = grad_k[off[r]:off[r + 1]].clone()
+        dv = grad_v[off[r]:off[r + 1]].clone()
+        for step in range(1, world):
+            s = (r + step) % world
+            sent = [grad_k[off[s]:off[s + 1]], grad_v[off[s]:off[s + 1]]]
+            back = exchange_rows(graph, step, sent, [dk, dv], dk.shape[0], reverse=True,
+                                 traffic=(label, "grads"))
+            got_k, got_v = (b.wait() for b in back)
+            dk += got_k
+            dv += got_v
+        return None, None, dk, dv
