@@ -35,6 +35,8 @@ from torch_geometric.nn.attention import (
     SGFormerAttention,
 )
 from torch_geometric.nn.attention.performer import PerformerProjection, generalized_kernel
+from torch_geometric.nn.models import Polynormer, SGFormer
+from torch_geometric.nn.models.sgformer import SGModule
 
 from pyg_sar.core.collectives import sum_over_ranks_grad
 from pyg_sar.core.reduce import global_max
@@ -183,5 +185,76 @@ def performer_attention_forward(module: PerformerAttention, x: Tensor, graph: Di
     return out[0] if squeeze else out
 
 
+# ------------------------------------------------------------------------ model level
+def sgmodule_forward(module: SGModule, x: Tensor, graph: DistGraph,
+                     batch: Optional[Tensor] = None) -> Tensor:
+    """:meth:`SGModule.forward` (SGFormer's global branch) on this rank's rows ``[n, F]`` of
+    one graph: PyG sorts by ``batch`` and pads with ``to_dense_batch``, which for one graph is
+    the identity and an all-true mask, so this is PyG's layer loop on ``x[None]`` with each
+    attention through :func:`sgformer_attention_forward`. Returns ``[n, C]``."""
+    x, squeeze, _ = _rows("SGModule", x, graph, None, batch)
+    if not squeeze:
+        raise ValueError(f"pyg_sar: SGModule: x must be [n, F] (got shape {tuple(x.shape)})")
+    x = module.fcs[0](x)
+    x = module.bns[0](x)
+    x = module.activation(x)
+    x = F.dropout(x, p=module.dropout, training=module.training)
+    layer_ = [x]
+    for i, attn in enumerate(module.attns):
+        x = sgformer_attention_forward(attn, x, graph)
+        x = (x + layer_[i]) / 2.
+        x = module.bns[i + 1](x)
+        x = module.activation(x)
+        x = F.dropout(x, p=module.dropout, training=module.training)
+        layer_.append(x)
+    return x[0]
+
+
+def sgformer_forward(model: SGFormer, x: Tensor, edge_index: DistGraph,
+                     batch: Optional[Tensor] = None) -> Tensor:
+    """:meth:`SGFormer.forward` over a DistGraph: the global branch by
+    :func:`sgmodule_forward`, the GNN branch (``graph_conv``: GCNConv and batch norms, which
+    :func:`pyg_sar.convert` must have converted) called with the DistGraph as PyG calls it."""
+    x1 = sgmodule_forward(model.trans_conv, x, edge_index, batch)
+    x2 = model.graph_conv(x, edge_index)
+    if model.aggregate == "add":
+        x = model.graph_weight * x2 + (1 - model.graph_weight) * x1
+    else:
+        x = torch.cat((x1, x2), dim=1)
+    return F.log_softmax(model.fc(x), dim=-1)
+
+
+def polynormer_forward(model: Polynormer, x: Tensor, edge_index: DistGraph,
+                       batch: Optional[Tensor] = None) -> Tensor:
+    """:meth:`Polynormer.forward` over a DistGraph: the local layers as PyG runs them (their
+    convs and batch norms converted by :func:`pyg_sar.convert`); once ``model._global`` is
+    set, the global attention of one graph (``batch`` ``None`` or all zeros) through
+    :func:`polynormer_attention_forward` (PyG's sort and ``to_dense_batch`` are the identity
+    for one graph)."""
+    graph = edge_index
+    x = F.dropout(x, p=model.in_drop, training=model.training)
+    x_local = 0
+    for i, local_conv in enumerate(model.local_convs):
+        if model.pre_ln:
+            x = model.pre_lns[i](x)
+        h = F.relu(model.h_lins[i](x))
+        x = local_conv(x, graph) + model.lins[i](x)
+        if model.post_bn:
+            x = model.post_bns[i](x)
+        x = F.relu(x)
+        x = F.dropout(x, p=model.dropout, training=model.training)
+        x = (1 - model.beta) * model.lns[i](h * x) + model.beta * x
+        x_local = x_local + x
+    if model._global:
+        x_global, _, _ = _rows("Polynormer", model.ln(x_local), graph, None, batch)
+        for attn in model.global_attn:
+            x_global = polynormer_attention_forward(attn, x_global, graph)
+        x = model.pred_global(x_global[0])
+    else:
+        x = model.pred_local(x_local)
+    return F.log_softmax(x, dim=-1)
+
+
 __all__ = ["global_sums", "performer_attention_forward", "polynormer_attention_forward",
-           "sgformer_attention_forward"]
+           "polynormer_forward", "sgformer_attention_forward", "sgformer_forward",
+           "sgmodule_forward"]

@@ -17,11 +17,16 @@ from torch_geometric.nn.attention import (
     PolynormerAttention,
     SGFormerAttention,
 )
+from torch_geometric.nn.models import Polynormer, SGFormer
+from torch_geometric.nn.models.sgformer import SGModule
 
 from pyg_sar.nn.linear_attention import (
     performer_attention_forward,
     polynormer_attention_forward,
+    polynormer_forward,
     sgformer_attention_forward,
+    sgformer_forward,
+    sgmodule_forward,
 )
 
 NUM_NODES = 61
@@ -185,7 +190,90 @@ def refusals(graph, nid: Tensor, rank: int) -> dict:
     return out
 
 
-def ranks(ctx, parts: str, variants: list[str]) -> dict:
+# ------------------------------------------------------------------------ model level
+def _polynormer(global_: bool, **kw) -> Polynormer:
+    m = Polynormer(IN, 4, 3, local_layers=2, global_layers=2, in_dropout=0.0,
+                   dropout=0.0, global_dropout=0.0, **kw)
+    m._global = global_
+    return m
+
+
+# name -> (model factory, distributed forward, submodules that pyg_sar.convert converts,
+# training mode?). No dropout (its masks are per rank); train mode: batch norms over all rows.
+MODELS: dict[str, tuple[Callable[[], torch.nn.Module], Callable, tuple[str, ...], bool]] = {
+    "sgmodule": (lambda: SGModule(IN, 8, num_layers=2, num_heads=2, dropout=0.0),
+                 sgmodule_forward, (), True),
+    "sgformer": (lambda: SGFormer(IN, 8, 3, trans_num_heads=2, trans_dropout=0.0,
+                                  gnn_num_layers=2, gnn_dropout=0.0),
+                 sgformer_forward, ("graph_conv.convs", "graph_conv.bns"), True),
+    "sgformer_cat_eval": (lambda: SGFormer(IN, 8, 3, trans_dropout=0.0, gnn_num_layers=2,
+                                           gnn_dropout=0.0, aggregate="cat"),
+                          sgformer_forward, ("graph_conv.convs", "graph_conv.bns"), False),
+    "polynormer_global": (lambda: _polynormer(True), polynormer_forward,
+                          ("local_convs", "post_bns"), True),
+    "polynormer_global_gat_preln": (lambda: _polynormer(True, local_attn=True, pre_ln=True,
+                                                        qk_shared=True),
+                                    polynormer_forward, ("local_convs", "post_bns"), True),
+    "polynormer_local": (lambda: _polynormer(False), polynormer_forward,
+                         ("local_convs", "post_bns"), True),
+}
+
+
+def build_model(name: str, convert: bool) -> torch.nn.Module:
+    torch.manual_seed(5)
+    with default_dtype(torch.float64):
+        model = MODELS[name][0]().double().train(MODELS[name][3])
+    if convert:
+        import pyg_sar
+        cfg = pyg_sar.SARConfig(sync_gradients=False, broadcast_parameters=False,
+                                check_parameters_every=0, check_loss=False)
+        for sub in MODELS[name][2]:
+            pyg_sar.convert(model.get_submodule(sub), cfg)
+    return model
+
+
+def run_model_case(name: str, data: Data, graph, nid: Tensor, comm) -> dict:
+    """A model's forward (``batch`` all zeros) vs PyG's on the whole graph: output rows,
+    input gradient rows, every parameter gradient summed over ranks."""
+    model = build_model(name, convert=False)
+    x = data.x.clone().requires_grad_()
+    zeros = torch.zeros(NUM_NODES, dtype=torch.long)
+    with default_dtype(torch.float64):
+        ref = (model(x, zeros) if name == "sgmodule" else model(x, data.edge_index, zeros))
+    c = torch.randn(ref.shape, generator=torch.Generator().manual_seed(12),
+                    dtype=torch.float64)
+    (ref * c).sum().backward()
+    ref_grads = {k: p.grad for k, p in model.named_parameters()}
+
+    model = build_model(name, convert=True)
+    xl = data.x[nid].clone().requires_grad_()
+    batch = torch.zeros(len(nid), dtype=torch.long)
+    with default_dtype(torch.float64):
+        out = MODELS[name][1](model, xl, graph, batch)
+    (out * c[nid]).sum().backward()
+    grads = {k: (p.grad if p.grad is not None else torch.zeros_like(p)).clone()
+             for k, p in model.named_parameters()}
+    if comm is not None:
+        for g in grads.values():
+            comm.all_reduce(g, op="sum")
+    errors = {"out": _rel(out.detach(), ref.detach()[nid]), "x": _rel(xl.grad, x.grad[nid])}
+    missing = sorted(set(ref_grads) ^ set(grads))
+    if missing:
+        raise AssertionError(f"parameter names differ after convert: {missing}")
+    # A gradient that is zero in exact arithmetic (a bias before a training-mode batch norm:
+    # the norm removes any shift) is rounding noise on both sides: it is compared against the
+    # largest parameter gradient of the model instead of its own.
+    top = max(float(g.abs().max()) for g in ref_grads.values() if g is not None)
+    for k, g in grads.items():
+        rg = ref_grads[k] if ref_grads[k] is not None else torch.zeros_like(g)
+        if float(rg.abs().max()) < 1e-12 * top:
+            errors[f"param(zero):{k}"] = float((g - rg).abs().max()) / top
+        else:
+            errors[f"param:{k}"] = _rel(g, rg)
+    return {"errors": errors}
+
+
+def ranks(ctx, parts: str, variants: list[str], models: list[str]) -> dict:
     """Rank side of the P = 3 launch."""
     import pyg_sar
     part = pyg_sar.load_partition(parts, ctx.rank)
@@ -198,5 +286,10 @@ def ranks(ctx, parts: str, variants: list[str]) -> dict:
             res[v] = run_case(v, data, graph, nid, comm)
         except Exception as e:  # noqa: BLE001  (reported per case, the launch goes on)
             res[v] = {"error": f"{type(e).__name__}: {e}"}
+    for name in models:
+        try:
+            res[f"model/{name}"] = run_model_case(name, data, graph, nid, comm)
+        except Exception as e:  # noqa: BLE001
+            res[f"model/{name}"] = {"error": f"{type(e).__name__}: {e}"}
     res["refusals"] = refusals(graph, nid, ctx.rank)
     return res

@@ -4,8 +4,10 @@ global sums added over ranks, against PyG's module on the whole graph in one pro
 
 P = 1 (in process) and P = 3 (one launch, a random partition of unequal parts): float64, each
 rank's output rows, input gradient rows and every parameter gradient (summed over ranks) within
-1e-10 relative; with a PyG mask and with PyG's dense ``[1, n, F]`` input too. The numbers
-all-reduced per forward + backward equal the size of the sums (independent of the node count);
+1e-10 relative; with a PyG mask and with PyG's dense ``[1, n, F]`` input too. The models
+SGModule, SGFormer and Polynormer likewise (their GNN parts converted by ``pyg_sar.convert``).
+The numbers all-reduced per forward + backward equal the size of the sums (independent of the
+node count);
 a batch of several graphs is refused on every rank with a message naming it.
 """
 from __future__ import annotations
@@ -21,6 +23,7 @@ import linear_attention_cases as lac  # noqa: E402
 
 TOL = 1e-10
 VARIANTS = list(lac.VARIANTS)
+MODELS = list(lac.MODELS)
 
 
 @pytest.fixture(scope="module")
@@ -36,11 +39,13 @@ def results(tmp_path_factory) -> dict[int, list[dict]]:
     single = {"rows": int(len(part.node_ids))}
     for v in VARIANTS:
         single[v] = lac.run_case(v, data, part.graph, part.node_ids, None)
+    for name in MODELS:
+        single[f"model/{name}"] = lac.run_model_case(name, data, part.graph, part.node_ids, None)
     single["refusals"] = lac.refusals(part.graph, part.node_ids, 0)
     out[1] = [single]
     pyg_sar.partition_graph(data, 3, root / "p3", method="random", seed=3)
     out[3] = run_on_ranks(f"{HERE / 'linear_attention_cases.py'}:ranks", 3, timeout=240,
-                          kwargs=dict(parts=str(root / "p3"), variants=VARIANTS))
+                          kwargs=dict(parts=str(root / "p3"), variants=VARIANTS, models=MODELS))
     return out
 
 
@@ -53,6 +58,14 @@ def test_matches_pyg(results, world_size, variant):
         assert any(k.startswith("param:") for k in got["errors"])
         worst = {k: v for k, v in got["errors"].items() if v > TOL}
         assert not worst, f"rank {rank} of {world_size}: errors above {TOL}: {worst}"
+
+
+@pytest.mark.parametrize("world_size", (1, 3))
+@pytest.mark.parametrize("name", MODELS)
+def test_model_matches_pyg(results, world_size, name):
+    """SGModule, SGFormer and Polynormer (global and local phase) over a DistGraph, their
+    GNN parts converted by pyg_sar.convert, vs PyG on the whole graph with ``batch`` zeros."""
+    test_matches_pyg(results, world_size, f"model/{name}")
 
 
 def test_partition_has_unequal_nonempty_parts(results):
