@@ -404,6 +404,66 @@ def netns_check(constants: dict, work: Path) -> list[dict]:
     return out
 
 
+# Per-rank runs of benchmarks/partition_balance.py (SAGE 3 x 256, batch norm, mode sar, gloo:
+# one block prefetched) and where it keeps its partition folders (--keep).
+BALANCE = RESULTS / "partition_balance.json"
+BALANCE_PARTS = Path("/tmp/pyg_sar_partition_balance")
+
+
+def partition_check(constants: dict, graph: str = "rmat_262k", world: int = 4) -> list[dict]:
+    """Every rank of the node- and edge-balanced METIS partitions of ``graph`` at P =
+    ``world`` measured by ``benchmarks/partition_balance.py``, next to
+    :func:`pyg_sar.plan.predict_partition` (that rank's own nodes, in-edges, halo and send
+    rows) and to the mean-based :func:`pyg_sar.plan.predict` (N / P, E / P, mean halo): whole-
+    process peak RSS, the step's peak RSS growth and the engine's bytes sent per epoch. A
+    missing partition folder is rewritten (METIS is deterministic: seed 0) and checked
+    against the measured run's per-part sizes."""
+    import pyg_sar
+    from pyg_sar import plan
+    if not BALANCE.exists():
+        return []
+    res = json.loads(BALANCE.read_text())
+    out = []
+    for run in res["runs"]:
+        if run["graph"] != graph or run["P"] != world or "ranks" not in run:
+            continue
+        parts = BALANCE_PARTS / f"{graph}-{run['method']}-{run['balance']}-{world}"
+        if not (parts / "meta.json").exists():
+            from partition_balance import graphs as balance_graphs
+            pyg_sar.partition_graph(balance_graphs()[graph][1](), world, parts,
+                                    method=run["method"], balance=run["balance"],
+                                    overwrite=True)
+        meta = json.loads((parts / "meta.json").read_text())
+        if meta["part_num_edges"] != run["part_num_edges"]:
+            raise RuntimeError(f"{parts} is not the partition measured in {BALANCE} "
+                               f"(in-edges {meta['part_num_edges']} vs "
+                               f"{run['part_num_edges']})")
+        w = plan.Workload(1, 1, 1, 1, hidden=256, layers=3, model="sage", mode="sar",
+                          pipeline_depth=1)
+        pp = plan.predict_partition(parts, w, constants=constants)
+        mean = plan.predict(pp.workload, constants=constants)
+        for m in sorted(run["ranks"], key=lambda m: m["rank"]):
+            rp = pp.ranks[m["rank"]]
+            pl = rp.plan
+            row = {"graph": graph, "P": world, "balance": run["balance"], "rank": m["rank"],
+                   "num_nodes": rp.num_nodes, "num_edges": rp.num_edges,
+                   "halo_rows": rp.halo_rows, "send_rows": rp.send_rows,
+                   "peak_mb": m["peak_rss_mb"], "pred_peak_mb": pl.peak_bytes / plan.MB,
+                   "mean_pred_peak_mb": mean.peak_bytes / plan.MB,
+                   "step_mb": m["peak_growth_mb"], "pred_step_mb": pl.step_bytes / plan.MB,
+                   "bytes": m["bytes_sent"],
+                   "pred_bytes": pl.bytes_per_epoch - pl.traffic["allreduce"],
+                   "mean_pred_bytes": mean.bytes_per_epoch - mean.traffic["allreduce"],
+                   "cpu_s": m["cpu_s"], "pred_compute_s": pl.compute_s}
+            for k in ("peak", "step"):
+                row[f"err_{k}_pct"] = _err(row[f"pred_{k}_mb"], row[f"{k}_mb"])
+            row["err_mean_peak_pct"] = _err(row["mean_pred_peak_mb"], row["peak_mb"])
+            row["err_bytes_pct"] = _err(row["pred_bytes"], row["bytes"])
+            row["err_mean_bytes_pct"] = _err(row["mean_pred_bytes"], row["bytes"])
+            out.append(row)
+    return out
+
+
 def papers100m(constants: dict) -> list[dict]:
     """The planner's ogbn-papers100M figures next to the SAR paper's (METIS estimate of the
     halo; 200 Gbit/s links as in the paper)."""
@@ -454,8 +514,18 @@ def write_report(runs: dict, fitted: dict, work: Path) -> dict:
         shipped.get(k) == v for k, v in fitted.items() if k != "metis_halo_ratio_range")
     net = netns_check(plan.CONSTANTS, work)
     paper = papers100m(plan.CONSTANTS)
+    per_rank = partition_check(plan.CONSTANTS)
+    if per_rank:
+        stats["partition_peak_max_abs_err_pct"] = max(abs(r["err_peak_pct"]) for r in per_rank)
+        stats["partition_bytes_max_abs_err_pct"] = max(abs(r["err_bytes_pct"])
+                                                       for r in per_rank)
+        stats["partition_mean_peak_max_abs_err_pct"] = max(abs(r["err_mean_peak_pct"])
+                                                           for r in per_rank)
+        stats["partition_mean_bytes_max_abs_err_pct"] = max(abs(r["err_mean_bytes_pct"])
+                                                            for r in per_rank)
     result = {"graphs": runs["graphs"], "constants_shipped": shipped, "fit": fitted,
               "stats": stats, "rows": rows, "netns": net, "papers100m": paper,
+              "partition_ranks": per_rank,
               "machine": f"{os.cpu_count()} CPU cores, torch {torch.__version__}, MPICH, "
                          "one thread per rank"}
     atomic_write(RESULTS / "plan_validation.json", json.dumps(result, indent=1))
@@ -533,6 +603,36 @@ def markdown(res: dict) -> str:
                          f"{r['measured_epoch_s']:.2f} | {extra} | "
                          f"{r['predicted_engine_bytes'] / 1e6:.1f} | "
                          f"{r['measured_engine_bytes'] / 1e6:.1f} |")
+        lines.append("")
+    if res.get("partition_ranks"):
+        st = res["stats"]
+        lines += ["## Per rank of a partition (`plan.predict_partition`)", "",
+                  "R-MAT 262,144 nodes / 2,097,152 edges, METIS at P = 4 balanced by nodes and "
+                  "by edges, SAGE 3 x 256 (batch norm), mode sar, spawned ranks on gloo (one "
+                  "block prefetched); measured per rank by `benchmarks/partition_balance.py` "
+                  "(peak RSS of a training step, median engine bytes sent; 2 warm-ups + 5 "
+                  "steps). *per rank*: `predict_partition` from the rank's own nodes, "
+                  "in-edges, halo and send rows; *mean*: `predict` from N / P, E / P and the "
+                  "mean halo fraction (what the planner gave before). Errors are "
+                  "(predicted - measured) / measured.", "",
+                  f"Per rank: peak max |error| {st['partition_peak_max_abs_err_pct']:.1f}%, "
+                  f"bytes {st['partition_bytes_max_abs_err_pct']:.2g}%; mean-based: peak "
+                  f"{st['partition_mean_peak_max_abs_err_pct']:.1f}%, bytes "
+                  f"{st['partition_mean_bytes_max_abs_err_pct']:.1f}%.", "",
+                  "| balance | rank | nodes | in-edges | halo rows | send rows | peak MB meas "
+                  "| pred (err %) | mean pred (err %) | step MB meas | pred (err %) | MB sent "
+                  "meas | pred (err %) | mean pred (err %) |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in res["partition_ranks"]:
+            lines.append(
+                f"| {r['balance']} | {r['rank']} | {r['num_nodes']:,} | {r['num_edges']:,} | "
+                f"{r['halo_rows']:,} | {r['send_rows']:,} | {r['peak_mb']:.0f} | "
+                f"{r['pred_peak_mb']:.0f} ({r['err_peak_pct']:+.1f}) | "
+                f"{r['mean_pred_peak_mb']:.0f} ({r['err_mean_peak_pct']:+.1f}) | "
+                f"{r['step_mb']:.0f} | {r['pred_step_mb']:.0f} ({r['err_step_pct']:+.1f}) | "
+                f"{_fmt_bytes(r['bytes'])} | {_fmt_bytes(r['pred_bytes'])} "
+                f"({r['err_bytes_pct']:+.2g}) | {_fmt_bytes(r['mean_pred_bytes'])} "
+                f"({r['err_mean_bytes_pct']:+.1f}) |")
         lines.append("")
     lines += ["## ogbn-papers100M (`python -m pyg_sar.plan --preset papers100m --mode sar halo`)",
               "", "111M nodes, 3.2B directed edges, 128 features; 3-layer GraphSAGE 256 and "

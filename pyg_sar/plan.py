@@ -3,6 +3,7 @@
     python -m pyg_sar.plan --nodes 2708 --edges 10556 --features 1433 --classes 7 \\
         --model sage --hidden 256 --layers 3 --mode sar --world-sizes 1 2 4 8
     python -m pyg_sar.plan --preset papers100m     # next to the SAR paper's figures
+    python -m pyg_sar.plan --parts parts/rmat-4    # every rank of a written partition
 
 The model follows what the engine allocates (``pyg_sar/core/walk.py``, ``core/sar.py``):
 per rank, the partition's tensors (features, labels, masks, the CSR blocks, send
@@ -23,6 +24,11 @@ Epoch time = compute (fitted rates of one thread) + bytes / link bandwidth, with
 the two (the measured runs used MPICH, where a fetch moves only inside waits). Weak spots: the
 METIS halo estimate (pass a measured ``--halo-fraction`` or ``--parts``), compute time on
 other hardware, and GPU memory (not modelled: the constants are CPU RSS).
+
+:func:`predict` assumes every rank holds ``N / P`` nodes, ``E / P`` edges and the mean halo;
+on a power-law graph partitioned by nodes one rank can hold most edges and halo rows.
+:func:`predict_partition` predicts each rank of a written partition from its own sizes in
+``meta.json`` (nodes, in-edges, rows received and sent): bytes sent per rank are then exact.
 """
 from __future__ import annotations
 
