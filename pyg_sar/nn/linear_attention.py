@@ -157,19 +157,41 @@ def polynormer_attention_forward(module: PolynormerAttention, x: Tensor, graph: 
     return out[0] if squeeze else out
 
 
+def _check_same_projection(matrix: Tensor, graph: DistGraph) -> None:
+    """Refuse a projection matrix that differs between ranks (a ``redraw_projection_matrix()``
+    on some ranks only, or with unequal seeds): the ranks would compute different attentions
+    without a word. One all-reduce of 2 numbers: the largest and the negated smallest checksum
+    over ranks (equal matrices give bit-equal checksums: same values, same arithmetic)."""
+    comm = _comm(graph)
+    if comm is None:
+        return
+    weights = torch.arange(1, matrix.numel() + 1, dtype=torch.float64, device=matrix.device)
+    check = (matrix.detach().reshape(-1).to(torch.float64) * weights.sqrt()).sum()
+    both = torch.stack([check, -check]).contiguous()
+    comm.all_reduce(both, op="max")
+    if float(both[0]) != -float(both[1]):
+        raise RuntimeError(
+            f"pyg_sar: PerformerAttention: fast_attn.projection_matrix differs between ranks "
+            f"(checksums from {-float(both[1])!r} to {float(both[0])!r}; rank {graph.rank} has "
+            f"{float(check)!r}): redraw_projection_matrix() must run on every rank with the "
+            f"same random state (torch.manual_seed), or not at all after the first forward")
+
+
 def performer_attention_forward(module: PerformerAttention, x: Tensor, graph: DistGraph,
                                 mask: Optional[Tensor] = None, *,
                                 batch: Optional[Tensor] = None) -> Tensor:
     """:meth:`PerformerAttention.forward` on this rank's rows of one graph: the kernelised
     keys' sum and ``K'^T V`` summed over all ranks' rows. The projection matrix is a buffer
     and must be equal on every rank (pyg_sar's first-forward broadcast makes it so; a
-    ``redraw_projection_matrix()`` on one rank only breaks it). Arguments as
+    ``redraw_projection_matrix()`` on some ranks only breaks it): every call checks it with
+    one all-reduce of 2 numbers and raises a ``RuntimeError`` if it differs. Arguments as
     :func:`sgformer_attention_forward`."""
     x, squeeze, mask = _rows("PerformerAttention", x, graph, mask, batch)
     fast = module.fast_attn
     if type(fast) is not PerformerProjection:
         raise ValueError(f"pyg_sar: PerformerAttention: fast_attn must be PyG's "
                          f"PerformerProjection (got {type(fast).__name__})")
+    _check_same_projection(fast.projection_matrix, graph)
     B, n = x.shape[:2]
     q, k, v = (t.reshape(B, n, module.heads, module.head_channels).permute(0, 2, 1, 3)
                for t in (module.q(x), module.k(x), module.v(x)))

@@ -62,7 +62,8 @@ def make_mask() -> Tensor:
     return mask
 
 
-# name -> (module factory, distributed forward, numbers all-reduced per forward)
+# name -> (module factory, distributed forward, numbers in the sums' all-reduce; Performer
+# all-reduces 2 more per forward: its projection matrix's equality check)
 CASES: dict[str, tuple[Callable[[], torch.nn.Module], Callable, int]] = {
     "sgformer": (lambda: SGFormerAttention(IN, heads=2, head_channels=4, qkv_bias=True),
                  sgformer_attention_forward, 2 * 4 * 5),
@@ -159,8 +160,9 @@ def run_case(variant: str, data: Data, graph, nid: Tensor, comm) -> dict:
     errors = {"out": _rel(out.detach(), ref["out"][nid]), "x": _rel(x.grad, ref["x"][nid])}
     for k, g in grads.items():
         errors[f"param:{k}"] = _rel(g, ref["params"][k])
+    check = 2 if forward is performer_attention_forward else 0
     return {"errors": errors, "all_reduced": numbers_used,
-            "expected_all_reduced": 0 if comm is None else 2 * CASES[name][2]}
+            "expected_all_reduced": 0 if comm is None else 2 * CASES[name][2] + check}
 
 
 def refusals(graph, nid: Tensor, rank: int) -> dict:
@@ -184,6 +186,16 @@ def refusals(graph, nid: Tensor, rank: int) -> dict:
             out[key] = None
         except ValueError as e:
             out[key] = str(e)
+    # A Performer projection matrix redrawn on the last rank only.
+    perf = build("performer")
+    if rank == graph.world_size - 1:
+        torch.manual_seed(99)
+        perf.redraw_projection_matrix()
+    try:
+        performer_attention_forward(perf, x, graph)
+        out["performer_redrawn"] = None
+    except RuntimeError as e:
+        out["performer_redrawn"] = str(e)
     # A batch of zeros (one graph) is accepted.
     ok = sgformer_attention_forward(module, x, graph, batch=torch.zeros_like(batch))
     out["zeros_batch_rows"] = int(ok.shape[0])

@@ -96,6 +96,18 @@ def test_several_graphs_refused(results, world_size):
         assert ref["zeros_batch_rows"] == res["rows"]
 
 
+@pytest.mark.parametrize("world_size", (1, 3))
+def test_performer_projection_differing_between_ranks_refused(results, world_size):
+    """A projection matrix redrawn on one rank only: every rank raises, naming the buffer
+    (one process has nothing to compare)."""
+    for rank, res in enumerate(results[world_size]):
+        msg = res["refusals"]["performer_redrawn"]
+        if world_size == 1:
+            assert msg is None
+        else:
+            assert msg is not None and "projection_matrix differs between ranks" in msg, rank
+
+
 def test_sum_over_ranks_grad_moved():
     """HAN imports it from its new home; the old name still resolves to the same function."""
     from pyg_sar.core.collectives import sum_over_ranks_grad
