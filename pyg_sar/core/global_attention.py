@@ -25,7 +25,14 @@ Traffic of rank ``r`` per call, ``b`` bytes per element, ``C = H (d + d_v)``: fo
 and sends ``(N - n_r) C b`` of gradients (receives ``(P - 1) n_r C b``); ``sa`` and ``halo`` only
 the gradients.
 
-Attention dropout is not implemented yet: ``dropout > 0`` is refused.
+Attention dropout (``dropout = p > 0``) multiplies each normalised weight by ``0`` or
+``1 / (1 - p)`` after the softmax, as PyG and torch apply it (the denominator sums the undropped
+weights). The multiplier of query ``i``, key ``j`` and head ``h`` is the fused GAT kernels'
+counter-based draw (:func:`pyg_sar.ops.gat_dropout_mask` with source ``j`` and destination ``i``
+as their original ids, ``DistGraph.node_ids``, else the new ids) under the caller's ``seed``:
+it depends neither on the partition nor on the tiles, and backward recomputes the forward's
+mask tile by tile. It cannot equal torch's own mask (one Bernoulli draw over ``[H, N, N]``). It
+needs the native library (:func:`pyg_sar.ops.native_available`).
 """
 from __future__ import annotations
 
@@ -48,9 +55,13 @@ def _check(graph: DistGraph, q: Tensor, k: Tensor, v: Tensor, scale: float, drop
            mode: str, tile_rows: Optional[int], wire: Wire) -> None:
     if mode not in MODES:
         raise ValueError(f"ring_attention: mode must be one of {MODES} (got {mode!r})")
-    if dropout != 0.0:
-        raise ValueError(f"ring_attention: attention dropout is not supported yet (got "
-                         f"dropout={dropout!r}; use 0.0 or evaluation mode)")
+    if not (isinstance(dropout, (int, float)) and 0.0 <= dropout <= 1.0):
+        raise ValueError(f"ring_attention: dropout must lie in [0, 1] (got {dropout!r})")
+    if dropout > 0.0:
+        from pyg_sar.ops import native_available
+        if not native_available():
+            raise ValueError(f"ring_attention: dropout={dropout!r} draws its mask with the "
+                             f"native library (pyg_sar.ops), which is not built here")
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, Tensor) or t.dim() != 3:
             raise ValueError(f"ring_attention: {name} must be a tensor [rows, heads, channels] "
@@ -88,8 +99,9 @@ def ring_attention(graph: DistGraph, q: Tensor, k: Tensor, v: Tensor, *, scale: 
         q, k: ``[n_r, H, d]`` this rank's query and key rows (``n_r`` = nodes it owns).
         v: ``[n_r, H, d_v]`` its value rows.
         scale: multiplier of the scores ``<q_i, k_j>`` (``d ** -0.5`` in multi-head attention).
-        dropout: attention dropout probability; only ``0.0`` is supported for now.
-        seed: reserved for the dropout draw.
+        dropout: attention dropout probability (applied to the normalised weights).
+        seed: the dropout draw's seed (the same on every rank; the caller draws it once per
+            forward call).
         mode: ``"sar"`` (backward fetches remote keys and values again), ``"sa"`` (keeps them
             from forward) or ``"halo"`` (gathers all of them, dense attention with autograd).
         tile_rows: queries and keys per tile (``None``: about ``2**22`` scores per tile).
@@ -103,16 +115,58 @@ def ring_attention(graph: DistGraph, q: Tensor, k: Tensor, v: Tensor, *, scale: 
     _check(graph, q, k, v, scale, dropout, mode, tile_rows, wire)
     if tile_rows is None:
         tile_rows = max(1, int(math.sqrt(DEFAULT_TILE_ELEMENTS / max(q.shape[1], 1))))
+    drop = (float(dropout), int(seed)) if dropout > 0.0 else None
     if mode == "halo":
         keys = _GatherRows.apply(graph, wire.label, k, v)
-        return _dense_attention(q, keys[0], keys[1], scale)
-    return RingAttention.apply(graph, q, k, v, float(scale), mode, tile_rows, wire.label)
+        zmask = None
+        if drop is not None:
+            ids = node_ids_of(graph)
+            zmask = dropout_tile(ids[graph.rank], torch.cat(ids), q.shape[1], *drop, q.dtype)
+        return dense_attention(q, keys[0], keys[1], scale, zmask)
+    return RingAttention.apply(graph, q, k, v, float(scale), mode, tile_rows, wire.label, drop)
 
 
-def _dense_attention(q: Tensor, k: Tensor, v: Tensor, scale: float) -> Tensor:
-    """Plain attention with autograd (the halo baseline): ``[n_q, H, d_v]``."""
-    s = torch.einsum("qhd,khd->hqk", q, k) * scale
-    return torch.einsum("hqk,khe->qhe", torch.softmax(s, dim=-1), v)
+def dense_attention(q: Tensor, k: Tensor, v: Tensor, scale: float,
+                    drop: Optional[Tensor] = None) -> Tensor:
+    """Plain attention with autograd (the halo baseline): ``[n_q, H, d_v]``; ``drop``
+    ``[n_q, H, n_k]``: dropout multipliers of the normalised weights."""
+    a = torch.softmax(torch.einsum("qhd,khd->qhk", q, k) * scale, dim=-1)
+    if drop is not None:
+        a = a * drop
+    return torch.einsum("qhk,khe->qhe", a, v)
+
+
+def dropout_tile(q_ids: Tensor, k_ids: Tensor, heads: int, p: float, seed: int,
+                 dtype: torch.dtype) -> Tensor:
+    """``[Tq, H, Tk]`` dropout multipliers (0 or ``1 / (1 - p)``) of queries ``q_ids`` and keys
+    ``k_ids`` (original ids): the fused GAT kernels' draw with source = key, destination =
+    query."""
+    from pyg_sar.ops import gat_dropout_mask
+    tq, tk = q_ids.numel(), k_ids.numel()
+    src = k_ids.repeat(tq)
+    dst = q_ids.repeat_interleave(tk)
+    mask = gat_dropout_mask(src, dst, heads, p, seed, dtype)  # [tq * tk, H]
+    return mask.view(tq, tk, heads).permute(0, 2, 1).to(q_ids.device)
+
+
+def node_ids_of(graph: DistGraph) -> list[Tensor]:
+    """Original id of every node of every rank (``DistGraph.node_ids``, else the new ids),
+    indexed by rank: all rows, exchanged once over the ring (collective, not in the ledger),
+    then cached on the graph."""
+    def build() -> list[Tensor]:
+        world, rank = graph.world_size, graph.rank
+        own = graph.node_ids
+        if own is None:
+            own = graph.node_offsets[rank] + torch.arange(_rows_of(graph, rank))
+        own = own.to(torch.long).view(-1, 1)
+        ids = [own.new_zeros(0)] * world
+        ids[rank] = own.view(-1)
+        for step in range(1, world):
+            src = (rank + step) % world
+            got = exchange_rows(graph, step, [own], [own], _rows_of(graph, src))[0].wait()
+            ids[src] = got.view(-1)
+        return ids
+    return graph.cached(("ring_attention_node_ids",), build)
 
 
 def _rows_of(graph: DistGraph, rank: int) -> int:
@@ -129,8 +183,9 @@ def _fetch(graph: DistGraph, step: int, tensors: list[Tensor], label: Optional[s
 
 
 def _ring_blocks(graph: DistGraph, k: Tensor, v: Tensor, label: Optional[str], direction: str):
-    """Yield ``(step, K_s, V_s)`` for steps 0..P-1, the next step's fetch started before the
-    current one is consumed where the transport progresses in the background."""
+    """Yield ``(step, K_s, V_s)`` (``s = (r + step) % P``) for steps 0..P-1, the next step's
+    fetch started before the current one is consumed where the transport progresses in the
+    background."""
     world = graph.world_size
     depth = pipeline_depth(graph, None) if world > 1 else 0
     pending: dict[int, list] = {}
@@ -156,7 +211,8 @@ class RingAttention(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, graph: DistGraph, q: Tensor, k: Tensor, v: Tensor, scale: float,
-                mode: str, tile: int, label: Optional[str]) -> Tensor:
+                mode: str, tile: int, label: Optional[str],
+                drop: Optional[tuple[float, int]]) -> Tensor:
         wide = accumulate_dtype(torch.promote_types(q.dtype, v.dtype))
         n, heads, dv = v.shape
         m = q.new_full((n, heads), float("-inf"), dtype=wide)
@@ -164,6 +220,7 @@ class RingAttention(torch.autograd.Function):
         acc = q.new_zeros((n, heads, dv), dtype=wide)
         qw = q.to(wide) * scale
         kept = []
+        ids = node_ids_of(graph) if drop is not None else None
         for step, ks, vs in _ring_blocks(graph, k, v, label, "rows"):
             if mode == "sa" and step > 0:
                 kept.append((ks, vs))
@@ -180,13 +237,16 @@ class RingAttention(torch.autograd.Function):
                                        torch.exp(m_old - m_new))
                     p = torch.exp(s - m_new.unsqueeze(-1))
                     l[q0:q1] = l[q0:q1] * resc + p.sum(-1)
+                    if drop is not None:  # after the denominator: it sums undropped weights
+                        p = p * _tile_mask(graph, ids, step, q0, q1, k0, k1, drop, heads,
+                                           wide)
                     acc[q0:q1] = acc[q0:q1] * resc.unsqueeze(-1) + torch.einsum(
                         "qhk,khe->qhe", p, vs[k0:k1])
                     m[q0:q1] = m_new
         out_wide = acc / torch.where(l > 0, l, torch.ones_like(l)).unsqueeze(-1)
         lse = m + torch.log(l)
         ctx.graph, ctx.scale, ctx.mode, ctx.tile, ctx.label = graph, scale, mode, tile, label
-        ctx.kept = kept
+        ctx.kept, ctx.drop = kept, drop
         ctx.save_for_backward(q, k, v, out_wide, lse)
         return out_wide.to(torch.promote_types(q.dtype, v.dtype))
 
@@ -194,8 +254,9 @@ class RingAttention(torch.autograd.Function):
     def backward(ctx, grad_out: Tensor):
         q, k, v, out, lse = ctx.saved_tensors
         graph, scale, tile, label = ctx.graph, ctx.scale, ctx.tile, ctx.label
-        wide = out.dtype
-        n = q.shape[0]
+        wide, drop = out.dtype, ctx.drop
+        ids = node_ids_of(graph) if drop is not None else None
+        n, heads = q.shape[0], q.shape[1]
         go = grad_out.to(wide)
         big_d = (go * out).sum(-1)  # [n, H]
         qw = q.to(wide)
@@ -217,8 +278,12 @@ class RingAttention(torch.autograd.Function):
                         kt, vt = ksw[k0:k1], vsw[k0:k1]
                         s = torch.einsum("qhd,khd->qhk", qt, kt) * scale
                         p = torch.exp(s - lse[q0:q1].unsqueeze(-1))
-                        dvs[k0:k1] += torch.einsum("qhk,qhe->khe", p, got)
                         dp = torch.einsum("qhe,khe->qhk", got, vt)
+                        pz = p
+                        if drop is not None:  # the forward's mask, drawn again
+                            z = _tile_mask(graph, ids, step, q0, q1, k0, k1, drop, heads, wide)
+                            pz, dp = p * z, dp * z
+                        dvs[k0:k1] += torch.einsum("qhk,qhe->khe", pz, got)
                         ds = p * (dp - big_d[q0:q1].unsqueeze(-1)) * scale
                         dq[q0:q1] += torch.einsum("qhk,khd->qhd", ds, kt)
                         dks[k0:k1] += torch.einsum("qhk,qhd->khd", ds, qt)
@@ -235,7 +300,17 @@ class RingAttention(torch.autograd.Function):
             dk += got_k.to(wide)
             dv += got_v.to(wide)
         ctx.kept = None
-        return (None, dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), None, None, None, None)
+        return (None, dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), None, None, None, None,
+                None)
+
+
+def _tile_mask(graph: DistGraph, ids: list[Tensor], step: int, q0: int, q1: int, k0: int,
+               k1: int, drop: tuple[float, int], heads: int, dtype: torch.dtype) -> Tensor:
+    """Dropout multipliers of queries ``q0:q1`` x keys ``k0:k1`` of step ``step``'s block."""
+    src = (graph.rank + step) % graph.world_size
+    return dropout_tile(ids[graph.rank][q0:q1], ids[src][k0:k1], heads, *drop,
+                        dtype)
+
 
 
 class _GatherRows(torch.autograd.Function):

@@ -8,6 +8,11 @@ modes sar / sa / halo), with each rank's traffic ledger equal to the formula: fo
 ``(N - n_r) C b`` and sends ``(P - 1) n_r C b`` (``C = H (d + d_v)``, ``b = 8``); mode sar's
 backward fetches the same again; every mode returns ``(N - n_r) C b`` of gradients. Bad input is
 refused with a message naming it.
+
+Attention dropout (needs the native library): the reference applies the whole ``[N, H, N]``
+mask of the counter-based draw (by original ids) to the normalised weights; P = 1 (three tile
+sizes) and P = 3 (modes sar / sa / halo, a rank with no node) match it in output and every
+gradient, so the mask is independent of P and tiles and backward redraws the forward's.
 """
 from __future__ import annotations
 
@@ -28,6 +33,19 @@ TOL = 1e-10
 N1 = 37
 SINGLE = {f"{mode}/tile{tile}": dict(offsets=[0, N1], mode=mode, tile=tile, heads=2, d=4, dv=3)
           for mode in ("sar", "sa", "halo") for tile in (3, N1, 2 * N1, None)}
+SINGLE_DROPOUT = {f"dropout/{mode}/tile{tile}": dict(offsets=[0, N1], mode=mode, tile=tile,
+                                                     heads=2, d=4, dv=3, dropout=0.3)
+                  for mode in ("sar", "sa", "halo") for tile in (3, N1, 2 * N1)}
+
+
+def _native() -> bool:
+    from pyg_sar.ops import native_available
+    return native_available()
+
+
+needs_native = pytest.mark.skipif(not _native(), reason="attention dropout draws its mask with "
+                                  "the native library (pyg_sar.ops), not built here")
+ALL3 = {**rac.CASES3, **(rac.DROPOUT_CASES3 if _native() else {})}
 
 
 @pytest.mark.parametrize("name", list(SINGLE))
@@ -49,18 +67,47 @@ def test_large_scores_do_not_overflow():
     assert rac._rel(out, ref) <= TOL
 
 
+@needs_native
+@pytest.mark.parametrize("name", list(SINGLE_DROPOUT))
+def test_single_process_dropout_matches_dense(name):
+    case = SINGLE_DROPOUT[name]
+    graph = rac.bare_graph(0, case["offsets"], node_ids=rac.original_ids(case))
+    got = rac.run_case(case, graph)
+    worst = {k: v for k, v in got["errors"].items() if v > TOL}
+    assert not worst, f"errors above {TOL}: {worst}"
+
+
+@needs_native
+def test_dropout_mask_draw():
+    """The draw drops about p of the weights, scales the others by 1 / (1 - p), depends on the
+    seed, and p = 0 gives the undropped attention exactly."""
+    case = SINGLE_DROPOUT["dropout/sar/tile3"]
+    mask = rac.full_mask(case)
+    kept = 1 / (1 - case["dropout"])
+    assert mask.unique().tolist() == pytest.approx([0.0, kept], rel=1e-15)
+    assert abs(float((mask == 0).double().mean()) - case["dropout"]) < 0.05
+    from pyg_sar.core.global_attention import dropout_tile
+    ids = rac.original_ids(case)
+    other = dropout_tile(ids, ids, case["heads"], case["dropout"], rac.SEED + 1, torch.float64)
+    assert not torch.equal(mask, other)
+    q, k, v, _ = rac.inputs(case)
+    graph = rac.bare_graph(0, case["offsets"], node_ids=ids)
+    assert torch.equal(ring_attention(graph, q, k, v, scale=0.5, dropout=0.0, seed=3),
+                       ring_attention(graph, q, k, v, scale=0.5))
+
+
 @pytest.fixture(scope="module")
 def launch3() -> list[dict]:
     from pyg_sar.testing import run_on_ranks
     return run_on_ranks(f"{HERE / 'ring_attention_cases.py'}:ranks", 3, timeout=180,
-                        kwargs=dict(cases=list(rac.CASES3)))
+                        kwargs=dict(cases=list(ALL3)))
 
 
-@pytest.mark.parametrize("name", list(rac.CASES3))
+@pytest.mark.parametrize("name", list(ALL3))
 def test_three_ranks_match_dense(launch3, name):
     for rank, res in enumerate(launch3):
         got = res[name]
-        case = rac.CASES3[name]
+        case = ALL3[name]
         assert got["rows"] == case["offsets"][rank + 1] - case["offsets"][rank]
         worst = {k: v for k, v in got["errors"].items() if v > TOL}
         assert not worst, f"rank {rank}: errors above {TOL}: {worst}"
@@ -78,9 +125,9 @@ def expected_traffic(case: dict, rank: int) -> dict[str, dict[str, int]]:
     return out
 
 
-@pytest.mark.parametrize("name", list(rac.CASES3))
+@pytest.mark.parametrize("name", list(ALL3))
 def test_traffic_equals_formula(launch3, name):
-    case = rac.CASES3[name]
+    case = ALL3[name]
     for rank, res in enumerate(launch3):
         ledger = res[name]["traffic"]
         got = {d: ledger.get(d, {"sent": 0, "recv": 0}) for d in ("rows", "refetch", "grads")}
@@ -110,7 +157,7 @@ def _refusal(**changes) -> str:
 def test_bad_input_refused():
     q, k, v, _ = rac.inputs(SINGLE["sar/tile3"])
     assert "mode must be one of" in _refusal(mode="ring") and "'ring'" in _refusal(mode="ring")
-    assert "dropout=0.1" in _refusal(dropout=0.1)
+    assert "dropout must lie in [0, 1] (got 1.5)" in _refusal(dropout=1.5)
     assert "owns 37 nodes but q has 36 rows" in _refusal(q=q[1:], k=k[1:], v=v[1:])
     assert "same shape" in _refusal(k=k[:, :, :2])
     assert "v must have q's rows and heads" in _refusal(v=v[:, :1])
