@@ -47,8 +47,9 @@ from pyg_sar.core.precision import accumulate_dtype
 from pyg_sar.graph import DistGraph
 
 MODES = ("sar", "sa", "halo")
-# Default tile: about this many score elements (H x Tq x Tk) per tile array.
-DEFAULT_TILE_ELEMENTS = 1 << 22
+# Default tile: about this many score elements (H x Tq x Tk) per tile array (a tile step holds
+# about four such arrays: scores, probabilities, mask, their gradient; 64 MiB in float64).
+DEFAULT_TILE_ELEMENTS = 1 << 21
 
 
 def _check(graph: DistGraph, q: Tensor, k: Tensor, v: Tensor, scale: float, dropout: float,
@@ -104,7 +105,7 @@ def ring_attention(graph: DistGraph, q: Tensor, k: Tensor, v: Tensor, *, scale: 
             forward call).
         mode: ``"sar"`` (backward fetches remote keys and values again), ``"sa"`` (keeps them
             from forward) or ``"halo"`` (gathers all of them, dense attention with autograd).
-        tile_rows: queries and keys per tile (``None``: about ``2**22`` scores per tile).
+        tile_rows: queries and keys per tile (``None``: about ``2**21`` scores per tile).
         wire: its ``label`` names the traffic in ``comm.traffic`` (no compression).
 
     Returns:
@@ -157,7 +158,8 @@ def node_ids_of(graph: DistGraph) -> list[Tensor]:
         world, rank = graph.world_size, graph.rank
         own = graph.node_ids
         if own is None:
-            own = graph.node_offsets[rank] + torch.arange(_rows_of(graph, rank))
+            own = graph.node_offsets[rank] + torch.arange(_rows_of(graph, rank),
+                                                          device=graph.device)
         own = own.to(torch.long).view(-1, 1)
         ids = [own.new_zeros(0)] * world
         ids[rank] = own.view(-1)

@@ -94,6 +94,7 @@ def _rel(a: Tensor, b: Tensor) -> float:
         return float("inf")
     if a.numel() == 0:
         return 0.0
+    a, b = a.detach(), b.detach()
     return float((a - b).abs().max()) / max(float(b.abs().max()), 1e-300)
 
 

@@ -165,3 +165,50 @@ def test_bad_input_refused():
     assert "tile_rows" in _refusal(tile_rows=0)
     assert "scale must be finite" in _refusal(scale=float("nan"))
     assert "compressed or narrowed" in _refusal(wire=Wire(wire_dtype=torch.bfloat16))
+
+
+def _saved_numbers(mode: str, n: int) -> tuple[int, int]:
+    """(numbers saved for backward, largest saved tensor) of one call on ``n`` nodes, P = 1."""
+    case = dict(offsets=[0, n], mode=mode, tile=8, heads=2, d=4, dv=3)
+    q, k, v, _ = rac.inputs(case)
+    saved: list[int] = []
+
+    def pack(t):
+        saved.append(t.numel())
+        return t
+
+    ts = [t.clone().requires_grad_() for t in (q, k, v)]
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = ring_attention(rac.bare_graph(0, case["offsets"]), *ts, scale=0.5, mode=mode,
+                             tile_rows=8)
+    out.sum().backward()
+    return sum(saved), max(saved)
+
+
+def test_ring_saves_nothing_quadratic():
+    """Mode sar saves q, k, v, the output and lse: n H (2 d + 2 d_v + 1) numbers (nothing
+    N x N); halo saves its n x N attention matrix."""
+    n, heads, d, dv = 40, 2, 4, 3
+    total, largest = _saved_numbers("sar", n)
+    assert total == n * heads * (2 * d + 2 * dv + 1)
+    assert largest == n * heads * d
+    total_halo, largest_halo = _saved_numbers("halo", n)
+    assert largest_halo >= heads * n * n
+
+
+def test_bfloat16_accumulates_in_float32():
+    """bf16 inputs: the output and gradients in bf16, within bf16 rounding of the float64
+    reference (the online softmax accumulates in float32)."""
+    case = dict(SINGLE["sar/tile3"])
+    q, k, v, c = rac.inputs(case)
+    graph = rac.bare_graph(0, case["offsets"])
+    ref_in = [t.clone().requires_grad_() for t in (q, k, v)]
+    ref = rac.dense(*ref_in, 0.5)
+    (ref * c).sum().backward()
+    low = [t.to(torch.bfloat16).requires_grad_() for t in (q, k, v)]
+    out = ring_attention(graph, *low, scale=0.5, tile_rows=5)
+    (out.double() * c).sum().backward()
+    assert out.dtype == torch.bfloat16 and all(t.grad.dtype == torch.bfloat16 for t in low)
+    assert rac._rel(out.double(), ref.detach()) < 3e-2
+    for t, r in zip(low, ref_in):
+        assert rac._rel(t.grad.double(), r.grad) < 5e-2
