@@ -92,7 +92,8 @@ def _check(graph: DistGraph, q: Tensor, k: Tensor, v: Tensor, scale: float, drop
 
 def ring_attention(graph: DistGraph, q: Tensor, k: Tensor, v: Tensor, *, scale: float,
                    dropout: float = 0.0, seed: int = 0, mode: str = "sar",
-                   tile_rows: Optional[int] = None, wire: Optional[Wire] = None) -> Tensor:
+                   tile_rows: Optional[int] = None, wire: Optional[Wire] = None,
+                   depth: Optional[int] = None) -> Tensor:
     """Softmax attention of this rank's queries over every node's keys and values.
 
     Args:
@@ -107,6 +108,9 @@ def ring_attention(graph: DistGraph, q: Tensor, k: Tensor, v: Tensor, *, scale: 
             from forward) or ``"halo"`` (gathers all of them, dense attention with autograd).
         tile_rows: queries and keys per tile (``None``: about ``2**21`` scores per tile).
         wire: its ``label`` names the traffic in ``comm.traffic`` (no compression).
+        depth: remote blocks fetched ahead of the one being computed (``None``: 1 where the
+            transport moves data in the background, else 0); each holds ``n_s H (d + d_v)``
+            numbers more.
 
     Returns:
         ``[n_r, H, d_v]``: row ``i`` is ``sum_j softmax_j(<q_i, k_j> scale) v_j`` over all
@@ -114,6 +118,9 @@ def ring_attention(graph: DistGraph, q: Tensor, k: Tensor, v: Tensor, *, scale: 
     """
     wire = NO_WIRE if wire is None else wire
     _check(graph, q, k, v, scale, dropout, mode, tile_rows, wire)
+    if depth is not None and (not isinstance(depth, int) or depth < 0):
+        raise ValueError(f"ring_attention: depth must be a non-negative integer or None "
+                         f"(got {depth!r})")
     if tile_rows is None:
         tile_rows = max(1, int(math.sqrt(DEFAULT_TILE_ELEMENTS / max(q.shape[1], 1))))
     drop = (float(dropout), int(seed)) if dropout > 0.0 else None
@@ -124,7 +131,8 @@ def ring_attention(graph: DistGraph, q: Tensor, k: Tensor, v: Tensor, *, scale: 
             ids = node_ids_of(graph)
             zmask = dropout_tile(ids[graph.rank], torch.cat(ids), q.shape[1], *drop, q.dtype)
         return dense_attention(q, keys[0], keys[1], scale, zmask)
-    return RingAttention.apply(graph, q, k, v, float(scale), mode, tile_rows, wire.label, drop)
+    return RingAttention.apply(graph, q, k, v, float(scale), mode, tile_rows, wire.label, drop,
+                               depth)
 
 
 def dense_attention(q: Tensor, k: Tensor, v: Tensor, scale: float,
@@ -184,22 +192,24 @@ def _fetch(graph: DistGraph, step: int, tensors: list[Tensor], label: Optional[s
                          traffic=(label, direction))
 
 
-def _ring_blocks(graph: DistGraph, k: Tensor, v: Tensor, label: Optional[str], direction: str):
-    """Yield ``(step, K_s, V_s)`` (``s = (r + step) % P``) for steps 0..P-1, the next step's
-    fetch started before the current one is consumed where the transport progresses in the
-    background."""
+def _ring_blocks(graph: DistGraph, k: Tensor, v: Tensor, label: Optional[str], direction: str,
+                 depth: Optional[int]):
+    """Yield ``(step, K_s, V_s)`` (``s = (r + step) % P``) for steps 0..P-1, the fetches of the
+    next ``depth`` steps started before the current block is consumed (``None``:
+    :func:`~pyg_sar.core.exchange.pipeline_depth`, 1 where the transport progresses in the
+    background, else 0)."""
     world = graph.world_size
-    depth = pipeline_depth(graph, None) if world > 1 else 0
+    depth = pipeline_depth(graph, depth) if world > 1 else 0
     pending: dict[int, list] = {}
+    launched = 0
     for step in range(world):
+        while launched < min(step + depth, world - 1):  # steps launched so far: 1..launched
+            launched += 1
+            pending[launched] = _fetch(graph, launched, [k, v], label, direction)
         if step == 0:
             block = (k, v)
         else:
-            if step not in pending:
-                pending[step] = _fetch(graph, step, [k, v], label, direction)
             block = tuple(p.wait() for p in pending.pop(step))
-        if depth and step + 1 < world:
-            pending[step + 1] = _fetch(graph, step + 1, [k, v], label, direction)
         yield step, block[0], block[1]
 
 
@@ -214,7 +224,7 @@ class RingAttention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, graph: DistGraph, q: Tensor, k: Tensor, v: Tensor, scale: float,
                 mode: str, tile: int, label: Optional[str],
-                drop: Optional[tuple[float, int]]) -> Tensor:
+                drop: Optional[tuple[float, int]], depth: Optional[int]) -> Tensor:
         wide = accumulate_dtype(torch.promote_types(q.dtype, v.dtype))
         n, heads, dv = v.shape
         m = q.new_full((n, heads), float("-inf"), dtype=wide)
@@ -223,7 +233,7 @@ class RingAttention(torch.autograd.Function):
         qw = q.to(wide) * scale
         kept = []
         ids = node_ids_of(graph) if drop is not None else None
-        for step, ks, vs in _ring_blocks(graph, k, v, label, "rows"):
+        for step, ks, vs in _ring_blocks(graph, k, v, label, "rows", depth):
             if mode == "sa" and step > 0:
                 kept.append((ks, vs))
             if ks.shape[0] == 0 or n == 0:
@@ -248,7 +258,7 @@ class RingAttention(torch.autograd.Function):
         out_wide = acc / torch.where(l > 0, l, torch.ones_like(l)).unsqueeze(-1)
         lse = m + torch.log(l)
         ctx.graph, ctx.scale, ctx.mode, ctx.tile, ctx.label = graph, scale, mode, tile, label
-        ctx.kept, ctx.drop = kept, drop
+        ctx.kept, ctx.drop, ctx.depth = kept, drop, depth
         ctx.save_for_backward(q, k, v, out_wide, lse)
         return out_wide.to(torch.promote_types(q.dtype, v.dtype))
 
@@ -269,7 +279,7 @@ class RingAttention(torch.autograd.Function):
             kept = iter(ctx.kept)
             blocks = ((s, *((k, v) if s == 0 else next(kept))) for s in range(graph.world_size))
         else:
-            blocks = _ring_blocks(graph, k, v, label, "refetch")
+            blocks = _ring_blocks(graph, k, v, label, "refetch", ctx.depth)
         for step, ks, vs in blocks:
             ksw, vsw = ks.to(wide), vs.to(wide)
             dks, dvs = torch.zeros_like(ksw), torch.zeros_like(vsw)
@@ -303,7 +313,7 @@ class RingAttention(torch.autograd.Function):
             dv += got_v.to(wide)
         ctx.kept = None
         return (None, dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), None, None, None, None,
-                None)
+                None, None)
 
 
 def _tile_mask(graph: DistGraph, ids: list[Tensor], step: int, q0: int, q1: int, k0: int,

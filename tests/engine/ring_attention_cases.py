@@ -21,10 +21,16 @@ from pyg_sar.core.exchange import Wire
 from pyg_sar.core.global_attention import ring_attention
 from pyg_sar.graph import Block, DistGraph
 
-# name -> case. offsets: node ranges of the ranks (P = len - 1); mode; tile rows; heads; d; d_v
+# name -> case. offsets: node ranges of the ranks (P = len - 1); mode; tile rows; heads; d; d_v;
+# depth (default: the transport's, 0 under mpiexec)
 CASES3: dict[str, dict] = {
     "unequal/sar/tile4": dict(offsets=[0, 5, 17, 30], mode="sar", tile=4, heads=2, d=3, dv=4),
     "unequal/sa/tile4": dict(offsets=[0, 5, 17, 30], mode="sa", tile=4, heads=2, d=3, dv=4),
+    # blocks fetched ahead (forward and sar's re-fetch): one, and more than the ring holds
+    "unequal/sar/depth1": dict(offsets=[0, 5, 17, 30], mode="sar", tile=4, heads=2, d=3, dv=4,
+                               depth=1),
+    "empty_rank/sar/depth3": dict(offsets=[0, 11, 11, 26], mode="sar", tile=5, heads=2, d=3,
+                                  dv=2, depth=3),
     "unequal/halo": dict(offsets=[0, 5, 17, 30], mode="halo", tile=None, heads=2, d=3, dv=4),
     "empty_rank/sar/tile_big": dict(offsets=[0, 11, 11, 26], mode="sar", tile=64, heads=3, d=2,
                                     dv=2),
@@ -109,7 +115,8 @@ def run_case(case: dict, graph: DistGraph, label: Optional[str] = None) -> dict[
     lo, hi = graph.node_offsets[graph.rank], graph.node_offsets[graph.rank + 1]
     mine = [t[lo:hi].clone().requires_grad_() for t in (q, k, v)]
     out = ring_attention(graph, *mine, scale=scale, mode=case["mode"], tile_rows=case["tile"],
-                         wire=Wire(label=label), dropout=dropout, seed=SEED)
+                         wire=Wire(label=label), dropout=dropout, seed=SEED,
+                         depth=case.get("depth"))
     (out * c[lo:hi]).sum().backward()
     errors = {"out": _rel(out.detach(), ref.detach()[lo:hi])}
     for name, t, r in zip("qkv", mine, full):

@@ -163,6 +163,7 @@ def test_bad_input_refused():
     assert "v must have q's rows and heads" in _refusal(v=v[:, :1])
     assert "[rows, heads, channels]" in _refusal(q=q[:, 0])
     assert "tile_rows" in _refusal(tile_rows=0)
+    assert "depth must be a non-negative integer or None (got -1)" in _refusal(depth=-1)
     assert "scale must be finite" in _refusal(scale=float("nan"))
     assert "compressed or narrowed" in _refusal(wire=Wire(wire_dtype=torch.bfloat16))
 
