@@ -15,6 +15,14 @@ Links can be rate-limited and delayed with ``tc`` (``tbf`` under ``netem``), on 
 every veth (so each direction of every link is limited). :meth:`NetnsHosts.link_bytes` reads
 the switch ports' byte counters: what really crossed each link.
 
+With ``memory="3G"`` every host gets a memory cgroup of that size
+(:class:`~pyg_sar.testing.cgroup.MemoryCgroup`, no swap): every process started on the host
+(the command of :meth:`NetnsHosts.command`, Hydra's proxies through the launcher script, and so
+the ranks, torchrun's agents and the witnesses they start) joins it first, so a host's processes
+together are held to its budget and the kernel's OOM killer ends the one that exceeds it.
+:meth:`NetnsHosts.memory_peak` and :meth:`NetnsHosts.oom_kills` read each host's cgroup (its
+peak includes page cache charged to it, not only the processes' resident memory).
+
 Everything is removed by :meth:`NetnsHosts.close` (context manager exit, and ``atexit`` for
 an interpreter that ends without leaving the ``with`` block); processes still running in the
 namespaces are killed first. Names carry this process's id and a random suffix, so parallel
@@ -25,6 +33,7 @@ Command line::
 
     python -m pyg_sar.testing.netns check                  # can namespaces be made here?
     python -m pyg_sar.testing.netns run --hosts 2 --rate 100mbit -- CMD ...
+    python -m pyg_sar.testing.netns run --hosts 2 --memory 3G -- CMD ...
     python -m pyg_sar.testing.netns up --hosts 2           # prints the state (JSON); keeps it
     python -m pyg_sar.testing.netns down --prefix NAME     # or: down --stale
 
@@ -51,6 +60,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Optional
 
+from pyg_sar.testing.cgroup import MemoryCgroup, parse_size
+
 NAME_PREFIX = "pyg_sar"
 NETWORK = ipaddress.ip_network("198.18.0.0/15")  # RFC 2544 benchmarking range
 SUBNET = ipaddress.ip_network("198.18.0.0/24")
@@ -66,12 +77,13 @@ _LAUNCH_SCRIPT = """#!/bin/sh
 # mpiexec -launcher ssh -launcher-exec THIS: enter the namespace host named by HOST, run CMD.
 while [ "${1#-}" != "$1" ]; do shift; done
 host="$1"; shift
+setup=
 case "$host" in
 %(cases)s
   *) echo "pyg_sar netns launcher: unknown host '$host'" >&2; exit 255;;
 esac
 exec ip netns exec "$ns" unshare --uts sh -c \\
-  'echo "$0" > /proc/sys/kernel/hostname && exec sh -c "$1"' "$name" "$*"
+  "$setup"'echo "$0" > /proc/sys/kernel/hostname && exec sh -c "$1"' "$name" "$*"
 """
 
 
@@ -165,13 +177,17 @@ class NetnsHosts:
         mtu: MTU of the links.
         persistent: keep the hosts when this process ends (names carry no process id, so
             ``down --stale`` leaves them; ``down --prefix`` removes them).
+        memory: each host's memory budget (bytes, or ``"3G"``, ``"512M"``): one memory
+            cgroup per host, swap off, which every process started on the host joins;
+            ``None``: no limit. Needs writable cgroups (else :class:`RuntimeError`). Memory
+            cgroups are not persistent: they go with this object.
 
     Use as a context manager; :meth:`close` removes everything (idempotent).
     """
 
     def __init__(self, num_hosts: int = 2, *, rate: Optional[str] = None,
                  delay: Optional[str] = None, mtu: int = 1500,
-                 persistent: bool = False) -> None:
+                 persistent: bool = False, memory: Optional[int | str] = None) -> None:
         if not isinstance(num_hosts, int) or not 1 <= num_hosts <= MAX_HOSTS:
             raise ValueError(f"NetnsHosts: num_hosts must be an integer in [1, {MAX_HOSTS}] "
                              f"(got {num_hosts!r})")
@@ -182,6 +198,10 @@ class NetnsHosts:
         self.rate = _check_rate(rate, "rate", _RATE)
         self.delay = _check_rate(delay, "delay", _DELAY)
         self.mtu = int(mtu)
+        self.memory: Optional[int] = None if memory is None else parse_size(memory)
+        if self.memory is not None and persistent:
+            raise ValueError("NetnsHosts: memory= cannot be used with persistent=True (the "
+                             "cgroups are removed with this object)")
         owner = 0 if persistent else os.getpid()  # 0: no process owns them
         self.prefix = f"{NAME_PREFIX}-{owner}-{os.urandom(3).hex()}"
         self.switch = f"{self.prefix}-sw"
@@ -191,6 +211,7 @@ class NetnsHosts:
         self.addresses = [str(hosts[i]) for i in range(num_hosts)]
         assert all(ipaddress.ip_address(a) in NETWORK for a in self.addresses)
         self._created: list[str] = []
+        self.cgroups: list[MemoryCgroup] = []
         self._tmp: Optional[Path] = None
         self._closed = False
         if not persistent:
@@ -221,6 +242,9 @@ class NetnsHosts:
             _ip_run(["ip", "-n", ns, "link", "set", "eth0", "mtu", str(self.mtu), "up"])
             self._shape(self.switch, port)
             self._shape(ns, "eth0")
+        if self.memory is not None:
+            for i in range(self.num_hosts):
+                self.cgroups.append(MemoryCgroup(f"{self.prefix}-h{i}", self.memory))
         self._write_state()
 
     def _shape(self, ns: str, dev: str) -> None:
@@ -256,7 +280,9 @@ class NetnsHosts:
         """What a program in the namespaces needs to know (JSON-able)."""
         return {"prefix": self.prefix, "switch": self.switch, "namespaces": self.namespaces,
                 "hostnames": self.hostnames, "addresses": self.addresses,
-                "rate": self.rate, "delay": self.delay, "mtu": self.mtu}
+                "rate": self.rate, "delay": self.delay, "mtu": self.mtu,
+                "memory": self.memory,
+                "cgroups": [str(cg.path) for cg in self.cgroups] or None}
 
     def close(self) -> None:
         """Kill what still runs in the namespaces, then delete them (idempotent)."""
@@ -266,6 +292,8 @@ class NetnsHosts:
         _OPEN.discard(self)
         _remove_namespaces(list(self._created))
         self._created.clear()
+        for cg in self.cgroups:  # kills what is left in them (e.g. a witness's own session)
+            cg.close()
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
         try:
@@ -285,8 +313,26 @@ class NetnsHosts:
         with its hostname)."""
         self._check_host(host)
         return ["ip", "netns", "exec", self.namespaces[host], "unshare", "--uts", "sh", "-c",
-                'echo "$0" > /proc/sys/kernel/hostname && shift && exec "$@"',
-                self.hostnames[host], "--", *argv]
+                self._setup(host) + 'echo "$0" > /proc/sys/kernel/hostname && shift && '
+                'exec "$@"', self.hostnames[host], "--", *argv]
+
+    def _setup(self, host: int) -> str:
+        """Shell commands (ending in ``&& ``) that a host's shell runs first: with a memory
+        budget, join the host's cgroup. `ip netns exec` mounts a fresh /sys for the namespace
+        (in a private mount namespace), which hides the cgroup file systems: they are mounted
+        again there, so the shell can join and the ranks can read their limit. (`ip netns
+        exec` and `unshare` exec without forking: the shell is the process started, and
+        everything it runs inherits its cgroup.)"""
+        if not self.cgroups:
+            return ""
+        cg = self.cgroups[host]
+        if cg.version == 2:
+            mount = "mount -t cgroup2 cgroup2 /sys/fs/cgroup"
+        else:
+            mount = ("mount -t tmpfs -o mode=755 cgroup /sys/fs/cgroup && "
+                     "mkdir -p /sys/fs/cgroup/memory && "
+                     "mount -t cgroup -o memory cgroup /sys/fs/cgroup/memory")
+        return f"{mount} && echo $$ > {cg.procs_file} && "
 
     def popen(self, host: int, argv: Sequence[str], **kwargs) -> subprocess.Popen:
         """Start ``argv`` in host ``host`` (``subprocess.Popen`` keyword arguments pass on)."""
@@ -305,8 +351,9 @@ class NetnsHosts:
         path = self._tmp / "netns-launch"
         if not path.exists():
             cases = "\n".join(
-                f"  {addr}|{name}) ns={ns}; name={name};;"
-                for addr, name, ns in zip(self.addresses, self.hostnames, self.namespaces))
+                f"  {addr}|{name}) ns={ns}; name={name}; setup='{self._setup(i)}';;"
+                for i, (addr, name, ns) in enumerate(zip(self.addresses, self.hostnames,
+                                                         self.namespaces)))
             path.write_text(_LAUNCH_SCRIPT % {"cases": cases})
             path.chmod(0o755)
         return str(path)
@@ -351,6 +398,22 @@ class NetnsHosts:
         return [{"to_host": int(ports[f"h{i}"]["tx"]["bytes"]),
                  "from_host": int(ports[f"h{i}"]["rx"]["bytes"])}
                 for i in range(self.num_hosts)]
+
+    def memory_cgroup(self, host: int) -> MemoryCgroup:
+        """Host ``host``'s memory cgroup (only with ``memory=``)."""
+        self._check_host(host)
+        if not self.cgroups:
+            raise RuntimeError("NetnsHosts: the hosts have no memory limit (memory=None)")
+        return self.cgroups[host]
+
+    def memory_peak(self, host: int) -> int:
+        """Host ``host``'s memory high-water mark in bytes: every process it ran, together,
+        **including page cache** charged to its cgroup (a process's own peak is its VmHWM)."""
+        return self.memory_cgroup(host).peak()
+
+    def oom_kills(self, host: int) -> int:
+        """How many processes the kernel's OOM killer ended on host ``host``."""
+        return self.memory_cgroup(host).oom_kills()
 
     def set_link(self, host: int, up: bool) -> None:
         """Cut (``up=False``) or restore host ``host``'s link (its switch port)."""
@@ -498,6 +561,9 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
         p.add_argument("--rate", default=None, help="per-link rate, e.g. 100mbit, 1gbit")
         p.add_argument("--delay", default=None, help="per-link one-way delay, e.g. 1ms")
         if name == "run":
+            p.add_argument("--memory", default=None,
+                           help="per-host memory budget, e.g. 3G (a memory cgroup per host)")
+        if name == "run":
             p.add_argument("argv", nargs=argparse.REMAINDER, help="-- CMD ...")
     down = sub.add_parser("down", help="remove hosts")
     down.add_argument("--prefix", default=None, help="the prefix printed by 'up'")
@@ -520,7 +586,7 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
         print(json.dumps({"removed": names}))
         return 0
     hosts = NetnsHosts(args.hosts, rate=args.rate, delay=args.delay,
-                       persistent=args.cmd == "up")
+                       persistent=args.cmd == "up", memory=getattr(args, "memory", None))
     if args.cmd == "up":
         print(json.dumps(hosts.state(), indent=1))
         return 0
