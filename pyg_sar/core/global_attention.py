@@ -31,7 +31,8 @@ weights). The multiplier of query ``i``, key ``j`` and head ``h`` is the fused G
 counter-based draw (:func:`pyg_sar.ops.gat_dropout_mask` with source ``j`` and destination ``i``
 as their original ids, ``DistGraph.node_ids``, else the new ids) under the caller's ``seed``:
 it depends neither on the partition nor on the tiles, and backward recomputes the forward's
-mask tile by tile. It cannot equal torch's own mask (one Bernoulli draw over ``[H, N, N]``). It
+mask ``Z`` tile by tile (``dV_s += (P Z)^T dO``, ``dS = P ((dO V_s^T) Z - D)``, ``D`` from the
+dropped output). It cannot equal torch's own mask (one Bernoulli draw over ``[H, N, N]``). It
 needs the native library (:func:`pyg_sar.ops.native_available`).
 """
 from __future__ import annotations
