@@ -6,6 +6,7 @@ Example::
     python -m pyg_sar.partition --dataset rmat --arg num_nodes=100000 --num-parts 8 --out parts/
     python -m pyg_sar.partition --dataset rmat --num-parts 8 --balance edges --out parts/
     python -m pyg_sar.partition --dataset mypkg.graphs:build --num-parts 4 --out parts/
+    python -m pyg_sar.partition --source graph_dir/ --method kaminpar --num-parts 8 --out parts/
 
 ``--dataset`` is a name known to :func:`pyg_sar.datasets.load_dataset`, or ``module:function``
 naming an importable function that returns a ``torch_geometric.data.Data``. A ``HeteroData``
@@ -18,6 +19,11 @@ rank) as nodes; ``--balance nodes`` balances nodes only. The default is
 :data:`pyg_sar.partition.assign.DEFAULT_BALANCE` for METIS and ``nodes`` for random and
 contiguous (docs/partitioning.md). The summary prints max / mean of nodes, in-edges and halo
 rows over the parts.
+
+``--source DIR`` partitions a graph on disk without loading it
+(:func:`pyg_sar.partition.stream.write_partition_streaming`): a folder with ``edge_index.npy``
+and ``source.json`` (``--format npy``) or edge chunks with ``manifest.json`` (``--format
+chunks``); ``--method kaminpar`` (``pip install kaminpar``) is available there.
 
 The parts hold the tensors as loaded: preprocessing the training script would do (PyG's
 examples use ``T.NormalizeFeatures()``) must happen here, before partitioning.
@@ -73,14 +79,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m pyg_sar.partition",
                                      description="Partition a graph for pyg_sar training.")
-    parser.add_argument("--dataset", required=True,
+    parser.add_argument("--dataset",
                         help=f"a built-in dataset ({', '.join(KNOWN_NAMES)}) or "
                              f"module:function returning a torch_geometric Data or HeteroData")
     parser.add_argument("--arg", action="append", default=[], type=_parse_arg, metavar="KEY=VALUE",
                         help="keyword argument for the dataset loader (repeatable)")
     parser.add_argument("--num-parts", type=positive_int, required=True)
     parser.add_argument("--out", required=True, help="output folder (must be empty or absent)")
-    parser.add_argument("--method", default="metis", choices=METHODS)
+    parser.add_argument("--method", default="metis", choices=(*METHODS, "kaminpar"),
+                        help="kaminpar: with --source only")
     parser.add_argument("--balance", default=None, choices=BALANCES,
                         help=f"what the parts hold equal shares of: nodes, or edges (nodes "
                              f"and in-edges, the work per rank); default {DEFAULT_BALANCE} "
@@ -93,6 +100,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "of x scaled to sum to one) before partitioning, as PyG's "
                              "examples preprocess Planetoid; without it the parts hold the "
                              "raw features")
+    stream = parser.add_argument_group(
+        "graphs on disk (--source)",
+        "partition a graph read from disk in chunks instead of --dataset (memory: the "
+        "partitioner's graph plus O(N + E / P))")
+    stream.add_argument("--source", help="folder of the graph (see --format)")
+    stream.add_argument("--format", default=None, choices=("npy", "chunks"),
+                        help="npy: edge_index.npy + source.json; chunks: edges_*.npy + "
+                             "manifest.json (default: by the file present)")
+    stream.add_argument("--threads", type=positive_int, default=None,
+                        help="KaMinPar threads (default: the CPUs available)")
+    stream.add_argument("--scratch", default=None,
+                        help="folder for temporary files (default: next to --out)")
+    stream.add_argument("--memory-budget", default=None,
+                        help="refuse up front when the estimated peak exceeds it (e.g. 12G)")
     link = parser.add_argument_group(
         "link prediction (--task link)",
         "split the graph with PyG's RandomLinkSplit (seeded by --seed) and write the split: "
@@ -109,6 +130,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     link.add_argument("--directed", action="store_true",
                       help="treat the graph as directed (default: undirected, as Planetoid)")
     args = parser.parse_args(argv)
+    if (args.source is None) == (args.dataset is None):
+        parser.error("give exactly one of --dataset and --source")
+    if args.source is not None:
+        return _write_streaming(parser, args)
+    if args.method == "kaminpar":
+        parser.error("argument --method: kaminpar partitions --source graphs only")
     if args.task == "link":
         for flag in ("num_val", "num_test", "disjoint_train_ratio"):
             value = getattr(args, flag)
@@ -158,6 +185,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     print(f"loaded dataset {args.dataset!r} in {load_time:.2f} s"
           + (" (features normalised)" if args.normalize_features else ""))
+    print(report.summary())
+    return 0
+
+
+def _write_streaming(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """``--source``: the streaming writer on a graph folder."""
+    if args.task != "node" or args.normalize_features:
+        parser.error("--source writes the graph as stored: --task link and "
+                     "--normalize-features need --dataset")
+    from pyg_sar.partition.sources import open_source
+    from pyg_sar.partition.stream import write_partition_streaming
+    try:
+        source = open_source(args.source, args.format)
+        report = write_partition_streaming(
+            source, args.num_parts, args.out, args.method, balance=args.balance,
+            seed=args.seed, threads=args.threads, scratch=args.scratch,
+            memory_budget=args.memory_budget, overwrite=args.overwrite)
+    except (ValueError, ImportError) as err:
+        print(f"{parser.prog}: error: {_for_cli(err)}", file=sys.stderr)
+        return 2
     print(report.summary())
     return 0
 

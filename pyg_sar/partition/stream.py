@@ -450,7 +450,7 @@ def write_partition_streaming(source: EdgeSource | str | Path, num_parts: int,
 
 def _spec(array: np.ndarray) -> dict:
     """``meta.json``'s key spec of a memory-mapped tensor, as ``write_partition`` writes it."""
-    dtype = torch.from_numpy(np.asarray(array[:0])).dtype
+    dtype = torch.from_numpy(np.empty(0, dtype=array.dtype)).dtype
     return {"dtype": dtype_name(dtype), "storage_dtype": storage_dtype_name(dtype),
             "shape": list(array.shape)}
 
@@ -520,7 +520,7 @@ def _write_ranks(tmp: Path, work: Path, rank_files: list[Path], node_offsets: np
     x = node_data.get("x")
     y = node_data.get("y")
     num_classes = _num_classes(SimpleNamespace(num_classes=source.num_classes),
-                               None if y is None else torch.from_numpy(np.asarray(y)))
+                               None if y is None else torch.from_numpy(np.array(y)))
     node_specs = {k: _spec(v) for k, v in node_data.items()}
     edge_specs = {k: _spec(v) for k, v in edge_data.items()}
     meta = build_meta(

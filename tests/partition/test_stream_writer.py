@@ -245,3 +245,19 @@ def test_memory_estimate_and_budget(graph, sources, tmp_path):
     with pytest.raises(ValueError, match="memory_budget"):
         write_partition_streaming(sources["npy"], 4, tmp_path / "q", "metis",
                                   memory_budget="lots")
+
+
+def test_cli_source(graph, sources, tmp_path, capsys):
+    from pyg_sar.partition.__main__ import main
+    assert main(["--source", str(sources["chunks"]), "--num-parts", "3", "--method", "random",
+                 "--out", str(tmp_path / "cli")]) == 0
+    assert "partitioned 2000 nodes / 8000 edges into 3 parts (random)" in capsys.readouterr().out
+    write_partition(_data(graph), 3, tmp_path / "memory", "random")
+    assert _meta(tmp_path / "cli")["files"] == _meta(tmp_path / "memory")["files"]
+    assert main(["--source", str(sources["npy"]), "--num-parts", "3", "--out",
+                 str(tmp_path / "small"), "--memory-budget", "1K"]) == 2
+    assert "memory_budget='1K'" in capsys.readouterr().err
+    assert not (tmp_path / "small").exists()
+    with pytest.raises(SystemExit):
+        main(["--dataset", "cora", "--source", str(sources["npy"]), "--num-parts", "2",
+              "--out", str(tmp_path / "both")])
