@@ -33,7 +33,6 @@ Command line::
 
     python -m pyg_sar.testing.netns check                  # can namespaces be made here?
     python -m pyg_sar.testing.netns run --hosts 2 --rate 100mbit -- CMD ...
-    python -m pyg_sar.testing.netns run --hosts 2 --memory 3G -- CMD ...
     python -m pyg_sar.testing.netns up --hosts 2           # prints the state (JSON); keeps it
     python -m pyg_sar.testing.netns down --prefix NAME     # or: down --stale
 
@@ -561,9 +560,6 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
         p.add_argument("--rate", default=None, help="per-link rate, e.g. 100mbit, 1gbit")
         p.add_argument("--delay", default=None, help="per-link one-way delay, e.g. 1ms")
         if name == "run":
-            p.add_argument("--memory", default=None,
-                           help="per-host memory budget, e.g. 3G (a memory cgroup per host)")
-        if name == "run":
             p.add_argument("argv", nargs=argparse.REMAINDER, help="-- CMD ...")
     down = sub.add_parser("down", help="remove hosts")
     down.add_argument("--prefix", default=None, help="the prefix printed by 'up'")
@@ -586,7 +582,7 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
         print(json.dumps({"removed": names}))
         return 0
     hosts = NetnsHosts(args.hosts, rate=args.rate, delay=args.delay,
-                       persistent=args.cmd == "up", memory=getattr(args, "memory", None))
+                       persistent=args.cmd == "up")
     if args.cmd == "up":
         print(json.dumps(hosts.state(), indent=1))
         return 0

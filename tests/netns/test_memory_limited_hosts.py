@@ -144,6 +144,9 @@ def test_rank_over_its_budget_is_named(launcher, work):
     host1 = logs[-1].read_text(errors="replace")  # torchrun: host 1's own output
     assert re.search(rf"pyg_sar: rank 1 on host host1 was killed by the kernel's OOM killer "
                      rf"\({limit}\) in ", host1), text
+    if launcher == "torchrun":  # host 0's own output (under mpiexec it races Hydra's teardown)
+        assert re.search(r"pyg_sar: rank 0 stops: rank 1 \(host host1, 198\.18\.0\.2\) failed",
+                         logs[0].read_text(errors="replace")), text
     print(f"{launcher}: the job ended {took:.1f} s after it started")
 
 
