@@ -179,3 +179,58 @@ def use_interface_towards(destination: Optional[str]) -> Optional[str]:
         return None
     os.environ["GLOO_SOCKET_IFNAME"] = iface.name
     return iface.name
+
+
+def expand_hostlist(hostlist: str) -> list[str]:
+    """Slurm's compressed host list as names: ``"node[01-03,7],gpu5"`` ->
+    ``["node01", "node02", "node03", "node7", "gpu5"]`` (ranges keep their zero padding).
+
+    Raises:
+        ValueError: an unbalanced bracket or a range that is not ``lo-hi`` with ``lo <= hi``.
+    """
+    names: list[str] = []
+    for item in _split_outside_brackets(hostlist):
+        if "[" not in item:
+            if "]" in item:
+                raise ValueError(f"pyg_sar: bad Slurm host list {hostlist!r} (stray ']')")
+            names.append(item)
+            continue
+        head, _, rest = item.partition("[")
+        body, close, tail = rest.partition("]")
+        if not close or "[" in body:
+            raise ValueError(f"pyg_sar: bad Slurm host list {hostlist!r} (unbalanced '[')")
+        expanded_tails = expand_hostlist(tail) if tail else [""]
+        for part in body.split(","):
+            lo, dash, hi = part.partition("-")
+            if not lo.isdigit() or (dash and not hi.isdigit()) or (dash and int(hi) < int(lo)):
+                raise ValueError(f"pyg_sar: bad range {part!r} in Slurm host list {hostlist!r}")
+            for i in range(int(lo), int(hi if dash else lo) + 1):
+                names.extend(f"{head}{i:0{len(lo)}d}{t}" for t in expanded_tails)
+    return names
+
+
+def _split_outside_brackets(text: str) -> list[str]:
+    items, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        depth += (c == "[") - (c == "]")
+        if c == "," and depth == 0:
+            items.append(text[start:i])
+            start = i + 1
+    items.append(text[start:])
+    return [s for s in (s.strip() for s in items) if s]
+
+
+def expand_tasks_per_node(spec: str) -> list[int]:
+    """Slurm's tasks per node (``SLURM_STEP_TASKS_PER_NODE``) per node in node order:
+    ``"2(x3),1"`` -> ``[2, 2, 2, 1]``.
+
+    Raises:
+        ValueError: an item that is neither ``N`` nor ``N(xK)``.
+    """
+    out: list[int] = []
+    for item in spec.split(","):
+        count, _, rep = item.strip().partition("(x")
+        if not count.isdigit() or (rep and not (rep.endswith(")") and rep[:-1].isdigit())):
+            raise ValueError(f"pyg_sar: bad Slurm tasks-per-node item {item!r} in {spec!r}")
+        out.extend([int(count)] * (int(rep[:-1]) if rep else 1))
+    return out

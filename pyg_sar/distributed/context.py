@@ -3,7 +3,8 @@ r"""Process bootstrap: find the launcher, set up the backend, and tear it down a
 :func:`init` recognises ``mpiexec`` (MPICH/Intel MPI ``PMI_*``, Open MPI ``OMPI_COMM_WORLD_*``,
 MVAPICH, PMIx; or ``mpi4py.MPI.COMM_WORLD`` larger than one when ``backend="mpi"`` is asked for),
 ``torchrun`` or any launcher that sets ``RANK``/``WORLD_SIZE``/``MASTER_ADDR``/``MASTER_PORT``,
-and a plain single process. mpi4py is imported only under an MPI launcher (or when asked for).
+Slurm's ``srun`` (see :func:`slurm_step`), and a plain single process. mpi4py is imported only
+under an MPI launcher (or when asked for).
 
 For torch.distributed backends under ``mpiexec``, rank 0 opens a ``TCPStore`` on a free port of
 its host and sends address and port to the others over MPI: no shared file, no hand-set
@@ -46,6 +47,121 @@ _LOCAL_RANK_ENV = ("LOCAL_RANK", "MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK"
                    "MV2_COMM_WORLD_LOCAL_RANK")
 _LOCAL_SIZE_ENV = ("LOCAL_WORLD_SIZE", "MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE",
                    "MV2_COMM_WORLD_LOCAL_SIZE")
+# What srun's MPI plugins set: --mpi=pmi2 (PMI_FD, PMI_RANK), --mpi=pmix (PMIX_RANK).
+_SLURM_PMI_ENV = ("PMI_FD", "PMI_RANK", "PMIX_RANK")
+SLURM_DEFAULT_PORT = 29500  # MASTER_PORT under srun without MPI: this + SLURM_JOB_ID % 10000
+
+
+@dataclass(frozen=True)
+class SlurmStep:
+    """What a task of an ``srun`` job step knows from Slurm's environment.
+
+    Attributes:
+        rank: ``SLURM_PROCID``.
+        world_size: ``SLURM_STEP_NUM_TASKS``.
+        local_rank: ``SLURM_LOCALID``.
+        local_world_size: this node's entry of ``SLURM_STEP_TASKS_PER_NODE`` (``SLURM_NODEID``).
+        nodes: the step's nodes, ``SLURM_STEP_NODELIST`` expanded.
+        cpus_per_task: ``SLURM_CPUS_PER_TASK`` (``None`` when not given to srun/sbatch).
+        job_id: ``SLURM_JOB_ID``.
+        pmi: whether srun's MPI plugin set PMI variables (``--mpi=pmi2`` or ``pmix``).
+    """
+
+    rank: int
+    world_size: int
+    local_rank: int
+    local_world_size: int
+    nodes: tuple[str, ...]
+    cpus_per_task: Optional[int]
+    job_id: int
+    pmi: bool
+
+
+def slurm_step() -> Optional[SlurmStep]:
+    """This process as a task of an ``srun`` step, or ``None`` (not in a step, or started by
+    a launcher inside the step: ``torchrun``, or ``mpiexec`` whose world differs from the step).
+
+    Raises:
+        RuntimeError: a Slurm variable that cannot be parsed (named with its value).
+    """
+    if "SLURM_STEP_NUM_TASKS" not in os.environ or "SLURM_PROCID" not in os.environ:
+        return None
+    tasks = _env_int("SLURM_STEP_NUM_TASKS")
+    if "TORCHELASTIC_RUN_ID" in os.environ or (
+            "RANK" in os.environ and "WORLD_SIZE" in os.environ
+            and _env_int("WORLD_SIZE") != tasks):
+        return None  # torchrun (or a hand-set world) inside the step decides
+    sizes = [_env_int(s) for _, s in _MPI_ENV if s is not None and s in os.environ]
+    if sizes and sizes[0] != tasks:
+        return None  # mpiexec (Hydra) started inside the step: its ranks are not the tasks
+    try:
+        nodes = tuple(address.expand_hostlist(os.environ.get("SLURM_STEP_NODELIST", "")))
+        per_node = address.expand_tasks_per_node(os.environ.get("SLURM_STEP_TASKS_PER_NODE",
+                                                                str(tasks)))
+    except ValueError as e:
+        raise RuntimeError(str(e)) from None
+    node = _env_int("SLURM_NODEID") or 0
+    rank = _env_int("SLURM_PROCID")
+    if not 0 <= rank < tasks:
+        raise RuntimeError(f"pyg_sar: SLURM_PROCID={rank} is not in [0, "
+                           f"SLURM_STEP_NUM_TASKS={tasks})")
+    return SlurmStep(rank=rank, world_size=tasks, local_rank=_env_int("SLURM_LOCALID") or 0,
+                     local_world_size=per_node[node] if node < len(per_node) else 1,
+                     nodes=nodes, cpus_per_task=_env_int("SLURM_CPUS_PER_TASK"),
+                     job_id=_env_int("SLURM_JOB_ID") or 0,
+                     pmi=any(v in os.environ for v in _SLURM_PMI_ENV))
+
+
+def check_slurm_mpi_world(mpi_size: int, step: SlurmStep) -> None:
+    """MPI's world must be the step's tasks. srun without the MPI plugin the library speaks
+    starts every task as an MPI world of its own: caught here instead of training N
+    separate one-rank jobs."""
+    if mpi_size == step.world_size:
+        return
+    if mpi_size == 1:
+        raise RuntimeError(
+            f"pyg_sar.init: srun started {step.world_size} tasks but MPI sees a world of 1: "
+            f"use srun --mpi=pmi2 (MPICH) or --mpi=pmix (Open MPI)")
+    raise RuntimeError(f"pyg_sar.init: srun started {step.world_size} tasks but MPI sees a "
+                       f"world of {mpi_size}")
+
+
+def slurm_rendezvous(step: SlurmStep) -> tuple[str, str]:
+    """``MASTER_ADDR`` and ``MASTER_PORT`` for a step without MPI: the environment's, else the
+    step's first node (rank 0's, as srun places tasks in node order) and ``29500 +
+    SLURM_JOB_ID % 10000``. A node name that does not resolve is looked up in Slurm's own
+    node table (``scontrol show node``: its ``NodeAddr``)."""
+    port = os.environ.get("MASTER_PORT") or str(SLURM_DEFAULT_PORT + step.job_id % 10000)
+    if os.environ.get("MASTER_ADDR"):
+        return os.environ["MASTER_ADDR"], port
+    if not step.nodes:
+        raise RuntimeError("pyg_sar.init: SLURM_STEP_NODELIST is not set; set MASTER_ADDR")
+    node = step.nodes[0]
+    try:
+        return socket.getaddrinfo(node, None, socket.AF_INET)[0][4][0], port
+    except OSError:
+        pass
+    import subprocess
+    try:
+        out = subprocess.run(["scontrol", "show", "node", "-o", node], capture_output=True,
+                             text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        out = ""
+    addr = next((f[len("NodeAddr="):] for f in out.split() if f.startswith("NodeAddr=")), None)
+    if not addr:
+        raise RuntimeError(f"pyg_sar.init: the step's first node {node!r} does not resolve and "
+                           f"scontrol names no NodeAddr for it; set MASTER_ADDR")
+    return addr, port
+
+
+def _warn_batch_script() -> None:
+    """An sbatch script (SLURM_NTASKS > 1, no step) runs once: the ranks come from srun."""
+    ntasks = os.environ.get("SLURM_NTASKS", "")
+    if "SLURM_JOB_ID" in os.environ and ntasks.isdigit() and int(ntasks) > 1:
+        warnings.warn(f"pyg_sar.init: this process runs in a Slurm job of {ntasks} tasks but "
+                      f"outside a job step (the batch script itself): running as one process. "
+                      f"Launch with srun (srun --mpi=pmi2 python ...) to start {ntasks} ranks.",
+                      stacklevel=3)
 
 
 @dataclass(eq=False)
@@ -58,8 +174,8 @@ class DistContext:
         backend: ``"mpi"``, ``"gloo"``, ``"nccl"``, or ``"local"`` for one process.
         device: where this rank computes (``cuda:<local_rank>`` for nccl, else ``cpu``
             unless :func:`init` was given a device; see :func:`select_device`).
-        launcher: ``"mpiexec"``, ``"torchrun"`` (any launcher that sets ``RANK``/``WORLD_SIZE``)
-            or ``"none"``.
+        launcher: ``"mpiexec"``, ``"torchrun"`` (any launcher that sets ``RANK``/``WORLD_SIZE``),
+            ``"slurm"`` (a task of an ``srun`` step) or ``"none"``.
         comm: the :class:`~pyg_sar.distributed.transport.Communicator` SAR traffic uses
             (a :class:`~pyg_sar.distributed.supervision.SupervisedCommunicator` around the
             backend's when failure supervision is on).
@@ -137,7 +253,10 @@ def _env_int(name: Optional[str]) -> Optional[int]:
 
 
 def detect_launcher() -> str:
-    """``"mpiexec"``, ``"torchrun"`` or ``"none"``, from the environment only (imports nothing)."""
+    """``"slurm"``, ``"mpiexec"``, ``"torchrun"`` or ``"none"``, from the environment only
+    (imports nothing)."""
+    if slurm_step() is not None:
+        return "slurm"
     if any(rank_var in os.environ for rank_var, _ in _MPI_ENV):
         size_vars = [s for _, s in _MPI_ENV if s is not None and s in os.environ]
         # A one-rank MPI launch with torchrun variables set is a torchrun launch.
@@ -161,9 +280,14 @@ def _import_mpi(reason: str, seconds: Optional[float] = None):
     return MPI
 
 
-def _set_threads(local_world_size: int) -> int:
-    """Intra-op threads: the cores this rank may use, shared among the ranks on its host."""
-    if "OMP_NUM_THREADS" not in os.environ:
+def _set_threads(local_world_size: int, cpus_per_task: Optional[int] = None) -> int:
+    """Intra-op threads: the cores this rank may use (Slurm's ``--cpus-per-task`` when given),
+    else shared among the ranks on its host."""
+    if "OMP_NUM_THREADS" in os.environ:
+        return torch.get_num_threads()
+    if cpus_per_task:
+        torch.set_num_threads(cpus_per_task)
+    else:
         try:
             cores = len(os.sched_getaffinity(0))
         except AttributeError:  # not Linux
@@ -334,8 +458,16 @@ def init(backend: Optional[str] = None, timeout: Optional[float] = None,
     supervise = supervision_requested(supervise)
 
     launcher = detect_launcher()
+    step = slurm_step() if launcher == "slurm" else None
     mpi = None
-    if launcher == "mpiexec":
+    if launcher == "none" and "SLURM_JOB_ID" in os.environ:
+        _warn_batch_script()
+    if step is not None and (backend == "mpi" or (backend is None and step.pmi)):
+        mpi = _import_mpi("srun started this process" + (" with an MPI plugin" if step.pmi
+                                                         else " and backend='mpi' was asked"),
+                          seconds if supervise and step.pmi else None)
+        check_slurm_mpi_world(mpi.COMM_WORLD.Get_size(), step)
+    elif launcher == "mpiexec":
         # Supervised, a guard process ends a rank whose MPI_Init waits past the deadline for
         # a rank that never starts; unsupervised, MPI_Init waits as MPI decides.
         mpi = _import_mpi("the process was started by an MPI launcher",
@@ -349,8 +481,12 @@ def init(backend: Optional[str] = None, timeout: Optional[float] = None,
             warnings.warn(f"{e}; running as a single process", stacklevel=2)
             mpi = None
 
-    if launcher == "mpiexec":
+    if launcher == "mpiexec" or (step is not None and mpi is not None):
         rank, world_size = mpi.COMM_WORLD.Get_rank(), mpi.COMM_WORLD.Get_size()
+    elif step is not None:
+        rank, world_size = step.rank, step.world_size
+        if world_size > 1 and backend in (None, "gloo", "nccl"):
+            os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = slurm_rendezvous(step)
     elif launcher == "torchrun":
         rank, world_size = _env_int("RANK"), _env_int("WORLD_SIZE")
         if not 0 <= rank < world_size:
@@ -364,7 +500,7 @@ def init(backend: Optional[str] = None, timeout: Optional[float] = None,
     if backend is None:
         if world_size == 1 and launcher == "none":
             backend = "local"
-        elif launcher == "mpiexec":
+        elif launcher == "mpiexec" or (launcher == "slurm" and mpi is not None):
             backend = "mpi"
         else:
             want_cuda = device is not None and torch.device(device).type == "cuda"
@@ -372,13 +508,14 @@ def init(backend: Optional[str] = None, timeout: Optional[float] = None,
     if backend == "nccl" and not torch.cuda.is_available():
         raise RuntimeError("pyg_sar.init: backend 'nccl' needs CUDA, which is not available")
 
-    env_local = next((_env_int(v) for v in _LOCAL_RANK_ENV if v in os.environ), None)
+    env_local = step.local_rank if step is not None else next(
+        (_env_int(v) for v in _LOCAL_RANK_ENV if v in os.environ), None)
     local_rank = env_local if env_local is not None else 0
     device_arg = device
     device = select_device(device_arg, backend, local_rank)  # checked before any connection
     if backend == "nccl":
-        check_nccl_devices(local_rank, next((_env_int(v) for v in _LOCAL_SIZE_ENV
-                                             if v in os.environ), None))
+        check_nccl_devices(local_rank, step.local_world_size if step is not None else next(
+            (_env_int(v) for v in _LOCAL_SIZE_ENV if v in os.environ), None))
     if device.type == "cuda":
         torch.cuda.set_device(device)
 
@@ -386,7 +523,8 @@ def init(backend: Optional[str] = None, timeout: Optional[float] = None,
     owns_default = False
     if world_size == 1:
         comm: Communicator = LocalCommunicator(seconds)
-        if init_torch_distributed or (launcher == "torchrun" and backend in ("gloo", "nccl")):
+        if init_torch_distributed or (launcher in ("torchrun", "slurm")
+                                      and backend in ("gloo", "nccl")):
             owns_default = _init_default_group("nccl" if backend == "nccl" else "gloo", 0, 1,
     seconds, None)
     else:
@@ -425,7 +563,8 @@ def init(backend: Optional[str] = None, timeout: Optional[float] = None,
     import torch.distributed as dist
     _CONTEXT = DistContext(
     rank=rank, world_size=world_size, backend=backend, device=device, launcher=launcher,
-        comm=comm, timeout=seconds, num_threads=_set_threads(local_world_size),
+        comm=comm, timeout=seconds, num_threads=_set_threads(
+            local_world_size, step.cpus_per_task if step is not None else None),
         local_rank=local_rank, local_world_size=local_world_size,
         torch_distributed=dist.is_available() and dist.is_initialized(), supervised=supervise,
         _owns_default_group=owns_default, _bootstrap_comm=bootstrap)
@@ -468,7 +607,7 @@ def _at_exit() -> None:
     every rank now, as ``python -m mpi4py script.py`` does. Supervised runs have their own,
     faster path (the other ranks are told which rank failed and why)."""
     ctx = _CONTEXT
-    if ctx is not None and ctx.world_size > 1 and ctx.launcher == "mpiexec" \
+    if ctx is not None and ctx.world_size > 1 and ctx.launcher in ("mpiexec", "slurm") \
             and not ctx.supervised and _ended_by_uncaught_exception():
         mpi = sys.modules.get("mpi4py.MPI")
         if mpi is not None:
