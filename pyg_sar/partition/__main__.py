@@ -110,6 +110,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "manifest.json (default: by the file present)")
     stream.add_argument("--threads", type=positive_int, default=None,
                         help="KaMinPar threads (default: the CPUs available)")
+    stream.add_argument("--kaminpar-context", default="fast",
+                        help="KaMinPar preset: fast (default), default, strong, terapart, ...")
     stream.add_argument("--scratch", default=None,
                         help="folder for temporary files (default: next to --out)")
     stream.add_argument("--memory-budget", default=None,
@@ -201,7 +203,8 @@ def _write_streaming(parser: argparse.ArgumentParser, args: argparse.Namespace) 
         report = write_partition_streaming(
             source, args.num_parts, args.out, args.method, balance=args.balance,
             seed=args.seed, threads=args.threads, scratch=args.scratch,
-            memory_budget=args.memory_budget, overwrite=args.overwrite)
+            memory_budget=args.memory_budget, overwrite=args.overwrite,
+            kaminpar_context=args.kaminpar_context)
     except (ValueError, ImportError) as err:
         print(f"{parser.prog}: error: {_for_cli(err)}", file=sys.stderr)
         return 2

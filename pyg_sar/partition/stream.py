@@ -258,7 +258,7 @@ def _metis_on_csr(xadj: np.ndarray, adjncy: np.ndarray, in_degree: np.ndarray,
 
 
 def _kaminpar_parts(path: Path, num_parts: int, seed: int, threads: int,
-                    weights: np.ndarray) -> tuple[np.ndarray, int]:
+                    weights: np.ndarray, context: str) -> tuple[np.ndarray, int]:
     """KaMinPar on the ParHIP file; ``(parts, max block weight asked for)``.
 
     With a node heavier than ``(1 + eps) * total / P`` KaMinPar silently returns one block, so
@@ -277,7 +277,7 @@ def _kaminpar_parts(path: Path, num_parts: int, seed: int, threads: int,
         limit = int(weights[heaviest])
     graph = kaminpar.load_graph(str(path), kaminpar.GraphFileFormat.PARHIP, compress=True)
     kaminpar.reseed(int(seed))
-    solver = kaminpar.KaMinPar(threads, kaminpar.default_context())
+    solver = kaminpar.KaMinPar(threads, kaminpar.context_by_name(context))
     parts = np.asarray(solver.compute_partition(graph, [limit] * num_parts), dtype=np.int64)
     del graph, solver
     if parts.shape != weights.shape or parts.min() < 0 or parts.max() >= num_parts:
@@ -329,8 +329,8 @@ def write_partition_streaming(source: EdgeSource | str | Path, num_parts: int,
                               balance: str | None = None, seed: int = 0,
                               threads: int | None = None, scratch: str | Path | None = None,
                               memory_budget: int | str | None = None,
-                              chunk_edges: int = 8_000_000,
-                              overwrite: bool = False) -> PartitionReport:
+                              chunk_edges: int = 8_000_000, overwrite: bool = False,
+                              kaminpar_context: str = "fast") -> PartitionReport:
     """Partition a graph on disk into ``num_parts`` parts without holding all its edges.
 
     Writes the same format as :func:`~pyg_sar.partition.write_partition` (and, for
@@ -357,6 +357,10 @@ def write_partition_streaming(source: EdgeSource | str | Path, num_parts: int,
             (:func:`estimate_memory`) exceeds it.
         chunk_edges: edges read at a time.
         overwrite: replace a non-empty ``out_dir``.
+        kaminpar_context: KaMinPar's preset (``kaminpar.context_names()``): ``"fast"``
+            (default; on R-MAT 200k / 2M at P = 4 with edge balance it took 0.59x the time of
+            ``"default"`` for a 0.6% larger cut), ``"default"``, ``"strong"``, ``"terapart"``
+            (least memory), ...
 
     Raises:
         ValueError: bad arguments or source (truncated or corrupt file, wrong hash, ids out of
@@ -369,6 +373,9 @@ def write_partition_streaming(source: EdgeSource | str | Path, num_parts: int,
     out_dir = Path(out_dir)
     source, num_parts, balance, seed = _check_arguments(source, num_parts, method, balance,
                                                         seed, threads, chunk_edges)
+    if method == "kaminpar" and kaminpar_context not in _kaminpar().context_names():
+        raise ValueError(f"unknown kaminpar_context {kaminpar_context!r} (expected one of "
+                         f"{sorted(_kaminpar().context_names())})")
     n, num_edges = source.num_nodes, source.num_edges
     check_out_dir(out_dir, overwrite)
     if scratch is not None and Path(scratch).exists() and not Path(scratch).is_dir():
@@ -411,9 +418,9 @@ def write_partition_streaming(source: EdgeSource | str | Path, num_parts: int,
             else:
                 parts, limit = _kaminpar_parts(graph, num_parts, seed, threads,
                                                weights if weights is not None else
-                                               np.ones(n, dtype=np.int64))
+                                               np.ones(n, dtype=np.int64), kaminpar_context)
                 extra["kaminpar"] = {"threads": threads, "epsilon": KAMINPAR_EPSILON,
-                                     "context": "default", "max_block_weight": limit}
+                                     "context": kaminpar_context, "max_block_weight": limit}
             graph.unlink()
         timings["partition"] = time.perf_counter() - t
         del counts

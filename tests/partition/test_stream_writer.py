@@ -104,7 +104,7 @@ def test_kaminpar_partition_is_valid_and_balanced(sources, tmp_path, balance):
     report = write_partition_streaming(sources["npy"], 4, tmp_path / "k", "kaminpar",
                                        balance=balance, threads=1, chunk_edges=1000)
     meta = _meta(tmp_path / "k")
-    assert meta["kaminpar"]["threads"] == 1
+    assert meta["kaminpar"]["threads"] == 1 and meta["kaminpar"]["context"] == "fast"
     assert meta["balance"]["partitioner"] == "kaminpar" and meta["balance"]["by"] == balance
     assert sum(report.part_num_edges) == E and sum(report.part_num_nodes) == N
     key = "nodes" if balance == "nodes" else "in_edges"
