@@ -8,7 +8,11 @@
   ``(train, val, test)`` (:mod:`pyg_sar.partition.link_split`);
 * :func:`pyg_sar.distribute` partitions an in-memory ``Data`` inside a running job and hands
   every rank its part over the communicator (:mod:`pyg_sar.partition.distribute`);
-* ``python -m pyg_sar.partition --dataset NAME --num-parts P --out DIR`` does it from the shell.
+* :func:`write_partition_streaming` partitions a graph on disk (:class:`NpySource`,
+  :class:`ChunkSource`) without holding its edges, with KaMinPar or METIS
+  (:mod:`pyg_sar.partition.stream`);
+* ``python -m pyg_sar.partition --dataset NAME --num-parts P --out DIR`` does it from the shell
+  (``--source DIR`` for a graph on disk).
 """
 from pyg_sar.partition.format import FORMAT_VERSION, MetaError
 from pyg_sar.partition.hetero import HeteroPartition
@@ -20,15 +24,19 @@ from pyg_sar.partition.loader import (
     load_partition,
     read_meta,
 )
+from pyg_sar.partition.sources import ChunkSource, NpySource
 from pyg_sar.partition.storage import ChecksumError
+from pyg_sar.partition.stream import write_partition_streaming
 from pyg_sar.partition.writer import PartitionReport, partition_graph, write_partition
 
 __all__ = [
     "FORMAT_VERSION",
     "ChecksumError",
+    "ChunkSource",
     "HeteroPartition",
     "LocalPartition",
     "MetaError",
+    "NpySource",
     "PartitionData",
     "PartitionReport",
     "load_link_split",
@@ -37,4 +45,5 @@ __all__ = [
     "partition_graph",
     "read_meta",
     "write_partition",
+    "write_partition_streaming",
 ]
