@@ -151,7 +151,7 @@ def polynormer_attention_forward(module: PolynormerAttention, x: Tensor, graph: 
                             torch.einsum("bndh->bdh", k))
     num = torch.einsum("bndh,bdmh->bnmh", q, kv)
     den = torch.einsum("bndh,bdh->bnh", q, k_sum).unsqueeze(2)
-    out = (num / (den + 1e-6)).reshape(B, n, -1)
+    out = (num / (den + 1e-6)).reshape(B, n, D * H)  # explicit: n may be 0
     out = module.lns(out) * (h + module.beta)
     out = module.dropout(F.relu(module.lin_out(out)))
     return out[0] if squeeze else out
@@ -202,7 +202,7 @@ def performer_attention_forward(module: PerformerAttention, x: Tensor, graph: Di
     k_sum, kv = global_sums(graph, k.sum(dim=-2), k.transpose(-2, -1) @ v)
     d_inv = 1.0 / (q @ k_sum.unsqueeze(-1))
     out = torch.einsum("...L,...Ld->...Ld", d_inv.squeeze(-1), q @ kv)
-    out = out.permute(0, 2, 1, 3).reshape(B, n, -1)
+    out = out.permute(0, 2, 1, 3).reshape(B, n, module.heads * module.head_channels)
     out = module.dropout(module.attn_out(out))
     return out[0] if squeeze else out
 

@@ -285,6 +285,18 @@ def run_model_case(name: str, data: Data, graph, nid: Tensor, comm) -> dict:
     return {"errors": errors}
 
 
+def edgeless_graph(ctx, offsets: list[int]):
+    """A DistGraph without edges over the given node ranges (one may be empty): linear
+    attention reads no edge, only the rows and the communicator."""
+    from pyg_sar.graph import Block, DistGraph
+    n = offsets[ctx.rank + 1] - offsets[ctx.rank]
+    empty = torch.zeros(0, dtype=torch.long)
+    blocks = [Block(s, torch.zeros(n + 1, dtype=torch.long), empty,
+                    n if s == ctx.rank else 0, 0, None) for s in range(ctx.world_size)]
+    return DistGraph(ctx.rank, ctx.world_size, offsets, blocks,
+                     [empty] * ctx.world_size, torch.zeros(n, dtype=torch.long), context=ctx)
+
+
 def ranks(ctx, parts: str, variants: list[str], models: list[str]) -> dict:
     """Rank side of the P = 3 launch."""
     import pyg_sar
@@ -304,4 +316,13 @@ def ranks(ctx, parts: str, variants: list[str], models: list[str]) -> dict:
         except Exception as e:  # noqa: BLE001
             res[f"model/{name}"] = {"error": f"{type(e).__name__}: {e}"}
     res["refusals"] = refusals(graph, nid, ctx.rank)
+    # The last rank without rows (it still joins every all-reduce).
+    offsets = [0, 30] + [NUM_NODES] * (ctx.world_size - 1)
+    empty = edgeless_graph(ctx, offsets)
+    rows = torch.arange(offsets[ctx.rank], offsets[ctx.rank + 1])
+    for name in CASES:
+        try:
+            res[f"empty_rank/{name}"] = run_case(name, data, empty, rows, comm)
+        except Exception as e:  # noqa: BLE001
+            res[f"empty_rank/{name}"] = {"error": f"{type(e).__name__}: {e}"}
     return res

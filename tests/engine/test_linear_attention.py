@@ -68,6 +68,18 @@ def test_model_matches_pyg(results, world_size, name):
     test_matches_pyg(results, world_size, f"model/{name}")
 
 
+@pytest.mark.parametrize("name", list(lac.CASES))
+def test_a_rank_without_rows(results, name):
+    """P = 3 with rows 0-29 / 30-60 / none: the empty rank joins the all-reduces, the others
+    still equal PyG (its output and gradient rows are empty)."""
+    got = [r[f"empty_rank/{name}"] for r in results[3]]
+    for rank, res in enumerate(got):
+        assert "error" not in res, f"rank {rank}: {res.get('error')}"
+        worst = {k: v for k, v in res["errors"].items() if v > TOL}
+        assert not worst, f"rank {rank}: errors above {TOL}: {worst}"
+        assert res["all_reduced"] == res["expected_all_reduced"], (rank, res)
+
+
 def test_partition_has_unequal_nonempty_parts(results):
     rows = [r["rows"] for r in results[3]]
     assert sum(rows) == lac.NUM_NODES and min(rows) > 0 and len(set(rows)) > 1, rows
