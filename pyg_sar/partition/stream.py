@@ -186,6 +186,8 @@ def _bucket_bounds(weights: np.ndarray, num_buckets: int) -> np.ndarray:
 
 def _append(files: list[Any], which: np.ndarray, records: np.ndarray) -> None:
     """Append ``records[..., i]`` to ``files[which[i]]``, input order kept per file."""
+    if len(files) < 2 ** 15:  # small keys: numpy's stable sort is then a radix sort
+        which = which.astype(np.int16)
     order = np.argsort(which, kind="stable")
     which = which[order]
     bounds = np.searchsorted(which, np.arange(len(files) + 1))
