@@ -13,14 +13,22 @@ every layer): each partial sum holds only its rank's rows, so nothing is counted
 
 Cost per layer and step: one all-reduce forward and one backward of the sums only, independent
 of the node count: SGFormer ``H*M*(M+1)`` numbers (``H`` heads of ``M`` channels), Polynormer
-``M*H*(M+1)``, Performer ``H*m*(M+1)`` (``m`` random features). Where PyG uses the node count
-``N`` (SGFormer, twice), the global count ``graph.num_global_nodes`` is used.
+``M*H*(M+1)``, Performer ``H*m*(M+1)`` (``m`` random features) plus 2 forward (a check that
+its projection matrix is equal on every rank). Where PyG uses the node count ``N`` (SGFormer,
+twice), the global count ``graph.num_global_nodes`` is used.
 
 The functions take the rank's rows ``x`` as ``[n, F]`` (the output is then ``[n, C]``) or as
 PyG's dense batch of one graph ``[1, n, F]`` (output ``[1, n, C]``), and an optional PyG
 ``mask`` over those rows. A batch of several graphs (``x`` of batch size > 1, or a ``batch``
 vector naming more than one graph on any rank) is refused: the sums would then be per graph.
 Collective: every rank calls the same function in the same order, also a rank without rows.
+
+Model level: :func:`sgmodule_forward`, :func:`sgformer_forward` and :func:`polynormer_forward`
+are PyG's forwards of ``SGModule``, ``SGFormer`` and ``Polynormer`` over a DistGraph for one
+graph (PyG's sort by ``batch`` and ``to_dense_batch`` are then the identity), the global
+attention through the functions above; their GNN parts (GCNConv, GATConv, batch norms) must
+have been converted by :func:`pyg_sar.convert`. Dropout is per row and drawn per rank, so
+outputs equal one process's only without dropout (or in eval mode).
 """
 from __future__ import annotations
 
