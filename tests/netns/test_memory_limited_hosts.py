@@ -36,7 +36,9 @@ TRAIN = ["-m", "pyg_sar.train", "--model", "sage", "--layers", "3", "--hidden", 
 SUPERVISION = {"PYG_SAR_HEARTBEAT_S": "1", "PYG_SAR_DEAD_AFTER_S": "8",
                "PYG_SAR_FAILURE_GRACE_S": "10"}
 HANG_S = 240.0  # hang detector per launch (a loaded 2-core machine)
-OOM_END_S = 30.0  # from the first rank's "ready" to the end of the job
+# From the launch to the end of the job (start-up included: ~7-25 s measured here under load):
+# well below the 120 s default communication timeout a surviving rank would otherwise wait out.
+OOM_END_S = 90.0
 
 pytestmark = pytest.mark.skipif(unavailable_reason() is not None,
                                 reason=f"memory cgroups unavailable: {unavailable_reason()}")
@@ -125,8 +127,8 @@ def test_trains_across_memory_limited_hosts(launcher, parts, plain, work):
 
 @pytest.mark.parametrize("launcher", LAUNCHERS)
 def test_rank_over_its_budget_is_named(launcher, work):
-    """Rank 1 allocates until the OOM killer ends it: the job ends within OOM_END_S of the
-    ranks being ready, nothing is left running, and host 1's output names rank 1, host1 and the
+    """Rank 1 allocates until the OOM killer ends it: the job ends within OOM_END_S of its
+    launch, nothing is left running, and host 1's output names rank 1, host1 and the
     limit of host 1's cgroup."""
     script = str(Path(__file__).with_name("oom_job.py"))
     with NetnsHosts(2, memory=BUDGET) as hosts:
@@ -136,6 +138,7 @@ def test_rank_over_its_budget_is_named(launcher, work):
         codes = run_commands(cmds, logs, env=_env(), timeout=HANG_S)
         took = time.monotonic() - start
         assert hosts.oom_kills(1) >= 1 and hosts.oom_kills(0) == 0
+        assert took < OOM_END_S, (took, _logs_text(logs))
         cgroup = re.escape(str(hosts.memory_cgroup(1).path))
     text = _logs_text(logs)
     assert all(c != 0 for c in codes), (codes, text)
