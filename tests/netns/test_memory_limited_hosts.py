@@ -139,6 +139,12 @@ def test_rank_over_its_budget_is_named(launcher, work):
         took = time.monotonic() - start
         assert hosts.oom_kills(1) >= 1 and hosts.oom_kills(0) == 0
         assert took < OOM_END_S, (took, _logs_text(logs))
+        deadline = time.monotonic() + 30.0  # witnesses say their piece, then exit
+        while any(hosts.memory_cgroup(h).pids() for h in range(2)) and \
+                time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = [hosts.memory_cgroup(h).pids() for h in range(2)]
+        assert left == [[], []], left
         cgroup = re.escape(str(hosts.memory_cgroup(1).path))
     text = _logs_text(logs)
     assert all(c != 0 for c in codes), (codes, text)
