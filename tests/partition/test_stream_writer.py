@@ -261,3 +261,31 @@ def test_cli_source(graph, sources, tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["--dataset", "cora", "--source", str(sources["npy"]), "--num-parts", "2",
               "--out", str(tmp_path / "both")])
+
+
+def test_ogb_to_source_matches_the_in_memory_dataset(graph, tmp_path):
+    import gzip
+
+    from pyg_sar.datasets.ogb import ogb_node_dataset, ogb_to_source
+
+    def write(path: Path, lines) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with gzip.open(path, "wt") as f:
+            f.write("".join(f"{line}\n" for line in lines))
+
+    raw, edges = tmp_path / "ogb" / "raw", graph["edge_index"][:, :3000]
+    write(raw / "edge.csv.gz", [f"{s},{d}" for s, d in edges.T])
+    write(raw / "node-feat.csv.gz", [",".join(repr(float(v)) for v in row) for row in graph["x"]])
+    write(raw / "node-label.csv.gz", [str(int(v)) if v else "nan" for v in graph["y"]])
+    write(raw / "num-node-list.csv.gz", [str(N)])
+    write(raw / "num-edge-list.csv.gz", [str(edges.shape[1])])
+    for name, ids in (("train", [1, 2, 3]), ("valid", [4, 5]), ("test", [7])):
+        ids = [i for i in range(N) if graph["y"][i]][ids[0]:ids[-1] + 1]
+        write(tmp_path / "ogb" / "split" / "time" / f"{name}.csv.gz", [str(i) for i in ids])
+    folder = ogb_to_source(tmp_path / "ogb", tmp_path / "src", chunk_edges=700)
+    assert len(json.loads((folder / "manifest.json").read_text())["chunks"]) == 5
+    write_partition_streaming(folder, 3, tmp_path / "stream", "metis", balance="nodes",
+                              chunk_edges=1000)
+    write_partition(ogb_node_dataset(tmp_path / "ogb"), 3, tmp_path / "memory", "metis",
+                    balance="nodes")
+    assert _meta(tmp_path / "stream") == _meta(tmp_path / "memory")
