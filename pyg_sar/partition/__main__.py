@@ -105,9 +105,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "partition a graph read from disk in chunks instead of --dataset (memory: the "
         "partitioner's graph plus O(N + E / P))")
     stream.add_argument("--source", help="folder of the graph (see --format)")
-    stream.add_argument("--format", default=None, choices=("npy", "chunks"),
+    stream.add_argument("--format", default=None, choices=("npy", "chunks", "ogb"),
                         help="npy: edge_index.npy + source.json; chunks: edges_*.npy + "
-                             "manifest.json (default: by the file present)")
+                             "manifest.json; ogb: an OGB node-property folder (raw/*.csv.gz, "
+                             "converted in chunks into --scratch first) (default: npy or "
+                             "chunks, by the file present)")
     stream.add_argument("--threads", type=positive_int, default=None,
                         help="KaMinPar threads (default: the CPUs available)")
     stream.add_argument("--kaminpar-context", default="fast",
@@ -196,10 +198,20 @@ def _write_streaming(parser: argparse.ArgumentParser, args: argparse.Namespace) 
     if args.task != "node" or args.normalize_features:
         parser.error("--source writes the graph as stored: --task link and "
                      "--normalize-features need --dataset")
+    import tempfile
+
     from pyg_sar.partition.sources import open_source
     from pyg_sar.partition.stream import write_partition_streaming
+    converted = None
     try:
-        source = open_source(args.source, args.format)
+        if args.format == "ogb":
+            from pyg_sar.datasets.ogb import ogb_to_source
+            base = Path(args.scratch) if args.scratch else Path(args.out).absolute().parent
+            base.mkdir(parents=True, exist_ok=True)
+            converted = tempfile.TemporaryDirectory(prefix=".ogb-source-", dir=base)
+            source = open_source(ogb_to_source(args.source, converted.name), "chunks")
+        else:
+            source = open_source(args.source, args.format)
         report = write_partition_streaming(
             source, args.num_parts, args.out, args.method, balance=args.balance,
             seed=args.seed, threads=args.threads, scratch=args.scratch,
@@ -208,6 +220,9 @@ def _write_streaming(parser: argparse.ArgumentParser, args: argparse.Namespace) 
     except (ValueError, ImportError) as err:
         print(f"{parser.prog}: error: {_for_cli(err)}", file=sys.stderr)
         return 2
+    finally:
+        if converted is not None:
+            converted.cleanup()
     print(report.summary())
     return 0
 

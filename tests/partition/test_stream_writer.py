@@ -289,3 +289,9 @@ def test_ogb_to_source_matches_the_in_memory_dataset(graph, tmp_path):
     write_partition(ogb_node_dataset(tmp_path / "ogb"), 3, tmp_path / "memory", "metis",
                     balance="nodes")
     assert _meta(tmp_path / "stream") == _meta(tmp_path / "memory")
+    from pyg_sar.partition.__main__ import main
+    assert main(["--source", str(tmp_path / "ogb"), "--format", "ogb", "--num-parts", "3",
+                 "--balance", "nodes", "--out", str(tmp_path / "cli"), "--scratch",
+                 str(tmp_path / "scratch")]) == 0
+    assert _meta(tmp_path / "cli")["files"] == _meta(tmp_path / "memory")["files"]
+    assert not any((tmp_path / "scratch").iterdir())
