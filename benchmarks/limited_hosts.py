@@ -1,0 +1,332 @@
+"""Training across hosts that each have a memory budget, where one host cannot train alone.
+
+    python benchmarks/limited_hosts.py --runs plain            # plain PyG, no limit (reference)
+    python benchmarks/limited_hosts.py --runs plain-limited    # plain PyG within one budget
+    python benchmarks/limited_hosts.py --runs mpiexec torchrun # pyg_sar on P budget-limited hosts
+    python benchmarks/limited_hosts.py --report                # md + plot from the JSON
+
+Hosts are network-namespace hosts (``pyg_sar.testing.netns.NetnsHosts(memory=B)``, root only),
+each in its own memory cgroup of ``--budget`` B bytes, swap off; every process started on a
+host (Hydra's proxy or torchrun's agent, the ranks, their witnesses) is in its cgroup. Recorded
+per run: exit status, the cgroup's OOM-kill counter and peak per host (**the peak includes page
+cache charged to the cgroup**), each rank's VmHWM (``peak_rss_mb`` from ``pyg_sar.train``), the
+loss curve, and the planner's prediction (``python -m pyg_sar.plan --parts``) of the per-rank
+peak for P = the hosts and P = 1. The reference run (plain PyG, no limit) runs in a memory cgroup
+of ``--reference-limit`` so that it cannot hurt the machine. One run of each (a memory figure,
+not a timing: step times on this 2-core machine with P = 4 ranks are oversubscribed and only
+reported).
+
+Results: ``benchmarks/results/limited_hosts.json`` (updated atomically after every run), ``.md``
+and ``.png`` (``--report``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+
+from pyg_sar.files import atomic_write  # noqa: E402
+from pyg_sar.testing.cgroup import MemoryCgroup, parse_size  # noqa: E402
+from pyg_sar.testing.netns import MPI_ENV, NetnsHosts, run_commands  # noqa: E402
+
+RESULTS = HERE / "results" / "limited_hosts.json"
+RUNS = ("plain", "plain-limited", "mpiexec", "torchrun")
+HANG_S = 560.0  # hang detector per launch: each queued job stays under 10 minutes
+
+
+def _env() -> dict:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK",
+                        "GLOO_SOCKET_IFNAME")
+           and not k.startswith(("PMI_", "HYDRA_", "TORCHELASTIC_"))}
+    return dict(env, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", **MPI_ENV,
+                PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p))
+
+
+def _train_args(a: argparse.Namespace) -> list[str]:
+    return ["-m", "pyg_sar.train", "--model", "sage", "--layers", str(a.layers), "--hidden",
+            str(a.hidden), "--dropout", "0", "--dtype", a.dtype, "--epochs", str(a.epochs),
+            "--eval-every", str(a.epochs), "--progress", "log", "--log-every", "1"]
+
+
+def _load() -> dict:
+    return json.loads(RESULTS.read_text()) if RESULTS.exists() else {"runs": {}}
+
+
+def _save(results: dict) -> None:
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(RESULTS, json.dumps(results, indent=1))
+
+
+def _set_out(path: str) -> None:
+    global RESULTS
+    RESULTS = Path(path)
+
+
+def _parts(a: argparse.Namespace) -> Path:
+    out = Path(a.work) / f"parts-{a.dataset}-{a.hosts}"
+    if not (out / "meta.json").exists():
+        import pyg_sar
+        from pyg_sar.datasets import load_dataset
+        pyg_sar.partition_graph(load_dataset(a.dataset), a.hosts, out, overwrite=True)
+    return out
+
+
+def _plan(a: argparse.Namespace, parts: Path) -> dict:
+    """The planner's per-rank peak for this model on the partition (P = hosts) and at P = 1."""
+    base = [sys.executable, "-m", "pyg_sar.plan", "--model", "sage", "--hidden", str(a.hidden),
+            "--layers", str(a.layers), "--dtype", a.dtype]
+    out = {}
+    for name, extra in (("parts", ["--parts", str(parts)]), ("p1", None)):
+        if extra is None:
+            meta = json.loads((parts / "meta.json").read_text())
+            extra = ["--nodes", str(meta["num_nodes"]), "--edges", str(meta["num_edges"]),
+                     "--features", str(meta["num_features"]), "--classes",
+                     str(meta["num_classes"]), "--world-sizes", "1"]
+        text = subprocess.run(base + extra, capture_output=True, text=True, cwd=ROOT,
+                              timeout=120).stdout
+        out[name] = text
+    return out
+
+
+def _metrics(path: Path) -> dict | None:
+    if not path.exists():
+        return None
+    m = json.loads(path.read_text())
+    return {"loss": [h["loss"] for h in m["history"]], "peak_rss_mb": m["peak_rss_mb"],
+            "world_size": m["world_size"], "backend": m["backend"],
+            "final_test_acc": m["final_test_acc"]}
+
+
+def run_plain(a: argparse.Namespace, work: Path) -> dict:
+    """Plain PyG, whole graph, one process, in a cgroup of --reference-limit (no budget)."""
+    metrics, log = work / "plain.json", work / "plain.log"
+    cmd = [sys.executable, *_train_args(a), "--dataset", a.dataset, "--reference",
+           "--metrics", str(metrics)]
+    with MemoryCgroup("limited-hosts-plain", a.reference_limit) as cg:
+        shell = ["sh", "-c", f'echo $$ > {cg.procs_file} && exec "$@"', "_", *cmd]
+        t = time.perf_counter()
+        codes = run_commands([shell], [log], env=_env(), timeout=HANG_S)
+        took = time.perf_counter() - t
+        return {"rc": codes[0], "seconds": took, "cgroup_peak": cg.peak(),
+                "oom_kills": cg.oom_kills(), "limit": cg.limit_bytes,
+                "metrics": _metrics(metrics), "log_tail": log.read_text()[-1500:]}
+
+
+def run_plain_limited(a: argparse.Namespace, work: Path) -> dict:
+    """Plain PyG within one host's budget: expected to be ended by the OOM killer."""
+    log = work / "plain_limited.log"
+    with NetnsHosts(1, memory=a.budget) as hosts:
+        cmd = hosts.command(0, [sys.executable, *_train_args(a), "--dataset", a.dataset,
+                                "--reference"])
+        t = time.perf_counter()
+        codes = run_commands([cmd], [log], env=_env(), timeout=HANG_S)
+        took = time.perf_counter() - t
+        return {"rc": codes[0], "shell_status": 128 - codes[0] if codes[0] < 0 else codes[0],
+                "seconds": took, "cgroup_peak": hosts.memory_peak(0),
+                "oom_kills": hosts.oom_kills(0), "log_tail": log.read_text()[-1500:]}
+
+
+def run_hosts(a: argparse.Namespace, work: Path, launcher: str, parts: Path) -> dict:
+    """pyg_sar on --hosts hosts of --budget each, one rank per host."""
+    metrics = work / f"{launcher}.json"
+    argv = [*_train_args(a), "--parts", str(parts), "--metrics", str(metrics)]
+    with NetnsHosts(a.hosts, memory=a.budget) as hosts:
+        if launcher == "mpiexec":
+            cmds = [hosts.mpiexec_command([sys.executable, *argv])]
+        else:
+            cmds = [hosts.torchrun_command(h, argv) for h in range(a.hosts)]
+        logs = [work / f"{launcher}{i}.log" for i in range(len(cmds))]
+        t = time.perf_counter()
+        codes = run_commands(cmds, logs, env=_env(), timeout=HANG_S)
+        took = time.perf_counter() - t
+        return {"rc": codes, "seconds": took,
+                "cgroup_peak": [hosts.memory_peak(h) for h in range(a.hosts)],
+                "oom_kills": [hosts.oom_kills(h) for h in range(a.hosts)],
+                "metrics": _metrics(metrics),
+                "log_tail": "".join(p.read_text()[-800:] for p in logs)}
+
+
+# ---------------------------------------------------------------------------------- report
+def report() -> None:
+    res = _load()
+    cfg, runs = res["config"], res["runs"]
+    budget = cfg["budget"]
+    mib = 2**20
+    lines = [
+        "# Training across memory-limited hosts",
+        "",
+        f"`{cfg['dataset']}` ({cfg['num_nodes']:,} nodes, {cfg['num_edges']:,} edges), SAGE "
+        f"{cfg['layers']} x {cfg['hidden']}, {cfg['dtype']}, dropout 0, {cfg['epochs']} epochs; "
+        f"{cfg['hosts']} network-namespace hosts of **{budget / mib:.0f} MiB** each (memory "
+        f"cgroup, swap off), one rank per host. Generated by `benchmarks/limited_hosts.py`; one "
+        f"run each (a memory measurement). This machine has 2 cores: {cfg['hosts']} ranks "
+        f"oversubscribe them, so times are not step-time figures. Cgroup peaks include page "
+        f"cache charged to the host's cgroup and every process on the host (launcher agent or "
+        f"proxy, witness); VmHWM is the rank process's own peak resident set (it counts shared "
+        f"library pages that may be charged to another cgroup).",
+        "",
+        "| run | exit | OOM kills | cgroup peak per host (MiB) | rank VmHWM (MB) | "
+        "planner peak per rank (MB) | time (s) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    pred = res.get("plan_peak_mb", {})
+    for name in RUNS:
+        r = runs.get(name)
+        if r is None:
+            continue
+        m = r.get("metrics") or {}
+        peaks = r["cgroup_peak"] if isinstance(r["cgroup_peak"], list) else [r["cgroup_peak"]]
+        kills = r["oom_kills"] if isinstance(r["oom_kills"], list) else [r["oom_kills"]]
+        rc = r["rc"] if isinstance(r["rc"], list) else [r["rc"]]
+        exit_ = ", ".join("137 (SIGKILL)" if c == -9 else str(c) for c in rc)
+        hwm = ", ".join(f"{v:.0f}" for v in m.get("peak_rss_mb", [])) or "-"
+        p = pred.get("p1" if name.startswith("plain") else "parts")
+        label = {"plain": f"plain PyG, 1 process, no budget (cgroup limit "
+                          f"{r.get('limit', 0) / mib:.0f} MiB)",
+                 "plain-limited": "plain PyG, 1 process, one host's budget",
+                 "mpiexec": f"pyg_sar, {cfg['hosts']} hosts, mpiexec",
+                 "torchrun": f"pyg_sar, {cfg['hosts']} hosts, torchrun"}[name]
+        lines.append(f"| {label} | {exit_} | {', '.join(map(str, kills))} | "
+                     f"{', '.join(f'{v / mib:.0f}' for v in peaks)} | {hwm} | "
+                     f"{'-' if p is None else f'{p:.0f}'} | {r['seconds']:.0f} |")
+    ref = (runs.get("plain") or {}).get("metrics")
+    lines += ["", "Loss per epoch:", ""]
+    for name in ("plain", "mpiexec", "torchrun"):
+        m = (runs.get(name) or {}).get("metrics")
+        if m is None:
+            continue
+        diff = ""
+        if ref is not None and name != "plain":
+            rel = max(abs(x - y) / abs(y) for x, y in zip(m["loss"], ref["loss"]))
+            diff = f" (max relative difference to plain PyG {rel:.1e})"
+        lines.append(f"* {name}: {', '.join(f'{v:.6f}' for v in m['loss'])}{diff}")
+    lines += ["", "Planner (`python -m pyg_sar.plan`, pyg_sar's per-rank peak; P = 1 is pyg_sar "
+              "in one process, not plain PyG):", "", "```"]
+    for key in ("parts", "p1"):
+        lines += res.get("plan", {}).get(key, "").rstrip().splitlines()
+    lines += ["```", ""]
+    md = RESULTS.with_suffix(".md")
+    atomic_write(md, "\n".join(lines))
+    _plot(res, RESULTS.with_suffix(".png"))
+    print(md.read_text())
+
+
+def _plot(res: dict, path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    cfg, runs, mib = res["config"], res["runs"], 2**20
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4))
+    labels, values, colors = [], [], []
+    plain = runs.get("plain")
+    if plain and plain.get("metrics"):
+        labels.append("plain PyG\n(no budget)\nVmHWM")
+        values.append(plain["metrics"]["peak_rss_mb"][0] * 1e6 / mib)
+        colors.append("tab:red")
+    pl = runs.get("plain-limited")
+    if pl:
+        labels.append(f"plain PyG\nin budget\n{'OOM-killed' if pl['oom_kills'] else 'ran'}")
+        values.append(pl["cgroup_peak"] / mib)
+        colors.append("black")
+    for name, color in (("mpiexec", "tab:blue"), ("torchrun", "tab:green")):
+        r = runs.get(name)
+        if r is None:
+            continue
+        for h, v in enumerate(r["cgroup_peak"]):
+            labels.append(f"{name}\nhost {h}")
+            values.append(v / mib)
+            colors.append(color)
+    ax.bar(range(len(values)), values, color=colors)
+    ax.axhline(cfg["budget"] / mib, color="k", ls="--", label="budget per host")
+    ax.axhline(0.8 * cfg["budget"] / mib, color="gray", ls=":", label="0.8 x budget")
+    ax.set_xticks(range(len(values)), labels, fontsize=6)
+    ax.set_ylabel("peak (MiB): cgroup peak per host; VmHWM for the unlimited run")
+    ax.legend(fontsize=7)
+    ax.set_title("memory per host", fontsize=9)
+    for name, style in (("plain", "k-"), ("mpiexec", "b--"), ("torchrun", "g:")):
+        m = (runs.get(name) or {}).get("metrics")
+        if m:
+            bx.plot(range(1, len(m["loss"]) + 1), m["loss"], style, label=name, marker="o")
+    bx.set_xlabel("epoch")
+    bx.set_ylabel("training loss")
+    bx.legend(fontsize=7)
+    bx.set_title("loss curves (equal)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def _plan_peak(text: str, world: int) -> float | None:
+    """The predicted per-rank peak (MB) in the planner's output: the ``max peak: rank R, X MB``
+    line of a ``--parts`` plan, else the ``sage sar P ...`` row."""
+    import re
+    found = re.search(r"max peak: rank \d+, ([\d.]+) MB", text)
+    if found:
+        return float(found.group(1))
+    for line in text.splitlines():
+        cols = line.split()
+        if len(cols) >= 5 and cols[0] == "sage" and cols[1] == "sar" and cols[2] == str(world):
+            return float(cols[4])
+    return None
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--runs", nargs="*", choices=RUNS, default=[])
+    p.add_argument("--report", action="store_true")
+    p.add_argument("--dataset", default="rmat")
+    p.add_argument("--hosts", type=int, default=4)
+    p.add_argument("--budget", default="1G")
+    p.add_argument("--reference-limit", default="6G")
+    p.add_argument("--hidden", type=int, default=256)
+    p.add_argument("--layers", type=int, default=3)
+    p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--dtype", default="float32", choices=("float32", "float64"))
+    p.add_argument("--work", default="/tmp/limited_hosts")
+    p.add_argument("--out", default=str(RESULTS), help="results JSON (.md, .png beside it)")
+    a = p.parse_args()
+    _set_out(a.out)
+    a.budget = parse_size(a.budget)
+    a.reference_limit = parse_size(a.reference_limit)
+    work = Path(a.work)
+    work.mkdir(parents=True, exist_ok=True)
+    if a.runs:
+        results = _load()
+        config = {"dataset": a.dataset, "hosts": a.hosts, "budget": a.budget,
+                  "hidden": a.hidden, "layers": a.layers, "epochs": a.epochs, "dtype": a.dtype}
+        if {k: results.get("config", {}).get(k) for k in config} != config:
+            results = {"runs": {}}  # another configuration: start over
+        parts = _parts(a)
+        meta = json.loads((parts / "meta.json").read_text())
+        results["config"] = {**config, "num_nodes": meta["num_nodes"],
+                             "num_edges": meta["num_edges"]}
+        if "plan" not in results:
+            results["plan"] = _plan(a, parts)
+            results["plan_peak_mb"] = {"parts": _plan_peak(results["plan"]["parts"], a.hosts),
+                                       "p1": _plan_peak(results["plan"]["p1"], 1)}
+        _save(results)
+        for name in a.runs:
+            print(f"--- {name}", flush=True)
+            if name == "plain":
+                r = run_plain(a, work)
+            elif name == "plain-limited":
+                r = run_plain_limited(a, work)
+            else:
+                r = run_hosts(a, work, name, parts)
+            results["runs"][name] = r
+            _save(results)
+            print(json.dumps({k: v for k, v in r.items() if k != "log_tail"}), flush=True)
+    if a.report:
+        report()
+
+
+if __name__ == "__main__":
+    main()
