@@ -165,3 +165,16 @@ def test_bad_slurm_variable_is_named(slurm_env):
     slurm_env("srun_pmi2_rank0", SLURM_PROCID="2")
     with pytest.raises(RuntimeError, match="SLURM_PROCID=2"):
         context.slurm_step()
+
+
+def test_threads_from_cpus_per_task(monkeypatch):
+    import torch
+    before = torch.get_num_threads()
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    try:
+        assert context._set_threads(4, cpus_per_task=3) == 3  # not cores // 4
+        monkeypatch.setenv("OMP_NUM_THREADS", "1")
+        torch.set_num_threads(2)
+        assert context._set_threads(1, cpus_per_task=3) == 2  # the user's setting stays
+    finally:
+        torch.set_num_threads(before)
