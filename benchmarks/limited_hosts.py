@@ -249,9 +249,9 @@ def _plot(res: dict, path: Path) -> None:
     ax.axhline(cfg["budget"] / mib, color="k", ls="--", label="budget per host")
     ax.axhline(0.8 * cfg["budget"] / mib, color="gray", ls=":", label="0.8 x budget")
     ax.set_xticks(range(len(values)), labels, fontsize=6)
-    ax.set_ylabel("peak (MiB): cgroup peak per host; VmHWM for the unlimited run")
+    ax.set_ylabel("peak (MiB)")
     ax.legend(fontsize=7)
-    ax.set_title("memory per host", fontsize=9)
+    ax.set_title("cgroup peak per host (unlimited plain PyG: its VmHWM)", fontsize=9)
     for name, style in (("plain", "k-"), ("mpiexec", "b--"), ("torchrun", "g:")):
         m = (runs.get(name) or {}).get("metrics")
         if m:
