@@ -132,6 +132,14 @@ def child(args: argparse.Namespace) -> None:
             kwargs["threads"] = args.threads
         if args.chunk_edges and "chunk_edges" in params:
             kwargs["chunk_edges"] = args.chunk_edges
+        try:  # the writer's own estimate of its peak (what memory_budget is checked against)
+            from pyg_sar.partition.stream import estimate_memory
+            src = json.loads((Path(args.source) / "source.json").read_text())
+            record["estimated_peak_gib"] = round(estimate_memory(
+                int(src["num_nodes"]), int(src["num_edges"]), args.parts, args.method,
+                args.chunk_edges or 8_000_000) / 2 ** 30, 3)
+        except (ImportError, TypeError, KeyError):
+            pass
         t = time.perf_counter()
         report = write_partition_streaming(Path(args.source), args.parts, out_dir, **kwargs)
     record["time_s"] = round(time.perf_counter() - t, 3)
