@@ -380,7 +380,7 @@ def write_report(out: Path, result: dict) -> None:
     for r in rows:
         label = f"{r['path']} {r['method']} bal={r['balance']} P={r['num_parts']}"
         series.setdefault(label, []).append(r)
-    for label, runs in series.items():
+    for index, (label, runs) in enumerate(series.items()):
         ok = [r for r in runs if r["status"] == "ok"]
         line = ax_t.plot([r["graph"]["num_edges"] / 1e6 for r in ok],
                          [r["time_s"] for r in ok], marker="o", label=label)[0]
@@ -393,7 +393,7 @@ def write_report(out: Path, result: dict) -> None:
                 text = f"{r['status']} after {r['wall_s']:.0f} s"
                 for ax, y in ((ax_t, r["wall_s"]), (ax_m, m)):
                     ax.plot(e, y, marker="x", color=line.get_color(), markersize=12, mew=2)
-                    ax.annotate(text, (e, y), fontsize=7, xytext=(-90, -14),
+                    ax.annotate(text, (e, y), fontsize=7, xytext=(-90, -14 - 12 * index),
                                 textcoords="offset points")
     ax_t.axhline(600, ls="--", color="grey", lw=0.8, label="goal: 10 min")
     ax_m.axhline(12, ls="--", color="grey", lw=0.8, label="goal: 12 GB")
