@@ -903,19 +903,26 @@ RAW_LOGITS = "auto-fp32-logits"
 as bf16 (the same preset otherwise): shown next to ``auto`` as the before/after of that change."""
 
 
-def _raw_logit_autos(result: dict) -> list[dict]:
-    """The superseded GAT auto runs whose preset is today's but for ``logit_dtype``, relabelled
-    :data:`RAW_LOGITS` (shown only where the current run of the same key exists)."""
+def _is_raw_logit_auto(r: dict) -> bool:
+    """Whether ``r`` is a GAT auto run with today's preset but for ``logit_dtype``."""
     from pyg_sar.compression.presets import auto
+    if r["method"] != "auto" or r["model"] != "gat":
+        return False
+    now = json.loads(json.dumps(auto(r["epochs"], seed=r["seed"]).describe()))
+    now.pop("logit_dtype")
+    return (r.get("spec") or {}).get("preset") == now
+
+
+def _raw_logit_autos(result: dict) -> list[dict]:
+    """The GAT auto runs whose preset is today's but for ``logit_dtype``, relabelled
+    :data:`RAW_LOGITS`: the superseded ones (where the current run of the same key exists),
+    and those not rerun yet, which leave ``result["runs"]`` (so ``auto`` holds only runs of
+    today's preset)."""
     current = {_run_key(r) for r in result["runs"]}
-    out = []
-    for r in result.get("superseded", []):
-        if r["method"] != "auto" or r["model"] != "gat" or _run_key(r) not in current:
-            continue
-        now = json.loads(json.dumps(auto(r["epochs"], seed=r["seed"]).describe()))
-        now.pop("logit_dtype")
-        if (r.get("spec") or {}).get("preset") == now:
-            out.append({**r, "method": RAW_LOGITS})
+    out = [{**r, "method": RAW_LOGITS} for r in result.get("superseded", [])
+           if _run_key(r) in current and _is_raw_logit_auto(r)]
+    out += [{**r, "method": RAW_LOGITS} for r in result["runs"] if _is_raw_logit_auto(r)]
+    result["runs"] = [r for r in result["runs"] if not _is_raw_logit_auto(r)]
     return out
 
 
@@ -945,9 +952,11 @@ def report_real(path: Path, plots: bool = True) -> None:
         f"partition seed 0, {result.get('cores')} cores shared with other jobs."
         + (f" {len(result['superseded'])} earlier runs made with other parameters (auto "
            f"before its preset was frozen, and GAT's auto runs before the preset sent the "
-           f"attention logits as bf16) are kept under `superseded` in the JSON; the latter are "
-           f"shown as `{RAW_LOGITS}` ({len(before)} runs), the same preset with float32 logits."
-           if result.get("superseded") else ""), "",
+           f"attention logits as bf16) are kept under `superseded` in the JSON."
+           if result.get("superseded") else "")
+        + (f" GAT's auto runs with float32 logits (the preset before it sent them as bf16, "
+           f"otherwise the same) are shown as `{RAW_LOGITS}` ({len(before)} runs)."
+           if before else ""), "",
         *calibration_lines(), *real_tables(result), *real_goals(result), note])
     atomic_write(path.with_suffix(".md"), text + "\n")
     print(f"wrote {path.with_suffix('.md')}" + (f" and {len(made)} plot(s)" if made else ""))
