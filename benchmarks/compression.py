@@ -878,7 +878,7 @@ def plot_real(result: dict, stem: str, folder: Path) -> list[Path]:
                 xs, ys, es = zip(*pts)
                 ax.errorbar(xs, ys, yerr=es, marker="o", label=label, capsize=3)
         for s in rows:
-            if s["method"] in REAL_VARIABLE or s["method"] in ("full", "bf16"):
+            if s["method"] in REAL_VARIABLE or s["method"] in ("full", "bf16", RAW_LOGITS):
                 ax.errorbar(s["bytes_rel"], s["acc_mean"], yerr=s["acc_std"], capsize=3,
                             marker={"full": "s", "bf16": "D"}.get(s["method"], "*"),
                             linestyle="none", markersize=10 if s["method"] == "auto" else 8,
