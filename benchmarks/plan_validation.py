@@ -18,7 +18,9 @@ they still match), then compares every measured (graph, P, model, mode) with the
 prediction (the shipped constants) from the graph's sizes and the partition's measured halo
 fraction: the step's working memory and the whole-process peak per rank (the largest rank),
 bytes sent per epoch per rank (mean over ranks, against the ledger) and compute time. It also
-predicts each graph's step memory from a fit on the other two graphs, compares METIS halo
+predicts each graph's step memory from a fit on the other two graphs, checks
+:func:`pyg_sar.plan.predict_partition` per rank against ``benchmarks/partition_balance.py``'s
+runs (R-MAT 262k, P = 4, node and edge balance; :func:`partition_check`), compares METIS halo
 fractions with the planner's estimates, checks epoch time at a link rate against
 ``benchmarks/network.py``'s results, and prints the ogbn-papers100M figures. Output:
 ``benchmarks/results/plan_validation.json``, ``.md`` and
