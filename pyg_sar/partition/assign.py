@@ -95,11 +95,21 @@ def assign_parts(edge_index: np.ndarray, num_nodes: int, num_parts: int, method:
     if ubvec is not None:
         raise ValueError(f"ubvec applies to method='metis' only (got ubvec={ubvec!r} with "
                          f"method={method!r})")
+    num_edges = edge_index.shape[1]
+    in_degree = (np.bincount(edge_index[1], minlength=num_nodes)
+                 if balance == "edges" and num_edges > 0 and num_parts > 1 else None)
+    return simple_parts(method, num_nodes, num_parts, seed, balance, in_degree, num_edges)
+
+
+def simple_parts(method: str, num_nodes: int, num_parts: int, seed: int, balance: str,
+                 in_degree: np.ndarray | None, num_edges: int) -> np.ndarray:
+    """Parts of ``"random"`` (a seeded permutation) or ``"contiguous"`` (the natural order),
+    cut at equal node counts, or with ``balance="edges"`` at equal cumulative
+    ``1 + in_degree * N / E``. Takes the in-degrees rather than the edges, so the streaming
+    writer can call it after counting them."""
     order = None if method == "contiguous" else np.random.default_rng(seed).permutation(num_nodes)
-    if balance == "edges" and edge_index.shape[1] > 0 and num_parts > 1:
-        in_degree = np.bincount(edge_index[1], minlength=num_nodes)
-        return _cut_order(order, 1.0 + in_degree * (num_nodes / edge_index.shape[1]),
-                          num_parts)
+    if balance == "edges" and num_edges > 0 and num_parts > 1:
+        return _cut_order(order, 1.0 + in_degree * (num_nodes / num_edges), num_parts)
     balanced = np.arange(num_nodes, dtype=np.int64) * num_parts // num_nodes
     if order is None:
         return balanced

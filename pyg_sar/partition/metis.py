@@ -28,6 +28,18 @@ DEFAULT_TOLERANCE = 1.03
 TOLERANCE_SLACK = 0.02
 
 
+def sort_unique(keys: np.ndarray) -> np.ndarray:
+    """``np.unique(keys)`` that sorts ``keys`` in place and needs one boolean mask of extra
+    memory (``np.unique`` holds a sorted copy plus its mask)."""
+    keys.sort()
+    if keys.size:
+        distinct = np.empty(keys.size, dtype=bool)
+        distinct[0] = True
+        np.not_equal(keys[1:], keys[:-1], out=distinct[1:])
+        keys = keys[distinct]
+    return keys
+
+
 def symmetric_csr(edge_index: np.ndarray, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
     """CSR ``(xadj, adjncy)`` of the undirected simple graph underlying ``edge_index``.
 
@@ -48,13 +60,7 @@ def symmetric_csr(edge_index: np.ndarray, num_nodes: int) -> tuple[np.ndarray, n
     np.multiply(v, num_nodes, out=keys[num:])
     keys[num:] += u
     del u, v
-    keys.sort()
-    if keys.size:
-        distinct = np.empty(keys.size, dtype=bool)
-        distinct[0] = True
-        np.not_equal(keys[1:], keys[:-1], out=distinct[1:])
-        keys = keys[distinct]
-        del distinct
+    keys = sort_unique(keys)
     rows = keys // num_nodes
     xadj = np.zeros(num_nodes + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows, minlength=num_nodes), out=xadj[1:])

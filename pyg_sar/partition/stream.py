@@ -35,8 +35,9 @@ import numpy as np
 import torch
 
 from pyg_sar.partition import format as fmt
-from pyg_sar.partition.assign import _cut_order, check_balance_arg, partitioner_of
+from pyg_sar.partition.assign import check_balance_arg, partitioner_of, simple_parts
 from pyg_sar.partition.layout import block_recv, block_structure, stored_order
+from pyg_sar.partition.metis import sort_unique
 from pyg_sar.partition.parhip import ParhipWriter, check_parhip, read_csr
 from pyg_sar.partition.sources import EdgeSource, open_source
 from pyg_sar.partition.storage import (
@@ -220,12 +221,7 @@ def _write_symmetric(source: EdgeSource, counts: _Counts, path: Path, scratch: P
     for b, name in enumerate(names):
         keys = np.fromfile(name, dtype=np.int64)
         name.unlink()
-        keys.sort()
-        if keys.size:
-            distinct = np.empty(keys.size, dtype=bool)
-            distinct[0] = True
-            np.not_equal(keys[1:], keys[:-1], out=distinct[1:])
-            keys = keys[distinct]
+        keys = sort_unique(keys)
         lo, hi = int(bounds[b]), int(bounds[b + 1])
         degree = np.bincount(keys // n - lo, minlength=hi - lo)
         writer.append_rows(lo, degree, np.remainder(keys, n))
@@ -290,21 +286,6 @@ def _kaminpar_parts(path: Path, num_parts: int, seed: int, threads: int,
                            f"limit {limit} (max/mean {block.max() * num_parts / total:.3f}; "
                            f"node {heaviest} alone gives max/mean >= {bound:.3f})")
     return parts, limit
-
-
-def _simple_parts(method: str, num_nodes: int, num_parts: int, seed: int, balance: str,
-                  in_degree: np.ndarray, num_edges: int) -> np.ndarray:
-    """``assign_parts`` for random / contiguous, from the in-degrees instead of the edges."""
-    order = None if method == "contiguous" else \
-        np.random.default_rng(seed).permutation(num_nodes)
-    if balance == "edges" and num_edges > 0 and num_parts > 1:
-        return _cut_order(order, 1.0 + in_degree * (num_nodes / num_edges), num_parts)
-    balanced = np.arange(num_nodes, dtype=np.int64) * num_parts // num_nodes
-    if order is None:
-        return balanced
-    parts = np.empty(num_nodes, dtype=np.int64)
-    parts[order] = balanced
-    return parts
 
 
 def _route(source: EdgeSource, new_of_old: np.ndarray, rank_of_new: np.ndarray,
@@ -405,7 +386,7 @@ def write_partition_streaming(source: EdgeSource | str | Path, num_parts: int,
         if num_parts == 1:
             parts = np.zeros(n, dtype=np.int64)
         elif method in ("random", "contiguous"):
-            parts = _simple_parts(method, n, num_parts, seed, balance, in_degree, num_edges)
+            parts = simple_parts(method, n, num_parts, seed, balance, in_degree, num_edges)
         else:
             weights = 1 + in_degree if balance == "edges" and method == "kaminpar" else None
             graph = work / "graph.parhip"

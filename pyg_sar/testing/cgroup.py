@@ -23,6 +23,7 @@ import os
 import re
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Optional
 
@@ -51,6 +52,21 @@ def parse_size(size: int | str) -> int:
 def _write(path: Path, value: str) -> None:
     with open(path, "w") as f:
         f.write(value)
+
+
+def kill_until_empty(list_pids: Callable[[], list[int]], tries: int) -> None:
+    """SIGKILL every pid ``list_pids()`` returns, again until it returns none (a member may
+    fork while we kill) or ``tries`` rounds have passed."""
+    for _ in range(tries):
+        pids = list_pids()
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.05)
 
 
 class MemoryCgroup:
@@ -160,16 +176,7 @@ class MemoryCgroup:
         if self._closed:
             return
         self._closed = True
-        for _ in range(100):  # until empty: a member may fork while we kill
-            pids = self.pids()
-            if not pids:
-                break
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-            time.sleep(0.05)
+        kill_until_empty(self.pids, tries=100)
         for _ in range(100):  # the last exits are asynchronous: rmdir fails with EBUSY
             try:
                 self.path.rmdir()

@@ -59,7 +59,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Optional
 
-from pyg_sar.testing.cgroup import MemoryCgroup, parse_size
+from pyg_sar.testing.cgroup import MemoryCgroup, kill_until_empty, parse_size
 
 NAME_PREFIX = "pyg_sar"
 NETWORK = ipaddress.ip_network("198.18.0.0/15")  # RFC 2544 benchmarking range
@@ -504,21 +504,18 @@ def run_on_hosts(target: str, hosts: NetnsHosts, *, ranks_per_host: int = 1,
         shutil.rmtree(work, ignore_errors=True)
 
 
+
+def _netns_pids(ns: str) -> list[int]:
+    """The pids of every process inside the network namespace ``ns``."""
+    out = _ip_run(["ip", "netns", "pids", ns], check=False)
+    return [int(p) for p in out.stdout.split() if p.strip().isdigit()]
+
+
 def _remove_namespaces(names: list[str]) -> None:
     """Kill every process inside the namespaces ``names`` (all of them were started there by
     this harness), then delete the namespaces (their veths and bridge go with them)."""
     for ns in names:
-        for _ in range(50):  # until empty: a process may fork while we kill
-            out = _ip_run(["ip", "netns", "pids", ns], check=False)
-            pids = [int(p) for p in out.stdout.split() if p.strip().isdigit()]
-            if not pids:
-                break
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-            time.sleep(0.05)
+        kill_until_empty(functools.partial(_netns_pids, ns), tries=50)
     for ns in names:
         _ip_run(["ip", "netns", "del", ns], check=False)
 
