@@ -12,7 +12,8 @@ ROOT = Path(__file__).resolve().parents[1]
 HARNESS = {"zoo.py", "zoo_models.py", "zoo_rank.py", "zoo_recipes.py", "zoo_report.py",
            "zoo_precision.py", "zoo_precision_rank.py", "zoo_hetero.py", "zoo_hetero_rank.py",
            "zoo_hetero_recipes.py"}
-PUBLIC_TESTING = {"__init__.py", "launcher.py", "worker.py", "netns.py", "devices.py"}
+PUBLIC_TESTING = {"__init__.py", "launcher.py", "worker.py", "netns.py", "devices.py",
+                  "cgroup.py"}
 
 
 def test_wheel_leaves_out_the_harness_and_keeps_the_library(tmp_path):

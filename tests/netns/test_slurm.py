@@ -29,7 +29,7 @@ def docs_batch_script() -> str:
     section = text.split("\n## Slurm\n", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```bash\n(.*?)```", section, re.S)
     script = next(b for b in blocks if "#SBATCH" in b)
-    assert "srun --mpi=pmi2 python -m pyg_sar.train" in script
+    assert "srun --mpi=pmi2 " in script and "python -m pyg_sar.train" in script
     return script
 
 
@@ -55,14 +55,27 @@ def _run(cluster, argv, cwd, epochs=None):
                     + slurm.logs())
 
 
+# Debian's Slurm 22.05 PMI2 server sometimes reads an MPICH client request in pieces and
+# rejects it ("mpi/pmi2: invalid client request"), so MPI_Init fails on one rank before any
+# pyg_sar code runs (seen in about half of the runs on this machine). Only that failure is
+# retried, at most twice; any other failure, or three of these, fails the test.
+PMI2_FLAKE = "mpi/pmi2: invalid client request"
+
+
 def test_sbatch_trains_cora_across_two_hosts(cluster, tmp_path):
-    script = tmp_path / "train.sbatch"
-    script.write_text(docs_batch_script().replace("--epochs 100", "--epochs 20"))
-    out = _run(cluster, ["sbatch", "--wait", "-o", str(tmp_path / "job.out"), str(script)],
-               tmp_path)
-    log = (tmp_path / "job.out").read_text(errors="replace") \
-        if (tmp_path / "job.out").exists() else "(no job output)"
-    assert out.returncode == 0, f"sbatch: {out.stdout}{out.stderr}\njob output:\n{log}"
+    for attempt in range(3):
+        work = tmp_path / f"attempt{attempt}"
+        work.mkdir()
+        script = work / "train.sbatch"
+        script.write_text(docs_batch_script().replace("--epochs 100", "--epochs 20"))
+        out = _run(cluster, ["sbatch", "--wait", "-o", str(work / "job.out"), str(script)],
+                   work)
+        log = (work / "job.out").read_text(errors="replace") \
+            if (work / "job.out").exists() else "(no job output)"
+        if out.returncode == 0 or PMI2_FLAKE not in log:
+            break
+    assert out.returncode == 0, \
+        f"sbatch (attempt {attempt + 1}): {out.stdout}{out.stderr}\njob output:\n{log}"
     assert "2 rank(s)" in log and "backend=mpi" in log, log
     acc = re.search(r"final test accuracy: (\d\.\d+)", log)
     assert acc and float(acc.group(1)) > 0.5, log
