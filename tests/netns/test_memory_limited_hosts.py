@@ -26,15 +26,16 @@ import pytest
 
 from pyg_sar.testing.cgroup import unavailable_reason
 from pyg_sar.testing.launcher import has_mpi
-from pyg_sar.testing.netns import MPI_ENV, NetnsHosts, run_commands
+from pyg_sar.testing.netns import NetnsHosts, run_commands
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from launch_env import launch_env as _env  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 BUDGET = int(0.85 * 2**30)
 TRAIN = ["-m", "pyg_sar.train", "--model", "sage", "--layers", "3", "--hidden", "512",
          "--dropout", "0", "--dtype", "float64", "--epochs", "2", "--progress", "log",
          "--eval-every", "2"]
-SUPERVISION = {"PYG_SAR_HEARTBEAT_S": "1", "PYG_SAR_DEAD_AFTER_S": "8",
-               "PYG_SAR_FAILURE_GRACE_S": "10"}
 HANG_S = 240.0  # hang detector per launch (a loaded 2-core machine)
 # From the launch to the end of the job (start-up included: ~7-25 s measured here under load):
 # well below the 120 s default communication timeout a surviving rank would otherwise wait out.
@@ -44,15 +45,6 @@ pytestmark = pytest.mark.skipif(unavailable_reason() is not None,
                                 reason=f"memory cgroups unavailable: {unavailable_reason()}")
 needs_mpi = pytest.mark.skipif(not has_mpi(), reason="needs mpiexec and mpi4py")
 LAUNCHERS = [pytest.param("mpiexec", marks=needs_mpi), "torchrun"]
-
-
-def _env() -> dict:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK",
-                        "GLOO_SOCKET_IFNAME")
-           and not k.startswith(("PMI_", "HYDRA_", "TORCHELASTIC_"))}
-    return dict(env, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", **MPI_ENV, **SUPERVISION,
-                PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p))
 
 
 def _logs_text(logs: list[Path]) -> str:

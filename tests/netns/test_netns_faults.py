@@ -34,29 +34,22 @@ import pytest
 import torch
 
 from pyg_sar.testing.launcher import has_mpi
-from pyg_sar.testing.netns import MPI_ENV, NetnsHosts, run_commands
+from pyg_sar.testing.netns import NetnsHosts, run_commands
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from launch_env import SUPERVISION  # noqa: E402
+from launch_env import launch_env as _env  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 PAUSED = str(Path(__file__).with_name("train_paused.py"))
 EPOCHS, PAUSE = 6, 2
 TRAIN = ["--epochs", str(EPOCHS), "--dtype", "float64", "--hidden", "16", "--progress", "log",
          "--log-every", "1", "--eval-every", "1", "--checkpoint-every", str(PAUSE)]
-SUPERVISION = {"PYG_SAR_HEARTBEAT_S": "1", "PYG_SAR_DEAD_AFTER_S": "8",
-               "PYG_SAR_FAILURE_GRACE_S": "10"}
 LIMIT_S = 60.0  # from the fault to the end of every rank (detection 8 s + grace 10 s)
 HANG_S = 240.0  # a whole launch on the loaded 2-core machine
 
 needs_mpi = pytest.mark.skipif(not has_mpi(), reason="needs mpiexec and mpi4py")
 LAUNCHERS = [pytest.param("mpiexec", marks=needs_mpi), "torchrun"]
-
-
-def _env() -> dict:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK",
-                        "GLOO_SOCKET_IFNAME")
-           and not k.startswith(("PMI_", "HYDRA_", "TORCHELASTIC_"))}
-    return dict(env, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", **MPI_ENV, **SUPERVISION,
-                PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p))
 
 
 def _commands(hosts: NetnsHosts, launcher: str, argv: list[str], port: int) -> list[list[str]]:
