@@ -31,7 +31,6 @@ from pyg_sar.testing.netns import NetnsHosts, run_commands
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from launch_env import launch_env as _env  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
 BUDGET = int(0.85 * 2**30)
 TRAIN = ["-m", "pyg_sar.train", "--model", "sage", "--layers", "3", "--hidden", "512",
          "--dropout", "0", "--dtype", "float64", "--epochs", "2", "--progress", "log",

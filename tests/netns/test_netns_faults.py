@@ -40,7 +40,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from launch_env import SUPERVISION  # noqa: E402
 from launch_env import launch_env as _env  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
 PAUSED = str(Path(__file__).with_name("train_paused.py"))
 EPOCHS, PAUSE = 6, 2
 TRAIN = ["--epochs", str(EPOCHS), "--dtype", "float64", "--hidden", "16", "--progress", "log",
