@@ -268,7 +268,7 @@ def run(args: argparse.Namespace) -> dict:
         if not (parts / "meta.json").exists():
             print(f"partitioning {name} into {WORLD} parts ({method})", flush=True)
             pyg_sar.partition_graph(factory(), WORLD, parts, method=method, seed=0,
-                                    overwrite=True)
+                                    balance="nodes", overwrite=True)  # as the results were
         for model in models:
             for seed in range(args.seeds):
                 print(f"{name} / {model} / seed {seed}: {len(methods)} methods, "
@@ -462,7 +462,7 @@ HIDDEN = 32
 REAL_METHODS = ["full", "bf16", "trunc-4", "trunc-16", "quant-8", "quant-4", "quantall-8",
                 "quantall-4", "quantall-2", "trunc-exp",
                 "frac-trunc", "quant-stages", "auto"]
-REAL_EXTRAS = ["frac-subset-ef", "quant-stages-ef-nolastfloor", "varco"]
+REAL_EXTRAS = ["frac-subset-ef", "quant-stages-ef-nolastfloor", "varco", "auto-4"]
 REAL_VARIABLE = ["trunc-exp", "frac-trunc", "quant-stages", "auto", *REAL_EXTRAS]
 # lr and epochs per dataset, from the calibration runs (compression_real_calibration.json; the
 # convergence rule: E = the first epoch at which full's val acc is within 0.3 points of its
@@ -486,7 +486,9 @@ def real_partitions(work: Path, name: str) -> Path:
         print(f"partitioning {dataset} (svd {dim}) into {world} parts ({method})", flush=True)
         from pyg_sar.datasets import load_dataset
         data = load_dataset(dataset, svd_dim=dim)
-        pyg_sar.partition_graph(data, world, parts, method=method, seed=0, overwrite=True)
+        # Node balance pinned: the results were made with it (the default is edges at P >= 4).
+        pyg_sar.partition_graph(data, world, parts, method=method, seed=0, balance="nodes",
+                                overwrite=True)
     return parts
 
 
@@ -523,6 +525,9 @@ def make_real_spec(method: str, epochs: int, seed: int):
     if method == "auto":
         from pyg_sar.compression.presets import auto
         return auto(epochs, seed=seed), None
+    if method == "auto-4":  # auto without its 2-bit stage: inner layers 4 bits until 80%
+        from pyg_sar.compression.presets import auto
+        return auto(epochs, seed=seed, bits=(4, 8), ends=(0.80, 0.95)), None
     raise ValueError(f"unknown method {method!r} (known: {', '.join(REAL_METHODS + REAL_EXTRAS)})")
 
 

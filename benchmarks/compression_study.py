@@ -260,7 +260,8 @@ def partition(work: Path, part: str, dataset: str = "wordnet", svd_dim: int = SV
         print(f"partitioning {dataset}-svd{svd_dim} into {WORLD} parts ({PARTS[part]})",
               flush=True)
         pyg_sar.partition_graph(load_dataset(dataset, svd_dim=svd_dim), WORLD, out,
-                                method=PARTS[part], seed=0, overwrite=True)
+                                method=PARTS[part], seed=0, balance="nodes",
+                                overwrite=True)  # pinned: the study's results were made so
     return out
 
 
