@@ -18,9 +18,11 @@ once (GATv2's ``x_l``, read by both, is fetched by the edge updater and reused),
 keys as modes ``sar``/``sa``.
 
 Compression (``SARConfig.compression``) applies to the feature rows (``x``, GATv2's ``x_l``);
-GAT's attention logits ``alpha_src`` (``[H]`` a row) are sent raw in every mode and path
-(:data:`LOGITS`, :meth:`pyg_sar.core.exchange.Wire.codec_of`): a channel codec would zero whole
-heads' logits, which changes the attention weights instead of adding noise to a feature.
+GAT's attention logits ``alpha_src`` (``[H]`` a row) never go through the channel codec, in
+every mode and path (:data:`LOGITS`, :meth:`pyg_sar.core.exchange.Wire.codec_of`): it would zero
+whole heads' logits, which changes the attention weights instead of adding noise to a feature.
+They cross raw, or cast to the compressor's ``logit_dtype`` (bfloat16 in the ``auto`` preset)
+while its codec is lossy (:meth:`pyg_sar.compression.BoundCodec.logit_dtype_of`).
 
 With ``SARConfig.use_kernels`` (the default), GATConv and GATv2Conv in modes ``sar``/``sa`` run
 the fused attention kernels instead (:mod:`pyg_sar.core.fused_attention`): one kernel call per
@@ -52,13 +54,13 @@ from pyg_sar.nn.wire import hold_wire, layer_wire
 from pyg_sar.ops._gat_attention import fused_attention_available
 
 # Source tensors of a GAT/GATv2 propagate, in every mode and path: x (GATv2's x_l) 0, GAT's
-# alpha_src 1. The logits are sent raw (see the module docstring).
+# alpha_src 1. The logits skip the codec (raw, or cast: see the module docstring).
 X, ALPHA = 0, 1
 LOGITS = frozenset({ALPHA})
 
 
 def attention_wire(layer: MessagePassing) -> Wire:
-    """The wire of one GAT/GATv2 layer call (logits raw)."""
+    """The wire of one GAT/GATv2 layer call (logits past the codec)."""
     return layer_wire(layer, exact=LOGITS if isinstance(layer, GATConv) else ())
 
 
