@@ -18,6 +18,7 @@ from pyg_sar.nn.hetero import check_hetero_call
 from pyg_sar.nn.hetero_bases import check_basis_conv, prepare_bases
 from pyg_sar.nn.layers import UnsupportedLayerError, inspect_layer
 from pyg_sar.nn.lightgcn import convert_lightgcn
+from pyg_sar.nn.module_forwards import bind_graph, convert_module_forwards, find_graph
 from pyg_sar.nn.norm import DistributedBatchNorm, DistributedHeteroBatchNorm
 
 # Norms whose statistics span the whole graph and have no distributed version yet.
@@ -45,10 +46,13 @@ def convert(model: torch.nn.Module, config: Optional[SARConfig] = None) -> torch
     accepts a :class:`~pyg_sar.graph.DistGraph` (a plain ``edge_index`` still runs PyG's own
     code), and every batch norm becomes a :class:`~pyg_sar.nn.norm.DistributedBatchNorm`
     sharing its parameters, bound at every call of ``model`` to the context of the
-    :class:`~pyg_sar.DistGraph` it is given. Each message-passing layer gets its compressor from
-    ``config.compression`` (:func:`pyg_sar.compression.resolve`), its index among the model's
-    message-passing layers (part of the compression keys) and its name (its label in the
-    traffic ledger, ``comm.traffic``). A layer runs only if pyg_sar can show it is exact
+    :class:`~pyg_sar.DistGraph` it is given. PyG modules whose work spans the whole graph
+    outside message passing (SGFormer's and Polynormer's global attention) get a replaced
+    ``forward`` (:data:`pyg_sar.nn.registry.MODULE_FORWARDS`, :mod:`pyg_sar.nn.module_forwards`)
+    that runs exactly over a DistGraph, for one graph. Each message-passing layer gets its
+    compressor from ``config.compression`` (:func:`pyg_sar.compression.resolve`), its index
+    among the model's message-passing layers (part of the compression keys) and its name (its
+    label in the traffic ledger, ``comm.traffic``). A layer runs only if pyg_sar can show it is exact
     (:mod:`pyg_sar.nn.registry`); any other layer is refused before anything is changed, with
     an :class:`UnsupportedLayerError` naming the layer, its class and the reason. Calling it
     again only updates the configuration.
@@ -100,6 +104,8 @@ def convert(model: torch.nn.Module, config: Optional[SARConfig] = None) -> torch
                                        compressors[name])
     _replace_batch_norms(model)
     convert_lightgcn(model)  # sharded embedding table, pairs by gather (nn/lightgcn.py)
+    # Global attention and the like: forwards replaced (registry.MODULE_FORWARDS).
+    convert_module_forwards(model, registry.MODULE_FORWARDS)
     if not getattr(model, "_sar_binds_norms", False):
         model.register_forward_pre_hook(_bind_norms_to_graph, with_kwargs=True)
         model._sar_binds_norms = True
@@ -114,8 +120,13 @@ def _bind_norms_to_graph(model: torch.nn.Module, args: tuple, kwargs: dict) -> N
     whole), not a process-wide one. A model that reads its graph from elsewhere (``model()``
     over a captured ``data``) leaves them unbound: they then use :func:`pyg_sar.init`'s
     context, the only one such a script has. A heterogeneous model's call is checked first
-    (:func:`pyg_sar.nn.hetero.check_hetero_call`: edge types and node row counts)."""
+    (:func:`pyg_sar.nn.hetero.check_hetero_call`: edge types and node row counts). Modules
+    whose forward pyg_sar replaces (:mod:`pyg_sar.nn.module_forwards`) get the call's
+    DistGraph, or ``None``."""
     check_hetero_call(model, args, kwargs)  # a heterogeneous model's types and row counts
+    # Modules with a replaced forward that takes no graph (SGFormerAttention(x, mask)) run
+    # over the DistGraph of this call (None: PyG's forward, module_forwards).
+    bind_graph(model, find_graph(args, kwargs))
     context = grad_sync.find_context(args, kwargs)
     if context is None:
         return

@@ -27,7 +27,17 @@ from torch_geometric.nn.conv import MessagePassing
 from torch_geometric.nn.models import LabelPropagation
 from torch_geometric.nn.models.linkx import SparseLinear
 
-from pyg_sar.nn import families, forwards, hetero_attention, labels, laplacian, linkx, super_gat
+from pyg_sar.nn import (
+    attention_modules,
+    families,
+    forwards,
+    hetero_attention,
+    labels,
+    laplacian,
+    linear_attention,
+    linkx,
+    super_gat,
+)
 from pyg_sar.nn.families import Prepare
 from pyg_sar.nn.sage import sage_forward
 
@@ -196,6 +206,11 @@ VERIFIED: dict[type, Adapter] = {
     # DegreeScalerAggregation: per-node sums, sums of squares, max/min, the in-degree
     # (pyg_sar.nn.aggregation); other aggregators are refused by the layer check.
     _C.PNAConv: Adapter("degree_scaler"),
+    # ARMAConv propagates [num_stacks, num_nodes, channels] (node_dim=-2): its forward runs the
+    # stacks side by side in the channels (a linear, row-wise message), fused kernel path.
+    _C.ARMAConv: Adapter("gcn_norm (no self-loops), stacks as channels",
+                         families.gcn_norm(True, False), linear_weight="edge_weight",
+                         forward=forwards.arma_forward),
     # MessagePassing classes of torch_geometric.nn.models.
     LabelPropagation: Adapter("gcn_norm without self-loops when unweighted",
                               labels.gcn_norm_if_unweighted(), linear_weight="edge_weight",
@@ -243,15 +258,16 @@ def _rgat_refusal(layer: MessagePassing) -> Optional[str]:
     return None
 
 # Classes the engine cannot run at all, so that SARConfig(trusted_layers=...) cannot override
-# the refusal either: class -> reason (naming what is supported instead).
-_NODES_IN_DIM_0 = ("pyg_sar exchanges and aggregates node rows in dimension 0 only, so "
-                   "SARConfig(trusted_layers=...) cannot make it run; supported: layers whose "
-                   "propagate arguments are [num_nodes, ...] tensors, e.g. the verified "
-                   "multi-hop layers TAGConv, SGConv, APPNP and GCN2Conv")
-STRUCTURAL: dict[type, str] = {
-    _C.ARMAConv: "it propagates [num_stacks, num_nodes, channels] tensors (nodes in dimension "
-                 "1, node_dim=-2); " + _NODES_IN_DIM_0,
-}
+# the refusal either: class -> reason (naming what is supported instead). None today: ARMAConv,
+# which propagates [num_stacks, num_nodes, channels] tensors, runs through its adapter
+# forward; any layer that hands propagate a tensor with its nodes outside dimension 0 is
+# refused there with NODES_IN_DIM_0 (pyg_sar.nn.propagate).
+NODES_IN_DIM_0 = ("pyg_sar exchanges and aggregates node rows in dimension 0 only, so "
+                  "SARConfig(trusted_layers=...) cannot make it run; supported: layers whose "
+                  "propagate arguments are [num_nodes, ...] tensors, e.g. the verified "
+                  "multi-hop layers TAGConv, SGConv, APPNP and GCN2Conv, and ARMAConv with "
+                  "PyG's own forward (pyg_sar propagates its stacks as channels)")
+STRUCTURAL: dict[type, str] = {}
 
 
 def structural_refusal(cls: type) -> Optional[str]:
@@ -317,6 +333,8 @@ PASSTHROUGH_MODULES = frozenset({
     # Its embedding table is sharded by owner rank and its pair methods gather the pairs'
     # ends (pyg_sar.nn.lightgcn); LGConv is checked as a layer.
     "torch_geometric.nn.models.lightgcn.LightGCN",
+    # SGFormer's GNN branch: GCNConvs and batch norms, node-wise in between.
+    "torch_geometric.nn.models.sgformer.GraphModule",
 })
 # Namespaces whose modules are checked elsewhere: norms (convert), aggregations (the layer).
 CHECKED_ELSEWHERE = ("torch_geometric.nn.norm.", "torch_geometric.nn.aggr.")
@@ -326,9 +344,27 @@ MODULE_REFUSED = {
                         "rank's rows",
     "AttentiveFP": "its graph-level readout pools every node of a graph (global_add_pool and "
                    "a GRU over the batch)",
-    "SGFormer": "its global attention spans every node of the graph",
-    "Polynormer": "its global attention spans every node of the graph",
     "GraphUNet": "pooling coarsens the whole graph",
+}
+# PyG modules that are not MessagePassing layers whose forward pyg_sar replaces (their work
+# spans every node of the graph): class path -> the replacement, with the signature of the
+# class's forward (the module first), run when the call is over a DistGraph (an argument, or
+# the one the converted model was called with: pyg_sar.nn.module_forwards.graph_of); PyG's
+# own forward runs for a plain edge_index. Applied by pyg_sar.convert
+# (module_forwards.convert_module_forwards); options that stay inexact go in MODULE_OPTIONS.
+MODULE_FORWARDS: dict[str, Callable] = {
+    # Linear global attention: sums over all nodes added over ranks (nn/linear_attention.py).
+    "torch_geometric.nn.models.sgformer.SGFormer": linear_attention.sgformer_forward,
+    "torch_geometric.nn.models.sgformer.SGModule": attention_modules.sgmodule,
+    "torch_geometric.nn.models.polynormer.Polynormer": linear_attention.polynormer_forward,
+    "torch_geometric.nn.attention.sgformer.SGFormerAttention":
+        attention_modules.sgformer_attention,
+    "torch_geometric.nn.attention.polynormer.PolynormerAttention":
+        attention_modules.polynormer_attention,
+    "torch_geometric.nn.attention.performer.PerformerAttention":
+        attention_modules.performer_attention,
+    "torch_geometric.nn.attention.performer.PerformerProjection":
+        attention_modules.performer_projection,
 }
 # Options of pass-through modules that are not exact: module -> reason, or None.
 MODULE_OPTIONS = {
@@ -344,7 +380,8 @@ def module_refusal(module) -> Optional[str]:
     """Why a non-MessagePassing module of torch_geometric is refused, or ``None``."""
     cls = type(module)
     path = f"{cls.__module__}.{cls.__qualname__}"
-    if path in PASSTHROUGH_MODULES or cls.__module__.startswith(CHECKED_ELSEWHERE):
+    if (path in PASSTHROUGH_MODULES or path in MODULE_FORWARDS
+            or cls.__module__.startswith(CHECKED_ELSEWHERE)):
         option = MODULE_OPTIONS.get(path)
         reason = None if option is None else option(module)
         return None if reason is None else reason + " (SARConfig(trusted_layers=...) overrides)"

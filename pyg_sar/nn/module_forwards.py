@@ -1,0 +1,152 @@
+"""PyG modules that are not message-passing layers but whose ``forward`` pyg_sar replaces.
+
+Some PyG modules compute over every node of the graph outside any ``MessagePassing`` layer
+(SGFormer's and Polynormer's global attention, GPSConv's attention block): run on one rank's
+rows, PyG's forward would attend to that rank's nodes only. :data:`pyg_sar.nn.registry.
+MODULE_FORWARDS` maps such a class (its full path, ``module.__qualname__``) to a replacement
+forward, and :func:`pyg_sar.convert` gives every instance a generated subclass
+(:func:`convert_module_forwards`) whose ``forward``
+
+* runs the registered function when the call is over a :class:`~pyg_sar.graph.DistGraph`:
+  one among its arguments (e.g. ``edge_index``), or else the graph the converted model was
+  called with (bound to the module for that call, :func:`bind_graph`), which is how a module
+  whose forward takes no graph (``SGFormerAttention(x, mask)``) finds it
+  (:func:`graph_of`);
+* runs PyG's own ``forward`` otherwise (a plain ``edge_index``: one process, the whole graph),
+  except in a distributed run (:func:`pyg_sar.init` made a context of several ranks), where a
+  call without a graph raises a ``RuntimeError`` instead of attending to one rank's rows.
+
+The registered function has the signature of the class's ``forward`` (the module first) and
+returns what PyG's does, for this rank's rows. The class keeps the PyG class's name,
+``repr``, parameters and ``state_dict``; it pickles and deep-copies (``torch.save(model)``)
+through its PyG class, without the bound graph.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Optional
+
+import torch
+
+from pyg_sar.graph import DistGraph
+
+GRAPH = "_sar_graph"  # the DistGraph of the current call (runtime state, never pickled)
+_CLASSES: dict[tuple[type, Callable], type] = {}
+
+
+def class_path(cls: type) -> str:
+    """``module.qualname`` of a class: the key of :data:`registry.MODULE_FORWARDS`."""
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def find_graph(args: tuple, kwargs: dict) -> Optional[DistGraph]:
+    """The :class:`DistGraph` among a call's arguments, or the one a partition passed whole
+    holds as ``edge_index``; ``None`` if there is none."""
+    values = (*args, *kwargs.values())
+    for v in values:
+        if isinstance(v, DistGraph):
+            return v
+    for v in values:
+        if isinstance(v, (torch.Tensor, str, int, float, bool)) or v is None:
+            continue
+        graph = getattr(v, "edge_index", None) if not isinstance(v, dict) else None
+        if isinstance(graph, DistGraph):
+            return graph
+    return None
+
+
+def graph_of(module: torch.nn.Module) -> DistGraph:
+    """The DistGraph of the current call of a converted module (for registered forwards
+    whose arguments carry no graph)."""
+    graph = module.__dict__.get(GRAPH)
+    if graph is None:
+        raise RuntimeError(f"pyg_sar: {type(module).__name__} has no DistGraph for this call: "
+                           f"call the converted model with the rank's DistGraph as its "
+                           f"edge_index")
+    return graph
+
+
+def bind_graph(model: torch.nn.Module, graph: Optional[DistGraph]) -> None:
+    """Bind ``graph`` (or ``None``: unbind) to every module of ``model`` with a replaced
+    forward; the converted model does it before each call with the DistGraph it is given."""
+    for module in model.modules():
+        if getattr(type(module), "_sar_module_forward", None) is not None:
+            module.__dict__[GRAPH] = graph
+
+
+def _forward(self: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
+    graph = find_graph(args, kwargs)
+    if graph is None:
+        graph = self.__dict__.get(GRAPH)
+    if graph is None:
+        from pyg_sar.distributed.context import get_context
+        context = get_context()
+        if context is not None and context.world_size > 1:
+            raise RuntimeError(
+                f"pyg_sar: {type(self).__name__} was called without a DistGraph in a run of "
+                f"{context.world_size} ranks: its forward spans every node of the graph; call "
+                f"the converted model with the rank's DistGraph as its edge_index")
+        return type(self)._sar_base.forward(self, *args, **kwargs)
+    before = self.__dict__.get(GRAPH)
+    self.__dict__[GRAPH] = graph
+    try:
+        return type(self)._sar_module_forward(self, *args, **kwargs)
+    finally:
+        self.__dict__[GRAPH] = before
+
+
+def _reduce_ex(self: torch.nn.Module, protocol: int) -> tuple:
+    # The generated class cannot be found by name: pickle (and deepcopy) its PyG class, whose
+    # registered forward is looked up again, and the state without the bound graph.
+    return _new_converted, (type(self)._sar_base,), _getstate(self)
+
+
+def _getstate(self: torch.nn.Module) -> dict:
+    state = dict(self.__dict__)
+    state.pop(GRAPH, None)
+    return state
+
+
+def _new_converted(base: type) -> torch.nn.Module:
+    """An empty converted module of PyG class ``base`` (unpickling; its state is set next)."""
+    from pyg_sar.nn.registry import MODULE_FORWARDS
+    path = class_path(base)
+    if path not in MODULE_FORWARDS:
+        raise RuntimeError(f"pyg_sar: cannot unpickle a converted {path}: this pyg_sar has no "
+                           f"replacement forward for it (pyg_sar.nn.registry.MODULE_FORWARDS)")
+    cls = converted_module_class(base, MODULE_FORWARDS[path])
+    return cls.__new__(cls)
+
+
+def converted_module_class(base: type, forward: Callable) -> type:
+    """The subclass of ``base`` whose ``forward`` runs ``forward`` over a DistGraph (and
+    ``base.forward`` otherwise); generated once per class and function."""
+    key = (base, forward)
+    cls = _CLASSES.get(key)
+    if cls is None:
+        cls = type(base.__name__, (base,), {
+            "__module__": __name__, "__qualname__": base.__qualname__,
+            "__doc__": f"{base.__name__} converted by pyg_sar.convert (see {__name__}).",
+            "_sar_base": base, "_sar_module_forward": staticmethod(forward),
+            "forward": _forward, "__reduce_ex__": _reduce_ex, "__getstate__": _getstate})
+        _CLASSES[key] = cls
+    return cls
+
+
+def convert_module_forwards(model: torch.nn.Module,
+                            forwards: dict[str, Callable]) -> list[torch.nn.Module]:
+    """Give every module of ``model`` whose PyG class is a key of ``forwards`` (full class
+    path) its converted class; returns those modules. A second call changes nothing."""
+    done = []
+    for module in model.modules():
+        base = getattr(type(module), "_sar_base", type(module))
+        forward = forwards.get(class_path(base))
+        if forward is None:
+            continue
+        module.__class__ = converted_module_class(base, forward)
+        done.append(module)
+    return done
+
+
+__all__ = ["bind_graph", "class_path", "convert_module_forwards", "converted_module_class",
+           "find_graph", "graph_of"]
