@@ -52,9 +52,9 @@ def convert(model: torch.nn.Module, config: Optional[SARConfig] = None) -> torch
     that runs exactly over a DistGraph, for one graph. Each message-passing layer gets its
     compressor from ``config.compression`` (:func:`pyg_sar.compression.resolve`), its index
     among the model's message-passing layers (part of the compression keys) and its name (its
-    label in the traffic ledger, ``comm.traffic``). A layer runs only if pyg_sar can show it is exact
-    (:mod:`pyg_sar.nn.registry`); any other layer is refused before anything is changed, with
-    an :class:`UnsupportedLayerError` naming the layer, its class and the reason. Calling it
+    label in the traffic ledger, ``comm.traffic``). A layer runs only if pyg_sar can show it is
+    exact (:mod:`pyg_sar.nn.registry`); any other layer is refused before anything is changed,
+    with an :class:`UnsupportedLayerError` naming the layer, its class and the reason. Calling it
     again only updates the configuration.
 
     The converted model also looks after its training step (:mod:`pyg_sar.distributed.grad_sync`,
