@@ -105,7 +105,7 @@ def convert(model: torch.nn.Module, config: Optional[SARConfig] = None) -> torch
     _replace_batch_norms(model)
     convert_lightgcn(model)  # sharded embedding table, pairs by gather (nn/lightgcn.py)
     # Global attention and the like: forwards replaced (registry.MODULE_FORWARDS).
-    convert_module_forwards(model, registry.MODULE_FORWARDS)
+    convert_module_forwards(model, registry.MODULE_FORWARDS, config)
     if not getattr(model, "_sar_binds_norms", False):
         model.register_forward_pre_hook(_bind_norms_to_graph, with_kwargs=True)
         model._sar_binds_norms = True

@@ -17,20 +17,27 @@ forward, and :func:`pyg_sar.convert` gives every instance a generated subclass
   call without a graph raises a ``RuntimeError`` instead of attending to one rank's rows.
 
 The registered function has the signature of the class's ``forward`` (the module first) and
-returns what PyG's does, for this rank's rows. The class keeps the PyG class's name,
-``repr``, parameters and ``state_dict``; it pickles and deep-copies (``torch.save(model)``)
-through its PyG class, without the bound graph.
+returns what PyG's does, for this rank's rows; it may read ``module._sar_config`` (the
+model's :class:`~pyg_sar.SARConfig`, e.g. its mode) and ``module._sar_name`` (the module's
+name in the model, e.g. a traffic-ledger label), both set by ``convert``. The class keeps
+the PyG class's name, ``repr``, parameters and ``state_dict``; it pickles and deep-copies
+(``torch.save(model)``) through its PyG class, without the bound graph.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import torch
 
 from pyg_sar.graph import DistGraph
 
+if TYPE_CHECKING:
+    from pyg_sar.config import SARConfig
+
 GRAPH = "_sar_graph"  # the DistGraph of the current call (runtime state, never pickled)
+CONFIG = "_sar_config"  # the model's SARConfig, set by convert
 _CLASSES: dict[tuple[type, Callable], type] = {}
 
 
@@ -104,6 +111,10 @@ def _reduce_ex(self: torch.nn.Module, protocol: int) -> tuple:
 def _getstate(self: torch.nn.Module) -> dict:
     state = dict(self.__dict__)
     state.pop(GRAPH, None)
+    config = state.get(CONFIG)
+    if config is not None and callable(config.compression):
+        # A per-layer compression rule may be a closure; these modules compress nothing.
+        state[CONFIG] = dataclasses.replace(config, compression=None)
     return state
 
 
@@ -133,17 +144,21 @@ def converted_module_class(base: type, forward: Callable) -> type:
     return cls
 
 
-def convert_module_forwards(model: torch.nn.Module,
-                            forwards: dict[str, Callable]) -> list[torch.nn.Module]:
+def convert_module_forwards(model: torch.nn.Module, forwards: dict[str, Callable],
+                            config: Optional[SARConfig] = None) -> list[torch.nn.Module]:
     """Give every module of ``model`` whose PyG class is a key of ``forwards`` (full class
-    path) its converted class; returns those modules. A second call changes nothing."""
+    path) its converted class, and set ``module._sar_config`` (``config``: its forward may
+    read the mode) and ``module._sar_name`` (its name in ``model``, a traffic-ledger label);
+    returns those modules. A second call only updates the configuration."""
     done = []
-    for module in model.modules():
+    for name, module in model.named_modules():
         base = getattr(type(module), "_sar_base", type(module))
         forward = forwards.get(class_path(base))
         if forward is None:
             continue
         module.__class__ = converted_module_class(base, forward)
+        module.__dict__[CONFIG] = config
+        module.__dict__["_sar_name"] = name or base.__name__
         done.append(module)
     return done
 
