@@ -9,6 +9,9 @@ neither, so a new PyG model is classified too.
 """
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 import torch
 import torch_geometric.nn.models as pyg_models
 from torch.nn import Linear, ReLU
@@ -99,6 +102,37 @@ def _with_attr(m, d: Inputs):
 
 def _with_batch(m, d: Inputs):
     return m(d.x, d.edge_index, batch=torch.zeros(d.num_nodes, dtype=torch.long))
+
+
+@contextlib.contextmanager
+def default_dtype(dtype: torch.dtype) -> Iterator[None]:
+    """``torch.set_default_dtype(dtype)`` inside the block, restored after it."""
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(old)
+
+
+def _with_batch_float64(m, d: Inputs):
+    # PyG's SGFormerAttention builds torch.ones([B, N]) in the default dtype and fails on
+    # float64 inputs otherwise; the same context for the reference and the converted model.
+    with default_dtype(torch.float64):
+        return _with_batch(m, d)
+
+
+def _sgformer(**kw) -> SGFormer:
+    return SGFormer(IN, HIDDEN, OUT, trans_dropout=0.0, gnn_dropout=0.0, **kw)
+
+
+def _polynormer(global_attention: bool, **kw) -> Polynormer:
+    model = Polynormer(IN, HIDDEN, OUT, local_layers=2, global_layers=1, in_dropout=0.0,
+                       dropout=0.0, global_dropout=0.0, **kw)
+    # PyG trains the local layers first and then sets _global (False by default) to add the
+    # global attention.
+    model._global = global_attention
+    return model
 
 
 def _correct_and_smooth(m, d: Inputs):
@@ -199,11 +233,16 @@ def _model_recipes() -> list[Recipe]:
           lambda m, d: m(d.x, d.edge_index, d.edge_attr,
                          torch.zeros(d.num_nodes, dtype=torch.long)),
           "one graph (graph-level readout)"),
-        m(SGFormer, lambda: SGFormer(IN, HIDDEN, OUT, trans_dropout=0.0, gnn_dropout=0.0),
-          _with_batch, "one graph, global attention (PyG's SGFormer fails in float64)"),
-        m(Polynormer, lambda: Polynormer(IN, HIDDEN, OUT, local_layers=2, global_layers=1,
-                                         in_dropout=0.0, dropout=0.0, global_dropout=0.0),
-          _with_batch, "one graph, global attention"),
+        m(SGFormer, _sgformer, _with_batch_float64,
+          "one graph, 1 head, add (float64 default dtype: PyG's attention needs it)"),
+        m(SGFormer, lambda: _sgformer(trans_num_heads=2, aggregate="cat"), _with_batch_float64,
+          "one graph, 2 heads, cat (float64 default dtype)", "heads2_cat"),
+        m(Polynormer, lambda: _polynormer(True), _with_batch,
+          "one graph, global attention (_global), qk_shared=False"),
+        m(Polynormer, lambda: _polynormer(True, qk_shared=True), _with_batch,
+          "one graph, global attention (_global), qk_shared=True", "qk_shared"),
+        m(Polynormer, lambda: _polynormer(False), _with_batch,
+          "one graph, local layers only (_global=False)", "local"),
     ]
 
 
