@@ -88,6 +88,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="what --dataset's parts hold equal shares of: nodes, or edges (nodes "
                         "and in-edges); default: pyg_sar.partition.assign.DEFAULT_BALANCE for "
                         "metis, nodes otherwise")
+    p.add_argument("--rmat-nodes", type=positive_int, default=None,
+                   help="with --dataset rmat: nodes of the generated graph (default 100,000)")
+    p.add_argument("--rmat-edges", type=positive_int, default=None,
+                   help="with --dataset rmat: requested directed edges (default 1,000,000)")
     p.add_argument("--task", choices=("node", "link"), default="node",
                    help="node classification (default) or link prediction (pyg_sar.train_link)")
     p.add_argument("--model", choices=MODELS, default="gcn")
@@ -157,6 +161,9 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
                      f"(HeteroData); this CLI trains homogeneous models: partition it with "
                      f"python -m pyg_sar.partition and train a to_hetero / HeteroConv model "
                      f"from a script")
+    if (args.rmat_nodes or args.rmat_edges) and (args.dataset or "").lower() != "rmat":
+        parser.error(f"--rmat-nodes / --rmat-edges size the generated graph of --dataset rmat "
+                     f"(got --dataset {args.dataset!r})")
     if args.balance is not None and (args.parts or args.reference):
         parser.error("argument --balance: it applies when --dataset is partitioned on the "
                      "fly, not to --parts (already partitioned) or --reference")
@@ -226,12 +233,18 @@ def build_model(args: argparse.Namespace, in_channels: int, num_classes: int) ->
     return GAT(heads=args.heads, **kwargs)
 
 
+def _dataset_kwargs(args: argparse.Namespace) -> dict:
+    """``load_dataset`` keywords from ``--rmat-nodes`` / ``--rmat-edges`` (``--dataset rmat``)."""
+    sizes = {"num_nodes": args.rmat_nodes, "num_edges": args.rmat_edges}
+    return {k: v for k, v in sizes.items() if v is not None}
+
+
 class _WholeGraph:
     """The whole dataset in the shape of a LocalPartition (for ``--reference``)."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, **kwargs) -> None:
         from pyg_sar.datasets import load_dataset
-        data = load_dataset(name)
+        data = load_dataset(name, **kwargs)
         self.x, self.y, self.graph = data.x, data.y, data.edge_index
         self.train_mask, self.val_mask, self.test_mask = (data.train_mask, data.val_mask,
                                                           data.test_mask)
@@ -243,7 +256,7 @@ def _load(args: argparse.Namespace, ctx) -> pyg_sar.LocalPartition:
         if ctx.world_size != 1 or args.parts:
             raise ValueError("--reference runs plain PyG in one process on --dataset "
                              f"(got world size {ctx.world_size}, --parts {args.parts!r})")
-        return _WholeGraph(args.dataset or "cora")
+        return _WholeGraph(args.dataset or "cora", **_dataset_kwargs(args))
     if args.parts:
         # The job's world size, even for one process: a 1-rank job given a P-part folder fails
         # here, naming the folder, instead of in the first forward pass.
@@ -251,11 +264,12 @@ def _load(args: argparse.Namespace, ctx) -> pyg_sar.LocalPartition:
                                       context=ctx)
     name = args.dataset or "cora"
     suffix = f"-{args.balance}" if args.balance else ""
+    suffix += "".join(f"-{v}" for v in _dataset_kwargs(args).values())  # R-MAT sizes
     out = Path(args.parts_dir or
                f"runs/parts-{name}-{ctx.world_size}-{args.method}{suffix}")
     if ctx.rank == 0:
         from pyg_sar.datasets import load_dataset
-        data = load_dataset(name)
+        data = load_dataset(name, **_dataset_kwargs(args))
         t = time.perf_counter()
         pyg_sar.partition_graph(data, ctx.world_size, out, method=args.method, seed=args.seed,
                                 overwrite=True, balance=args.balance)
