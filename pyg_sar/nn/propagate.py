@@ -20,7 +20,14 @@ from pyg_sar.core.views import BipartiteLoopsError, GraphView, ViewBlock
 from pyg_sar.graph import DistGraph
 from pyg_sar.nn.aggregation import StatsAggregation
 from pyg_sar.nn.families import option
-from pyg_sar.nn.layers import LayerSpec, hooks_reason, message_passing_hooks, node_tensor
+from pyg_sar.nn.layers import (
+    LayerSpec,
+    UnsupportedLayerError,
+    hooks_reason,
+    message_passing_hooks,
+    node_tensor,
+)
+from pyg_sar.nn.registry import NODES_IN_DIM_0
 from pyg_sar.nn.softmax_capture import SoftmaxInMessageProgram
 from pyg_sar.nn.wire import layer_wire
 
@@ -88,10 +95,14 @@ def _special(name: str, block: ViewBlock) -> Any:
 
 def _check_rows(t: Tensor, layer: MessagePassing, name: str, rows: int,
                 role: Optional[str] = None) -> Tensor:
-    if t.dim() == 0 or layer.node_dim % t.dim() != 0:
-        raise ValueError(f"pyg_sar: {type(layer).__name__} argument {name!r} must have its "
-                         f"nodes in dimension 0 (node_dim={layer.node_dim}, shape "
-                         f"{tuple(t.shape)})")
+    if t.dim() == 0:
+        raise ValueError(f"pyg_sar: {type(layer).__name__} argument {name!r} is a scalar; "
+                         f"propagate needs one row per node")
+    if layer.node_dim % t.dim() != 0:  # e.g. a [stacks, nodes, channels] tensor (ARMAConv)
+        raise UnsupportedLayerError(
+            f"pyg_sar: {type(layer).__name__} propagates argument {name!r} of shape "
+            f"{tuple(t.shape)} with its nodes in dimension {layer.node_dim % t.dim()} "
+            f"(node_dim={layer.node_dim}); {NODES_IN_DIM_0}")
     if t.shape[0] != rows:
         what = "the rank's local nodes" if role is None else (
             f"the rank's local nodes of the {role} node set")

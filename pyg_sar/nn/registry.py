@@ -206,6 +206,11 @@ VERIFIED: dict[type, Adapter] = {
     # DegreeScalerAggregation: per-node sums, sums of squares, max/min, the in-degree
     # (pyg_sar.nn.aggregation); other aggregators are refused by the layer check.
     _C.PNAConv: Adapter("degree_scaler"),
+    # ARMAConv propagates [num_stacks, num_nodes, channels] (node_dim=-2): its forward runs the
+    # stacks side by side in the channels (a linear, row-wise message), fused kernel path.
+    _C.ARMAConv: Adapter("gcn_norm (no self-loops), stacks as channels",
+                         families.gcn_norm(True, False), linear_weight="edge_weight",
+                         forward=forwards.arma_forward),
     # MessagePassing classes of torch_geometric.nn.models.
     LabelPropagation: Adapter("gcn_norm without self-loops when unweighted",
                               labels.gcn_norm_if_unweighted(), linear_weight="edge_weight",
@@ -253,15 +258,16 @@ def _rgat_refusal(layer: MessagePassing) -> Optional[str]:
     return None
 
 # Classes the engine cannot run at all, so that SARConfig(trusted_layers=...) cannot override
-# the refusal either: class -> reason (naming what is supported instead).
-_NODES_IN_DIM_0 = ("pyg_sar exchanges and aggregates node rows in dimension 0 only, so "
-                   "SARConfig(trusted_layers=...) cannot make it run; supported: layers whose "
-                   "propagate arguments are [num_nodes, ...] tensors, e.g. the verified "
-                   "multi-hop layers TAGConv, SGConv, APPNP and GCN2Conv")
-STRUCTURAL: dict[type, str] = {
-    _C.ARMAConv: "it propagates [num_stacks, num_nodes, channels] tensors (nodes in dimension "
-                 "1, node_dim=-2); " + _NODES_IN_DIM_0,
-}
+# the refusal either: class -> reason (naming what is supported instead). None today: ARMAConv,
+# which propagates [num_stacks, num_nodes, channels] tensors, runs through its adapter
+# forward; any layer that hands propagate a tensor with its nodes outside dimension 0 is
+# refused there with NODES_IN_DIM_0 (pyg_sar.nn.propagate).
+NODES_IN_DIM_0 = ("pyg_sar exchanges and aggregates node rows in dimension 0 only, so "
+                  "SARConfig(trusted_layers=...) cannot make it run; supported: layers whose "
+                  "propagate arguments are [num_nodes, ...] tensors, e.g. the verified "
+                  "multi-hop layers TAGConv, SGConv, APPNP and GCN2Conv, and ARMAConv with "
+                  "PyG's own forward (pyg_sar propagates its stacks as channels)")
+STRUCTURAL: dict[type, str] = {}
 
 
 def structural_refusal(cls: type) -> Optional[str]:

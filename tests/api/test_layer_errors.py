@@ -1,6 +1,6 @@
 """Layers pyg_sar cannot run as asked fail with an error naming the layer, the reason and what
-is supported: SuperGATConv's self-supervised attention loss (PyG's ``super_gat.py``), and
-ARMAConv, which ``SARConfig(trusted_layers=...)`` cannot make run either."""
+is supported: SuperGATConv's self-supervised attention loss (PyG's ``super_gat.py``); ARMAConv,
+refused before its adapter forward, now runs (trusted or not)."""
 from __future__ import annotations
 
 import copy
@@ -93,13 +93,15 @@ class MyARMA(ARMAConv):
 
 @pytest.mark.parametrize("conv_cls, trusted", [
     (ARMAConv, ()), (ARMAConv, (ARMAConv,)), (MyARMA, (MyARMA,))])
-def test_arma_is_refused_with_its_reason_even_when_trusted(conv_cls, trusted):
-    model = ARMANet(conv_cls)
-    with pytest.raises(pyg_sar.UnsupportedLayerError) as info:
-        pyg_sar.convert(model, pyg_sar.SARConfig(trusted_layers=trusted))
-    message = str(info.value)
-    assert f"layer 'conv' ({conv_cls.__name__})" in message
-    assert "[num_stacks, num_nodes, channels]" in message
-    assert "trusted_layers=...) cannot make it run" in message
-    assert "supported: layers whose propagate arguments are [num_nodes, ...] tensors" in message
-    assert not any(isinstance(m, SARLayer) for m in model.modules())
+def test_arma_runs_trusted_or_not(graph, conv_cls, trusted):
+    """ARMAConv runs through its adapter forward (its stacks propagated as channels), a
+    trusted subclass that keeps PyG's forward too (exactness in every mode and the refusal of
+    a subclass propagating 3-D stacks: tests/engine/test_custom_aggregate.py)."""
+    data, part = graph
+    torch.manual_seed(0)
+    plain = ARMANet(conv_cls).double()
+    model = pyg_sar.convert(copy.deepcopy(plain), pyg_sar.SARConfig(trusted_layers=trusted))
+    assert isinstance(model.conv, SARLayer)
+    torch.testing.assert_close(model(part.x, part.graph),
+                               plain(data.x, data.edge_index)[part.node_ids],
+                               rtol=1e-12, atol=1e-12)

@@ -1,0 +1,123 @@
+"""Rank side (and P = 1 side) of tests/engine/test_custom_aggregate.py: the layers whose
+propagate pyg_sar runs through an adapter of its own (ARMAConv's stacks as channels, EGConv's
+and FastRGCNConv's aggregations as combine rules), each converted and run on this rank's part
+of the zoo graph in modes sar / sa / halo against plain PyG on the whole graph (float64): the
+output rows, every input gradient and every parameter gradient (summed over ranks), as the zoo
+compares them (:mod:`pyg_sar.testing.zoo_rank`).
+
+The zoo graph has 4 isolated nodes (empty rows without self-loops) and some self-loops; its
+edge types leave some relations absent at some nodes (checked by :func:`graph_facts`).
+"""
+from __future__ import annotations
+
+import types
+from typing import Any, Optional
+
+import torch
+from torch import Tensor
+from torch_geometric.nn import ARMAConv
+
+import pyg_sar
+from pyg_sar.testing.zoo_rank import (
+    SEED,
+    Oracle,
+    check_partition,
+    graph_info,
+    make_graph,
+    run_cell,
+)
+from pyg_sar.testing.zoo_recipes import IN, OUT, RELATIONS, Inputs, Recipe
+
+MODES = ("sar", "sa", "halo")
+
+
+def _x(m, d: Inputs) -> Tensor:
+    return m(d.x, d.edge_index)
+
+
+def _xw(m, d: Inputs) -> Tensor:
+    return m(d.x, d.edge_index, d.edge_weight)
+
+
+def _arma_recipes() -> list[Recipe]:
+    return [
+        Recipe("arma/weighted", ARMAConv,
+               lambda: ARMAConv(IN, OUT, num_stacks=3, num_layers=3), _xw),
+        Recipe("arma/shared_dropout_eval", ARMAConv,
+               lambda: ARMAConv(IN, OUT, num_stacks=2, num_layers=2, shared_weights=True,
+                                dropout=0.5, act=torch.nn.Tanh()), _x, train=False),
+        Recipe("arma/one_stack_no_bias", ARMAConv,
+               lambda: ARMAConv(IN, OUT, num_stacks=1, num_layers=1, bias=False), _xw),
+    ]
+
+
+def recipes() -> dict[str, Recipe]:
+    """Every case, by name."""
+    return {r.name: r for r in _arma_recipes()}
+
+
+class StackedARMA(ARMAConv):
+    """A trusted ARMAConv subclass with its own forward: it hands propagate PyG's
+    ``[num_stacks, num_nodes, channels]`` tensor, which the engine must refuse by its reason."""
+
+    def forward(self, x, edge_index, edge_weight=None):
+        out = x.unsqueeze(-3) @ self.init_weight
+        return self.propagate(edge_index, x=out, edge_weight=edge_weight).mean(dim=-3)
+
+
+def refusals(part) -> dict[str, Optional[str]]:
+    """Messages of the refusals (``None``: it ran)."""
+    out: dict[str, Optional[str]] = {}
+    torch.manual_seed(SEED)
+    model = pyg_sar.convert(StackedARMA(IN, OUT, num_stacks=2).double(),
+                            pyg_sar.SARConfig(trusted_layers=(StackedARMA,), check_loss=False))
+    try:
+        model(part.x, part.graph)
+        out["stacked_arma"] = None
+    except ValueError as exc:
+        out["stacked_arma"] = f"{type(exc).__name__}: {exc}"
+    return out
+
+
+def graph_facts(part) -> dict[str, Any]:
+    """What the cases need of this rank's part: nodes without in-edges, and (node, relation)
+    pairs absent at nodes that have in-edges of another relation."""
+    g = part.graph
+    etype = part.edge_data["edge_type"]
+    counts = torch.zeros(g.num_nodes, RELATIONS, dtype=torch.long)
+    for b in g.blocks:  # stored edge tensors: a block's edges are its edge_slice
+        counts.index_put_((b.row, etype[b.edge_slice]), torch.ones_like(b.row),
+                          accumulate=True)
+    has_some = counts.sum(1) > 0
+    return {"empty_rows": int((~has_some).sum()),
+            "absent_relations": int(((counts == 0) & has_some[:, None]).sum())}
+
+
+def run(ctx, part, data) -> dict[str, Any]:
+    """Every (case, mode) cell on this rank: ``{"case/mode": cell}``."""
+    info = graph_info(data)
+    out: dict[str, Any] = {"rows": int(part.num_nodes), "facts": graph_facts(part)}
+    for name, recipe in recipes().items():
+        torch.manual_seed(SEED)
+        pristine = recipe.make(info).double().train(recipe.train)
+        oracle = Oracle(recipe, pristine, data)
+        for mode in MODES:
+            out[f"{name}/{mode}"] = run_cell(ctx, part, recipe, pristine, mode, oracle, None)
+    out["refusals"] = refusals(part)
+    return out
+
+
+def ranks(ctx, parts: str) -> dict[str, Any]:
+    """Rank target of the P = 3 launch."""
+    data = make_graph()
+    part = pyg_sar.load_partition(parts, ctx.rank)
+    check_partition(part, data)
+    return run(ctx, part, data)
+
+
+def single(parts: str) -> dict[str, Any]:
+    """P = 1 in this process."""
+    data = make_graph()
+    part = pyg_sar.load_partition(parts, 0, world_size=1)
+    check_partition(part, data)
+    return run(types.SimpleNamespace(rank=0, world_size=1, comm=None), part, data)
