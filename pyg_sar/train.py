@@ -86,8 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="partition method for --dataset")
     p.add_argument("--balance", choices=BALANCES, default=None,
                    help="what --dataset's parts hold equal shares of: nodes, or edges (nodes "
-                        "and in-edges); default: pyg_sar.partition.assign.DEFAULT_BALANCE for "
-                        "metis, nodes otherwise")
+                        "and in-edges); default: edges for metis with 4 or more ranks, nodes "
+                        "otherwise")
     p.add_argument("--rmat-nodes", type=positive_int, default=None,
                    help="with --dataset rmat: nodes of the generated graph (default 100,000)")
     p.add_argument("--rmat-edges", type=positive_int, default=None,

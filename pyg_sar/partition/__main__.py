@@ -4,7 +4,7 @@ Example::
 
     python -m pyg_sar.partition --dataset cora --num-parts 2 --out parts/
     python -m pyg_sar.partition --dataset rmat --arg num_nodes=100000 --num-parts 8 --out parts/
-    python -m pyg_sar.partition --dataset rmat --num-parts 8 --balance edges --out parts/
+    python -m pyg_sar.partition --dataset rmat --num-parts 8 --balance nodes --out parts/
     python -m pyg_sar.partition --dataset mypkg.graphs:build --num-parts 4 --out parts/
     python -m pyg_sar.partition --source graph_dir/ --method kaminpar --num-parts 8 --out parts/
 
@@ -15,10 +15,11 @@ all its node types together and loads as a :class:`~pyg_sar.partition.HeteroPart
 ``--normalize-features`` then normalises the ``x`` of every node type that has one.
 
 ``--balance edges`` makes every part hold about as many in-edges (the aggregation work of a
-rank) as nodes; ``--balance nodes`` balances nodes only. The default is
-:data:`pyg_sar.partition.assign.DEFAULT_BALANCE` for METIS and ``nodes`` for random and
-contiguous (docs/partitioning.md). The summary prints max / mean of nodes, in-edges and halo
-rows over the parts.
+rank) as nodes; ``--balance nodes`` balances nodes only. The default
+(:func:`pyg_sar.partition.assign.default_balance`) is ``edges`` for METIS and KaMinPar with 4
+or more parts, ``nodes`` with 2 or 3 parts and for random and contiguous
+(docs/partitioning.md); a HeteroData is always balanced by nodes. The summary prints max /
+mean of nodes, in-edges and halo rows over the parts.
 
 ``--source DIR`` partitions a graph on disk without loading it
 (:func:`pyg_sar.partition.stream.write_partition_streaming`): a folder with ``edge_index.npy``
@@ -43,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from pyg_sar.cli_types import positive_int
-from pyg_sar.partition.assign import BALANCES, DEFAULT_BALANCE, METHODS, resolve_balance
+from pyg_sar.partition.assign import BALANCES, EDGE_BALANCE_MIN_PARTS, METHODS, resolve_balance
 
 
 def _parse_arg(text: str) -> tuple[str, Any]:
@@ -90,8 +91,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="kaminpar: with --source only")
     parser.add_argument("--balance", default=None, choices=BALANCES,
                         help=f"what the parts hold equal shares of: nodes, or edges (nodes "
-                             f"and in-edges, the work per rank); default {DEFAULT_BALANCE} "
-                             f"for metis, nodes for random and contiguous")
+                             f"and in-edges, the work per rank); default: edges for metis "
+                             f"and kaminpar with --num-parts >= {EDGE_BALANCE_MIN_PARTS}, "
+                             f"nodes otherwise (and always for a HeteroData)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--overwrite", action="store_true",
                         help="replace a non-empty output folder")
@@ -147,11 +149,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 parser.error(f"argument --{flag.replace('_', '-')}: expected a fraction in "
                              f"[0, 1) (got {value})")
     # Everything the arguments alone decide is refused before the (possibly long) load.
-    if args.task == "link" and args.balance is not None and \
-            args.balance != resolve_balance(args.method, None):
+    default_balance = resolve_balance(args.method, None, args.num_parts)
+    if args.task == "link" and args.balance is not None and args.balance != default_balance:
         parser.error(f"argument --balance: a link-prediction split (--task link) is "
-                     f"partitioned with the default balance "
-                     f"({resolve_balance(args.method, None)} for --method {args.method})")
+                     f"partitioned with the default balance ({default_balance} for --method "
+                     f"{args.method} and --num-parts {args.num_parts})")
     if ":" not in args.dataset and not is_known_dataset(args.dataset):
         parser.error(f"argument --dataset: unknown dataset {args.dataset!r} (known: "
                      f"{', '.join(KNOWN_NAMES)}, or module:function)")

@@ -293,7 +293,7 @@ def write_partition(data: Any, num_parts: int, out_dir: str | Path, method: str 
     t_start = time.perf_counter()
     out_dir = Path(out_dir)
     num_parts, seed = checked_arguments(num_parts, method, seed, on_nonfinite, balance, ubvec)
-    balance = resolve_balance(method, balance)
+    balance = resolve_balance(method, balance, num_parts)
     data, adj_t_meta = _from_adj_t(data)
     num_nodes = data.num_nodes
     if num_nodes is None or num_nodes < 1:
@@ -537,10 +537,12 @@ def partition_graph(data: Any, num_parts: int, out_dir: str | Path, method: str 
             ``"warn"`` (report them, naming tensor and first row), ``"raise"`` (refuse the
             input with a ``ValueError``) or ``"ignore"``.
         balance: ``"nodes"`` or ``"edges"`` (see
-            :func:`~pyg_sar.partition.assign.assign_parts`); ``None``: the default,
-            :data:`~pyg_sar.partition.assign.DEFAULT_BALANCE` for METIS, ``"nodes"`` for
-            random and contiguous. ``meta.json``'s ``"balance"`` block records what was used
-            and the max / mean of nodes, in-edges, halo rows and sent rows per part.
+            :func:`~pyg_sar.partition.assign.assign_parts`); ``None``: the default of
+            :func:`~pyg_sar.partition.assign.default_balance`, for METIS ``"edges"`` when
+            ``num_parts >= 4`` and ``"nodes"`` below, ``"nodes"`` for random and contiguous
+            (a ``HeteroData`` always ``"nodes"``). ``meta.json``'s ``"balance"`` block
+            records what was used and the max / mean of nodes, in-edges, halo rows and sent
+            rows per part.
         ubvec: METIS only: the allowed max/mean of nodes and of in-edges per part, two
             numbers ``> 1`` (default: METIS's own tolerance); a warning names the achieved
             max/mean when it lies more than 0.02 above it.
@@ -556,12 +558,12 @@ def partition_graph(data: Any, num_parts: int, out_dir: str | Path, method: str 
     from pyg_sar.partition.link_split import is_link_split, write_link_split
     if is_link_split(data):
         checked_arguments(num_parts, method, seed, on_nonfinite, balance, ubvec)
-        if resolve_balance(method, balance) != resolve_balance(method, None) or \
-                ubvec is not None:
+        default = resolve_balance(method, None, num_parts)
+        if resolve_balance(method, balance, num_parts) != default or ubvec is not None:
             raise ValueError(f"a link-prediction split is partitioned with the default "
-                             f"balance ({resolve_balance(method, None)!r} for method "
-                             f"{method!r}); balance={balance!r}, ubvec={ubvec!r} are not "
-                             f"supported for it")
+                             f"balance ({default!r} for method {method!r} and "
+                             f"num_parts={num_parts}); balance={balance!r}, ubvec={ubvec!r} "
+                             f"are not supported for it")
         return write_link_split(tuple(data), num_parts, out_dir, method, seed, overwrite,
                                 on_nonfinite)
     return write_partition(data, num_parts, out_dir, method, seed, overwrite,

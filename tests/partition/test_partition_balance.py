@@ -21,7 +21,7 @@ import pyg_sar
 from pyg_sar.datasets import rmat
 from pyg_sar.partition import MetaError, load_partition, partition_graph, write_partition
 from pyg_sar.partition import format as fmt
-from pyg_sar.partition.assign import DEFAULT_BALANCE, assign_parts, resolve_balance
+from pyg_sar.partition.assign import assign_parts, default_balance, resolve_balance
 from pyg_sar.partition.metis import _part_graph_c, metis_parts, symmetric_csr
 from pyg_sar.partition.writer import build_meta
 from pyg_sar.testing import run_on_ranks
@@ -157,9 +157,28 @@ def test_bad_balance_and_ubvec_are_refused_before_writing(graph, tmp_path):
 
 
 def test_default_balance_resolution():
-    assert resolve_balance("metis", None) == DEFAULT_BALANCE
-    assert resolve_balance("random", None) == resolve_balance("contiguous", None) == "nodes"
-    assert resolve_balance("random", "edges") == "edges"
+    # METIS / KaMinPar: edges from 4 parts on, nodes below; random / contiguous: nodes.
+    for method in ("metis", "kaminpar"):
+        assert [resolve_balance(method, None, p) for p in (1, 2, 3, 4, 8, 16)] == \
+            ["nodes"] * 3 + ["edges"] * 3
+        assert default_balance(method, 4) == "edges" and default_balance(method, 3) == "nodes"
+    for p in (2, 4, 8):
+        assert resolve_balance("random", None, p) == resolve_balance("contiguous", None, p) \
+            == "nodes"
+        assert resolve_balance("random", "edges", p) == "edges"
+        assert resolve_balance("metis", "nodes", p) == "nodes"
+
+
+@pytest.mark.parametrize("num_parts, by", [(2, "nodes"), (3, "nodes"), (4, "edges")])
+def test_default_balance_is_what_is_written(power_law, tmp_path, num_parts, by):
+    """``balance=None`` writes the same parts as the explicit balance of the rule, and
+    ``meta.json`` records the resolved value."""
+    report = write_partition(power_law, num_parts, tmp_path / "d")
+    explicit = write_partition(power_law, num_parts, tmp_path / "e", balance=by)
+    assert report.balance["by"] == by
+    assert report.balance == explicit.balance
+    got = [json.loads((tmp_path / d / fmt.META_FILE).read_text()) for d in ("d", "e")]
+    assert got[0]["balance"] == got[1]["balance"] and got[0]["files"] == got[1]["files"]
 
 
 @pytest.mark.parametrize("balance", ["nodes", "edges"])
@@ -250,15 +269,26 @@ def test_hetero_refuses_edge_balance(tmp_path):
     assert not (tmp_path / "h").exists()
     partition_graph(data, 2, tmp_path / "h", balance="nodes")
     assert "balance" not in json.loads((tmp_path / "h" / fmt.META_FILE).read_text())
+    # From 4 parts on METIS's default is edge balance; a HeteroData keeps its node balance
+    # without an error (every part holds floor or ceil of N_t / P nodes of every type t).
+    with pytest.raises(ValueError, match="per-type node rebalance.*balance='edges'"):
+        partition_graph(data, 4, tmp_path / "h4", balance="edges")
+    partition_graph(data, 4, tmp_path / "h4")
+    for t, n in (("a", 6), ("b", 4)):
+        sizes = [load_partition(tmp_path / "h4", r).num_nodes_dict[t] for r in range(4)]
+        assert sum(sizes) == n and max(sizes) - min(sizes) <= 1, (t, sizes)
 
 
 def test_link_split_takes_only_the_default(graph, tmp_path):
     from pyg_sar.partition.link_split import random_link_split
     triple = random_link_split(graph, 0.1, 0.1, seed=0)
-    other = "edges" if resolve_balance("metis", None) == "nodes" else "nodes"
-    with pytest.raises(ValueError, match=f"balance='{other}'.*not supported"):
-        partition_graph(triple, 2, tmp_path / "l", balance=other)
-    assert not (tmp_path / "l").exists()
+    for num_parts, other in ((2, "edges"), (4, "nodes")):  # default: nodes at 2, edges at 4
+        with pytest.raises(ValueError, match=f"balance='{other}'.*not supported"):
+            partition_graph(triple, num_parts, tmp_path / "l", balance=other)
+        assert not (tmp_path / "l").exists()
+    partition_graph(triple, 4, tmp_path / "l", balance="edges")  # the default, named
+    meta = json.loads((tmp_path / "l" / "graph" / fmt.META_FILE).read_text())
+    assert meta["balance"]["by"] == "edges"
 
 
 def test_cli_balance_flag(tmp_path, capsys):
@@ -277,9 +307,10 @@ def test_cli_balance_flag(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         main([*args, "--balance", "both", "--overwrite"])
     assert exc.value.code == 2 and "invalid choice: 'both'" in capsys.readouterr().err
-    other = "edges" if resolve_balance("metis", None) == "nodes" else "nodes"
+    assert main([*args, "--overwrite"]) == 0  # 4 parts: METIS's default is edge balance
+    assert json.loads((out / fmt.META_FILE).read_text())["balance"]["by"] == "edges"
     with pytest.raises(SystemExit):
-        main([*args, "--overwrite", "--task", "link", "--balance", other])
+        main([*args, "--overwrite", "--task", "link", "--balance", "nodes"])
     assert "argument --balance: a link-prediction split" in capsys.readouterr().err
 
 
