@@ -196,7 +196,8 @@ def performer_attention_forward(module: PerformerAttention, x: Tensor, graph: Di
     :func:`sgformer_attention_forward`."""
     x, squeeze, mask = _rows("PerformerAttention", x, graph, mask, batch)
     fast = module.fast_attn
-    if type(fast) is not PerformerProjection:
+    # PyG's class, or the class pyg_sar.convert gives it (nn/module_forwards.py)
+    if getattr(type(fast), "_sar_base", type(fast)) is not PerformerProjection:
         raise ValueError(f"pyg_sar: PerformerAttention: fast_attn must be PyG's "
                          f"PerformerProjection (got {type(fast).__name__})")
     _check_same_projection(fast.projection_matrix, graph)

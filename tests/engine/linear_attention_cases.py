@@ -297,8 +297,10 @@ def edgeless_graph(ctx, offsets: list[int]):
                      [empty] * ctx.world_size, torch.zeros(n, dtype=torch.long), context=ctx)
 
 
-def ranks(ctx, parts: str, variants: list[str], models: list[str]) -> dict:
-    """Rank side of the P = 3 launch."""
+def ranks(ctx, parts: str, variants: list[str], models: list[str],
+          convert: Optional[dict] = None) -> dict:
+    """Rank side of the P = 3 launch (``convert``: kwargs of :func:`convert_ranks`, whose
+    results come back under ``"convert"``)."""
     import pyg_sar
     part = pyg_sar.load_partition(parts, ctx.rank)
     graph, nid = part.graph, part.node_ids
@@ -325,4 +327,155 @@ def ranks(ctx, parts: str, variants: list[str], models: list[str]) -> dict:
             res[f"empty_rank/{name}"] = run_case(name, data, empty, rows, comm)
         except Exception as e:  # noqa: BLE001
             res[f"empty_rank/{name}"] = {"error": f"{type(e).__name__}: {e}"}
+    if convert is not None:
+        res["convert"] = convert_ranks(ctx, **convert)
+    return res
+
+
+# ------------------------------------------------------------------ pyg_sar.convert(model)
+class Composed(torch.nn.Module):
+    """A user model composing PyG's global-attention modules, each called through its own
+    forward (they find the DistGraph bound by the converted model's pre-hook)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        from torch_geometric.nn import GCNConv
+        from torch_geometric.nn.attention.performer import PerformerProjection
+        self.conv = GCNConv(IN, 8)
+        self.sg = SGModule(8, 8, num_layers=1, num_heads=2, dropout=0.0)
+        self.sga = SGFormerAttention(8, heads=2, head_channels=4)
+        self.poly = PolynormerAttention(8, heads=2, head_channels=4)
+        self.perf = PerformerAttention(8, heads=2, head_channels=4)
+        self.proj = PerformerProjection(4)
+        self.lin = torch.nn.Linear(8, 3)
+
+    def forward(self, x: Tensor, edge_index, batch: Optional[Tensor]) -> Tensor:
+        h = self.conv(x, edge_index).relu()
+        h = self.sg(h, batch)
+        h = h + self.sga(h[None])[0].repeat(1, 2)
+        h = h + self.poly(h[None])[0]
+        h = h + self.perf(h[None], torch.ones(1, h.shape[0], dtype=torch.bool))[0]
+        t = h.reshape(1, h.shape[0], 2, 4).permute(0, 2, 1, 3)
+        h = h + self.proj(t, t.tanh(), t).permute(0, 2, 1, 3).reshape(h.shape)
+        return torch.log_softmax(self.lin(h), dim=-1)
+
+
+# name -> (model factory, training mode?, batch given as zeros (else None)). No dropout: its
+# masks are drawn per rank.
+CONVERT_MODELS: dict[str, tuple[Callable[[], torch.nn.Module], bool, bool]] = {
+    "sgformer": (lambda: SGFormer(IN, 8, 3, trans_num_heads=2, trans_dropout=0.0,
+                                  gnn_num_layers=2, gnn_dropout=0.0), True, True),
+    "sgformer_cat_eval": (lambda: SGFormer(IN, 8, 3, trans_dropout=0.0, gnn_num_layers=1,
+                                           gnn_dropout=0.0, aggregate="cat"), False, False),
+    "polynormer_global": (lambda: _polynormer(True), True, True),
+    "polynormer_global_gat_preln": (lambda: _polynormer(True, local_attn=True, pre_ln=True,
+                                                        qk_shared=True), True, False),
+    "polynormer_local": (lambda: _polynormer(False), True, True),
+    "composed": (Composed, True, True),
+}
+# (model, mode): the mode changes only the local convs (GCNConv, GATConv); the global
+# attention all-reduces its sums alike in every mode.
+CONVERT_CASES = ([(name, "sar") for name in CONVERT_MODELS]
+                 + [(name, mode) for name in ("sgformer", "polynormer_global_gat_preln")
+                    for mode in ("sa", "halo")])
+
+
+def convert_labels() -> tuple[Tensor, Tensor]:
+    g = torch.Generator().manual_seed(21)
+    return (torch.randint(0, 3, (NUM_NODES,), generator=g),
+            torch.rand(NUM_NODES, generator=g) < 0.7)
+
+
+def build_convert_model(name: str) -> torch.nn.Module:
+    torch.manual_seed(9)
+    with default_dtype(torch.float64):
+        return CONVERT_MODELS[name][0]().double().train(CONVERT_MODELS[name][1])
+
+
+def run_convert_case(name: str, mode: str, data: Data, graph, nid: Tensor) -> dict:
+    """``pyg_sar.convert(model, SARConfig(mode=mode))`` trained one step with pyg_sar's
+    global ``nll_loss`` (grad_sync sums the parameter gradients) vs PyG's model on the whole
+    graph with ``F.nll_loss``: output rows, loss, input gradient rows, every parameter
+    gradient."""
+    import copy
+
+    import torch.nn.functional as F
+
+    import pyg_sar
+    from pyg_sar.nn import functional as sarF
+    y, train = convert_labels()
+    ref = build_convert_model(name)
+    dist = pyg_sar.convert(copy.deepcopy(ref), pyg_sar.SARConfig(mode=mode))
+    zeros = CONVERT_MODELS[name][2]
+    x = data.x.clone().requires_grad_()
+    xl = data.x[nid].clone().requires_grad_()
+    with default_dtype(torch.float64):
+        out_ref = ref(x, data.edge_index, torch.zeros(NUM_NODES, dtype=torch.long))
+        loss_ref = F.nll_loss(out_ref[train], y[train])
+        loss_ref.backward()
+        out = dist(xl, graph, torch.zeros(len(nid), dtype=torch.long) if zeros else None)
+        loss = sarF.nll_loss(out, y[nid], train[nid])
+        loss.backward()
+    errors = {"out": _rel(out.detach(), out_ref.detach()[nid]),
+              "loss": _rel(loss.detach().reshape(1), loss_ref.detach().reshape(1)),
+              "x": _rel(xl.grad, x.grad[nid])}
+    ref_grads = dict(ref.named_parameters())
+    top = max(float(p.grad.abs().max()) for p in ref_grads.values() if p.grad is not None)
+    count = 0
+    for k, p in dist.named_parameters():
+        rg = ref_grads[k].grad
+        g = p.grad if p.grad is not None else torch.zeros_like(p)
+        rg = rg if rg is not None else torch.zeros_like(p)
+        count += 1
+        if float(rg.abs().max()) < 1e-12 * top:  # zero in exact arithmetic: rounding noise
+            errors[f"param(zero):{k}"] = float((g - rg).abs().max()) / top
+        else:
+            errors[f"param:{k}"] = _rel(g, rg)
+    classes = sorted({type(m).__module__ for m in dist.modules()
+                      if type(m).__name__ in ("SGFormer", "Polynormer", "SGModule",
+                                              "SGFormerAttention", "PolynormerAttention",
+                                              "PerformerAttention", "PerformerProjection")})
+    return {"errors": errors, "params": count, "converted_modules": classes}
+
+
+def convert_refusals(data: Data, graph, nid: Tensor, rank: int) -> dict:
+    """A converted SGFormer / Polynormer called with a batch of two graphs (a 1 on the last
+    rank only) raises on every rank; without a DistGraph in a run of several ranks, too."""
+    import pyg_sar
+    out: dict[str, Any] = {}
+    batch = torch.zeros(len(nid), dtype=torch.long)
+    if rank == graph.world_size - 1 and len(nid):
+        batch[-1] = 1
+    for name in ("sgformer", "polynormer_global"):
+        model = pyg_sar.convert(build_convert_model(name), pyg_sar.SARConfig(check_loss=False))
+        try:
+            with default_dtype(torch.float64):
+                model(data.x[nid], graph, batch)
+            out[f"batch/{name}"] = None
+        except ValueError as e:
+            out[f"batch/{name}"] = str(e)
+        try:
+            with default_dtype(torch.float64):
+                model(data.x, data.edge_index, torch.zeros(NUM_NODES, dtype=torch.long))
+            out[f"no_graph/{name}"] = None
+        except RuntimeError as e:
+            out[f"no_graph/{name}"] = str(e)
+    return out
+
+
+def convert_ranks(ctx, parts: str, cases: list[tuple[str, str]]) -> dict:
+    """The converted-model ``cases`` ((model, mode) pairs) on this rank (P = 3 launch, or
+    ``ctx=None``: P = 1 in process)."""
+    import pyg_sar
+    part = pyg_sar.load_partition(parts, ctx.rank if ctx is not None else 0)
+    data = make_data()
+    res: dict[str, Any] = {}
+    for name, mode in cases:
+        try:
+            res[f"{name}/{mode}"] = run_convert_case(name, mode, data, part.graph,
+                                                     part.node_ids)
+        except Exception as e:  # noqa: BLE001  (reported per case, the launch goes on)
+            res[f"{name}/{mode}"] = {"error": f"{type(e).__name__}: {e}"}
+    res["refusals"] = convert_refusals(data, part.graph, part.node_ids,
+                                       ctx.rank if ctx is not None else 0)
     return res

@@ -9,6 +9,11 @@ SGModule, SGFormer and Polynormer likewise (their GNN parts converted by ``pyg_s
 The numbers all-reduced per forward + backward equal the size of the sums (independent of the
 node count);
 a batch of several graphs is refused on every rank with a message naming it.
+
+Whole models through ``pyg_sar.convert`` (``registry.MODULE_FORWARDS``): SGFormer, Polynormer
+and a user model calling SGModule and the attention modules through their own forwards, one
+training step with pyg_sar's global ``nll_loss`` (gradients summed by grad_sync), in modes
+sar / sa / halo, vs PyG on the whole graph: outputs, loss, input and every parameter gradient.
 """
 from __future__ import annotations
 
@@ -24,6 +29,7 @@ import linear_attention_cases as lac  # noqa: E402
 TOL = 1e-10
 VARIANTS = list(lac.VARIANTS)
 MODELS = list(lac.MODELS)
+CONVERT_CASES = [list(c) for c in lac.CONVERT_CASES]
 
 
 @pytest.fixture(scope="module")
@@ -42,10 +48,13 @@ def results(tmp_path_factory) -> dict[int, list[dict]]:
     for name in MODELS:
         single[f"model/{name}"] = lac.run_model_case(name, data, part.graph, part.node_ids, None)
     single["refusals"] = lac.refusals(part.graph, part.node_ids, 0)
+    single["convert"] = lac.convert_ranks(None, str(root / "p1"), CONVERT_CASES)
     out[1] = [single]
     pyg_sar.partition_graph(data, 3, root / "p3", method="random", seed=3)
-    out[3] = run_on_ranks(f"{HERE / 'linear_attention_cases.py'}:ranks", 3, timeout=240,
-                          kwargs=dict(parts=str(root / "p3"), variants=VARIANTS, models=MODELS))
+    out[3] = run_on_ranks(f"{HERE / 'linear_attention_cases.py'}:ranks", 3, timeout=420,
+                          kwargs=dict(parts=str(root / "p3"), variants=VARIANTS, models=MODELS,
+                                      convert=dict(parts=str(root / "p3"),
+                                                   cases=CONVERT_CASES)))
     return out
 
 
@@ -125,3 +134,36 @@ def test_sum_over_ranks_grad_moved():
     from pyg_sar.core.collectives import sum_over_ranks_grad
     from pyg_sar.nn import hetero_attention
     assert hetero_attention.sum_over_ranks_grad is sum_over_ranks_grad
+
+
+@pytest.mark.parametrize("world_size", (1, 3))
+@pytest.mark.parametrize("case", ["/".join(c) for c in CONVERT_CASES])
+def test_converted_model_matches_pyg(results, world_size, case):
+    """``pyg_sar.convert(model, SARConfig(mode=...))`` with no other change to the model:
+    one training step equals PyG's on the whole graph (float64, rel. err <= 1e-10)."""
+    for rank, res in enumerate(results[world_size]):
+        got = res["convert"][case]
+        assert "error" not in got, f"rank {rank} of {world_size}: {got.get('error')}"
+        assert {"out", "loss", "x"} <= set(got["errors"]) and got["params"] > 10
+        assert sum(k.startswith("param") for k in got["errors"]) == got["params"]
+        assert got["converted_modules"] == ["pyg_sar.nn.module_forwards"], got
+        worst = {k: v for k, v in got["errors"].items() if v > TOL}
+        assert not worst, f"rank {rank} of {world_size}: errors above {TOL}: {worst}"
+
+
+@pytest.mark.parametrize("world_size", (1, 3))
+def test_converted_model_refusals(results, world_size):
+    """A batch of two graphs (the second only on the last rank) raises on every rank; a call
+    without a DistGraph in a run of several ranks raises instead of attending to the rank's
+    rows (one process: PyG's own forward)."""
+    for rank, res in enumerate(results[world_size]):
+        ref = res["convert"]["refusals"]
+        assert "SGModule: batch names 2 graphs" in ref["batch/sgformer"], (rank, ref)
+        assert "Polynormer: batch names 2 graphs" in ref["batch/polynormer_global"], (rank, ref)
+        for name, cls in (("sgformer", "SGFormer"), ("polynormer_global", "Polynormer")):
+            msg = ref[f"no_graph/{name}"]
+            if world_size == 1:
+                assert msg is None, (rank, msg)
+            else:
+                assert msg is not None and (f"{cls} was called without a DistGraph in a run "
+                                            f"of 3 ranks") in msg, (rank, msg)
