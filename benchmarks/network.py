@@ -83,7 +83,8 @@ def partition(dataset: str, world: int, dataset_args: list[str], method: str = "
         extra = [x for a in dataset_args for x in ("--arg", a)]
         subprocess.run([sys.executable, "-m", "pyg_sar.partition", "--dataset", dataset, *extra,
                         "--num-parts", str(world), "--method", method, "--out", str(out),
-                        "--overwrite"], check=True, env=_env(), stdout=subprocess.DEVNULL)
+                        "--balance", "nodes", "--overwrite"],  # as the results were made
+                       check=True, env=_env(), stdout=subprocess.DEVNULL)
     return out
 
 

@@ -669,7 +669,8 @@ def _partition(name: str, world: int, work: Path, cache: dict) -> Path:
     if not (parts / "meta.json").exists() or not stamp.exists() or stamp.read_text() != desc:
         if name not in cache:
             cache[name] = factory()
-        pyg_sar.partition_graph(cache[name], world, parts, method="metis", overwrite=True)
+        pyg_sar.partition_graph(cache[name], world, parts, method="metis", overwrite=True,
+                                balance="nodes")  # as the results were made
         stamp.write_text(desc)
     return parts
 

@@ -82,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     if not (parts / "meta.json").exists():
         data = sbm(num_nodes=args.nodes, num_edges=args.edges, num_classes=16, homophily=0.2,
                    seed=0)
-        pyg_sar.partition_graph(data, args.world_size, parts, method="metis", overwrite=True)
+        pyg_sar.partition_graph(data, args.world_size, parts, method="metis", overwrite=True,
+                                balance="nodes")  # as the results were made
     res = run_on_ranks(f"{Path(__file__).resolve()}:rank_profile", args.world_size,
                        kwargs=dict(parts=str(parts), model=args.model, mode=args.mode,
                                    repeats=args.repeats), timeout=3600,

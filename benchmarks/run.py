@@ -66,7 +66,8 @@ def _partition(name: str, factory, world: int, work: Path, cache: dict) -> Path:
     if not (parts / "meta.json").exists():
         if name not in cache:
             cache[name] = factory()
-        pyg_sar.partition_graph(cache[name], world, parts, method="metis", overwrite=True)
+        pyg_sar.partition_graph(cache[name], world, parts, method="metis", overwrite=True,
+                                balance="nodes")  # as the results were made
     return parts
 
 
