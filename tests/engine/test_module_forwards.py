@@ -1,0 +1,125 @@
+"""The conversion hook for PyG modules whose forward pyg_sar replaces
+(``registry.MODULE_FORWARDS``, :mod:`pyg_sar.nn.module_forwards`), in one process: what
+``convert`` does to the classes, the fallback to PyG's forward for a plain ``edge_index``,
+pickling (``torch.save(model)``, ``copy.deepcopy``) and refusals. Exactness across ranks is in
+``test_linear_attention.py``."""
+from __future__ import annotations
+
+import copy
+import importlib
+import io
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from torch_geometric.nn.models import Polynormer, SGFormer
+
+import pyg_sar
+from pyg_sar.nn import registry
+from pyg_sar.nn.layers import UnsupportedLayerError
+from pyg_sar.nn.module_forwards import GRAPH, class_path, graph_of
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import linear_attention_cases as lac  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def part(tmp_path_factory):
+    root = tmp_path_factory.mktemp("module_forwards")
+    pyg_sar.partition_graph(lac.make_data(), 1, root / "p1", method="random")
+    return pyg_sar.load_partition(root / "p1", 0)
+
+
+def _build(name: str) -> torch.nn.Module:
+    return lac.build_convert_model(name).eval()
+
+
+def _call(model, x, edge_index):
+    with lac.default_dtype(torch.float64):
+        return model(x, edge_index, torch.zeros(x.shape[0], dtype=torch.long))
+
+
+def test_registry_keys_name_existing_classes_and_are_not_refused():
+    for path in registry.MODULE_FORWARDS:
+        module, _, name = path.rpartition(".")
+        cls = getattr(importlib.import_module(module), name)
+        assert class_path(cls) == path
+        assert name not in registry.MODULE_REFUSED and name not in registry.REFUSED
+    for cls in (SGFormer, Polynormer):
+        assert class_path(cls) in registry.MODULE_FORWARDS
+
+
+@pytest.mark.parametrize("name", ["sgformer", "polynormer_global", "composed"])
+def test_convert_keeps_names_state_and_plain_edge_index_runs_pyg(part, name):
+    ref = _build(name)
+    model = _build(name)
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    classes = {n: type(m) for n, m in model.named_modules()}
+    pyg_sar.convert(model)
+    pyg_sar.convert(model)  # a second call changes no class
+    replaced = [n for n, m in model.named_modules()
+                if class_path(classes[n]) in registry.MODULE_FORWARDS]
+    assert replaced
+    for n, m in model.named_modules():
+        if n in replaced:
+            assert type(m).__module__ == "pyg_sar.nn.module_forwards"
+            assert type(m).__bases__ == (classes[n],) and type(m).__name__ == classes[n].__name__
+            assert m._sar_name == (n or classes[n].__name__)
+            assert isinstance(m._sar_config, pyg_sar.SARConfig)
+    assert list(model.state_dict()) == list(state)
+    data = lac.make_data()
+    # One process with a plain edge_index: PyG's own forward, bit for bit.
+    assert torch.equal(_call(model, data.x, data.edge_index), _call(ref, data.x, data.edge_index))
+    # Over the (P = 1) DistGraph: the replaced forward, same values.
+    got = _call(model, data.x[part.node_ids], part.graph)
+    want = _call(ref, data.x, data.edge_index)[part.node_ids]
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["sgformer", "polynormer_global", "composed"])
+def test_torch_save_and_deepcopy(part, name):
+    model = pyg_sar.convert(_build(name))
+    x = lac.make_data().x[part.node_ids]
+    want = _call(model, x, part.graph)
+    assert any(m.__dict__.get(GRAPH) is not None for m in model.modules())  # bound
+    buffer = io.BytesIO()
+    torch.save(model, buffer)
+    buffer.seek(0)
+    loaded = torch.load(buffer, weights_only=False)
+    clone = copy.deepcopy(model)
+    for other in (loaded, clone):
+        assert all(m.__dict__.get(GRAPH) is None for m in other.modules())  # not pickled
+        assert [type(m) for m in other.modules()] == [type(m) for m in model.modules()]
+        assert torch.equal(_call(other, x, part.graph), want)
+
+
+def test_graph_of_without_a_graph_names_the_module():
+    model = pyg_sar.convert(_build("sgformer"))
+    with pytest.raises(RuntimeError, match="SGModule has no DistGraph for this call"):
+        graph_of(model.trans_conv)
+
+
+def test_several_ranks_without_a_graph_raise(monkeypatch):
+    from types import SimpleNamespace
+
+    from pyg_sar.distributed import context
+    model = pyg_sar.convert(_build("polynormer_global"))
+    data = lac.make_data()
+    monkeypatch.setattr(context, "_CONTEXT", SimpleNamespace(world_size=2))
+    with pytest.raises(RuntimeError, match="Polynormer was called without a DistGraph in a "
+                                           "run of 2 ranks"):
+        _call(model, data.x, data.edge_index)
+
+
+def test_instance_options_refused_at_convert(monkeypatch):
+    """MODULE_OPTIONS also applies to classes with a replaced forward (GPSConv's options)."""
+    path = class_path(SGFormer)
+    monkeypatch.setitem(registry.MODULE_OPTIONS, path, registry._when(
+        lambda m: m.aggregate == "cat", "SGFormer(aggregate='cat'): for this test only"))
+    pyg_sar.convert(_build("sgformer"))
+    with pytest.raises(UnsupportedLayerError,
+                       match=r"layer 'SGFormer' \(SGFormer\): SGFormer\(aggregate='cat'\): for "
+                             r"this test only \(SARConfig\(trusted_layers=...\) overrides\)"):
+        pyg_sar.convert(_build("sgformer_cat_eval"))
