@@ -26,6 +26,10 @@ _AGGREGATIONS = {
 }
 
 
+# LayerSpec.aggr of a layer aggregated by its adapter's own rule (registry Adapter.aggregate).
+CUSTOM = "custom"
+
+
 class UnsupportedLayerError(ValueError):
     """A layer that cannot be run exactly over a partitioned graph."""
 
@@ -78,7 +82,12 @@ def inspect_layer(layer: MessagePassing, where: str,
     be shown to run exactly (see :mod:`pyg_sar.nn.registry`)."""
     cls = _unconverted(type(layer))
     name = f"{where} ({cls.__name__})"
-    aggr = _aggr_name(layer, name)
+    # A verified class whose own aggregate pyg_sar runs as a combine rule (registry
+    # Adapter.aggregate), unless a subclass overrides that aggregate again.
+    _, verified, overridden = registry.verified_adapter(cls)
+    custom = (verified is not None and verified.aggregate is not None
+              and "aggregate" not in overridden)
+    aggr = CUSTOM if custom else _aggr_name(layer, name)
     adapter = _adapter(layer, name, trusted)
     if adapter.refuse is not None:
         reason = adapter.refuse(layer)

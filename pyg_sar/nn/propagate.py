@@ -19,8 +19,10 @@ from pyg_sar.core.sar import LinearMessage, Propagation, sar_propagate
 from pyg_sar.core.views import BipartiteLoopsError, GraphView, ViewBlock
 from pyg_sar.graph import DistGraph
 from pyg_sar.nn.aggregation import StatsAggregation
+from pyg_sar.nn.custom_aggregate import CustomAggregateProgram
 from pyg_sar.nn.families import option
 from pyg_sar.nn.layers import (
+    CUSTOM,
     LayerSpec,
     UnsupportedLayerError,
     hooks_reason,
@@ -187,8 +189,10 @@ def dist_propagate(layer: MessagePassing, graph: DistGraph, size, kwargs: dict) 
             return attention_propagate(layer, graph, kwargs, config)
         return _halo_propagate(layer, attention_view(layer, graph), kwargs)
     view, kwargs = prepare_view(layer, spec, graph, kwargs)
+    custom = spec.adapter.aggregate if spec.aggr == CUSTOM else None
     if config.mode == "halo":
-        return _halo_propagate(layer, view, kwargs)
+        out = None if custom is None else custom.halo(layer, view, kwargs)
+        return _halo_propagate(layer, view, kwargs) if out is None else out
     plan, src, dst, edge = _plan(layer, view, kwargs)
     linear = None
     if spec.linear and config.use_kernels:
@@ -201,7 +205,12 @@ def dist_propagate(layer: MessagePassing, graph: DistGraph, size, kwargs: dict) 
     params = [] if linear is not None else [p for p in layer.parameters() if p.requires_grad]
     program = LayerProgram(layer, plan, linear)
     capture = None
-    if spec.adapter is not None and option(layer, spec.adapter.softmax_in_message):
+    if custom is not None:  # the class's own aggregate as a combine rule (custom_aggregate)
+        aggregation = custom.build(layer, view, kwargs)
+        program = CustomAggregateProgram(program, aggregation, len(edge))
+        edge = edge + aggregation.edge
+        rule = aggregation.rule
+    elif spec.adapter is not None and option(layer, spec.adapter.softmax_in_message):
         if spec.aggr != "sum":
             raise ValueError(f"pyg_sar: {type(layer).__name__} with a softmax inside message "
                              f"needs aggr='add' (got {spec.aggr!r})")

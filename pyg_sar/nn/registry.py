@@ -29,6 +29,7 @@ from torch_geometric.nn.models.linkx import SparseLinear
 
 from pyg_sar.nn import (
     attention_modules,
+    custom_aggregate,
     families,
     forwards,
     hetero_attention,
@@ -88,6 +89,9 @@ class Adapter:
             softmax once per group in group order (``None``: per node).
         methods: other methods of the converted class, ``(name, function)`` pairs (e.g.
             SuperGATConv's ``get_attention_loss``, global over a DistGraph).
+        aggregate: the class's own ``aggregate`` as a combine rule across blocks
+            (:mod:`pyg_sar.nn.custom_aggregate`; EGConv), used instead of the
+            layer's aggregation module; ``None``: the class aggregates with its module.
     """
 
     family: str = "plain"
@@ -101,6 +105,7 @@ class Adapter:
     degree_in_message: families.Option = False
     softmax_groups: Optional[Callable[[MessagePassing], Optional[tuple[str, int]]]] = None
     methods: tuple[tuple[str, Callable], ...] = ()
+    aggregate: Optional[custom_aggregate.CustomAggregate] = None
 
     def __reduce_ex__(self, protocol: int) -> tuple:
         # A verified class's adapter holds closures (its preparation, its refusals): it is
@@ -211,6 +216,10 @@ VERIFIED: dict[type, Adapter] = {
     _C.ARMAConv: Adapter("gcn_norm (no self-loops), stacks as channels",
                          families.gcn_norm(True, False), linear_weight="edge_weight",
                          forward=forwards.arma_forward),
+    # Their own aggregate as one combine rule (pyg_sar.nn.custom_aggregate): EGConv's
+    # aggregators as per-node statistics over its gcn_norm / self-loop graph.
+    _C.EGConv: Adapter("gcn_norm (symnorm) or self_loops; aggregators as statistics",
+                       custom_aggregate.EG.prepare, aggregate=custom_aggregate.EG),
     # MessagePassing classes of torch_geometric.nn.models.
     LabelPropagation: Adapter("gcn_norm without self-loops when unweighted",
                               labels.gcn_norm_if_unweighted(), linear_weight="edge_weight",

@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 import torch
 from torch import Tensor
-from torch_geometric.nn import ARMAConv
+from torch_geometric.nn import ARMAConv, EGConv
 
 import pyg_sar
 from pyg_sar.testing.zoo_rank import (
@@ -51,9 +51,47 @@ def _arma_recipes() -> list[Recipe]:
     ]
 
 
+EG_OUT, EG_HEADS, EG_BASES = 8, 2, 2
+EG_AGGREGATORS = ("sum", "mean", "symnorm", "var", "std", "max", "min")
+
+
+def _eg(aggregators, **kwargs) -> EGConv:
+    return EGConv(IN, EG_OUT, aggregators=list(aggregators), num_heads=EG_HEADS,
+                  num_bases=EG_BASES, **kwargs)
+
+
+def _eg_ties(aggregators) -> EGConv:
+    """Each basis channel a positive multiple of one input feature: with the features
+    clamped to [-0.3, 0.3] (:func:`_x_clamped`) many messages of a node tie at its max / min."""
+    conv = _eg(aggregators, add_self_loops=False)
+    with torch.no_grad():
+        w = torch.zeros_like(conv.bases_lin.weight)
+        for c in range(w.shape[0]):
+            w[c, c % IN] = 1.0 + 0.1 * c
+        conv.bases_lin.weight.copy_(w)
+    return conv
+
+
+def _x_clamped(m, d: Inputs) -> Tensor:
+    return m(d.x.clamp(min=-0.3, max=0.3), d.edge_index)
+
+
+def _eg_recipes() -> list[Recipe]:
+    out = [Recipe(f"eg/{a}/no_loops", EGConv, lambda a=a: _eg([a], add_self_loops=False), _x)
+           for a in EG_AGGREGATORS]
+    out += [
+        Recipe("eg/all/loops", EGConv, lambda: _eg(EG_AGGREGATORS), _x),
+        Recipe("eg/all/no_loops", EGConv, lambda: _eg(EG_AGGREGATORS, add_self_loops=False), _x),
+        Recipe("eg/std_symnorm", EGConv, lambda: _eg(["std", "symnorm"]), _x),
+        Recipe("eg/default", EGConv, lambda: EGConv(IN, EG_OUT, num_heads=EG_HEADS), _x),
+        Recipe("eg/max_min_ties", EGConv, lambda: _eg_ties(["max", "min", "sum"]), _x_clamped),
+    ]
+    return out
+
+
 def recipes() -> dict[str, Recipe]:
     """Every case, by name."""
-    return {r.name: r for r in _arma_recipes()}
+    return {r.name: r for r in _arma_recipes() + _eg_recipes()}
 
 
 class StackedARMA(ARMAConv):
