@@ -49,6 +49,8 @@ def unconvert(model: torch.nn.Module) -> torch.nn.Module:
         elif getattr(type(module), "_sar_embedding_model", False):
             # LightGCN (pyg_sar.nn.lightgcn); a sharded table keeps this rank's rows
             module.__class__ = type(module)._sar_base
+        elif getattr(type(module), "_sar_module_forward", None) is not None:
+            module.__class__ = type(module)._sar_base  # a replaced forward (module_forwards)
         elif isinstance(module, DistributedBatchNorm):
             module.__class__ = torch.nn.BatchNorm1d
         elif isinstance(module, DistributedHeteroBatchNorm):

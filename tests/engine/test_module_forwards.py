@@ -123,3 +123,14 @@ def test_instance_options_refused_at_convert(monkeypatch):
                        match=r"layer 'SGFormer' \(SGFormer\): SGFormer\(aggregate='cat'\): for "
                              r"this test only \(SARConfig\(trusted_layers=...\) overrides\)"):
         pyg_sar.convert(_build("sgformer_cat_eval"))
+
+
+def test_unconvert_gives_back_the_pyg_classes(part):
+    ref = _build("composed")
+    model = pyg_sar.convert(_build("composed"))
+    _call(model, lac.make_data().x[part.node_ids], part.graph)  # binds the graph
+    pyg_sar.unconvert(model)
+    assert [type(m) for m in model.modules()] == [type(m) for m in ref.modules()]
+    assert not any(k.startswith("_sar_") for m in model.modules() for k in vars(m))
+    data = lac.make_data()
+    assert torch.equal(_call(model, data.x, data.edge_index), _call(ref, data.x, data.edge_index))
