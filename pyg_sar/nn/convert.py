@@ -18,7 +18,12 @@ from pyg_sar.nn.hetero import check_hetero_call
 from pyg_sar.nn.hetero_bases import check_basis_conv, prepare_bases
 from pyg_sar.nn.layers import UnsupportedLayerError, inspect_layer
 from pyg_sar.nn.lightgcn import convert_lightgcn
-from pyg_sar.nn.module_forwards import bind_graph, convert_module_forwards, find_graph
+from pyg_sar.nn.module_forwards import (
+    bind_graph,
+    convert_module_forwards,
+    find_graph,
+    registered_base,
+)
 from pyg_sar.nn.norm import DistributedBatchNorm, DistributedHeteroBatchNorm
 
 # Norms whose statistics span the whole graph and have no distributed version yet.
@@ -139,7 +144,16 @@ def _check_module(where: str, module: torch.nn.Module, trusted: tuple[type, ...]
     """PyG modules that are not MessagePassing layers: only those known to pass ``edge_index``
     through unchanged (models, containers) or to never see it are allowed."""
     cls = type(module)
-    if not cls.__module__.startswith("torch_geometric") or issubclass(cls, trusted):
+    if issubclass(cls, trusted):
+        return
+    base, _, overridden = registered_base(cls, registry.MODULE_FORWARDS)
+    if overridden:  # pyg_sar's replacement of the PyG forward would skip the user's forward
+        raise UnsupportedLayerError(
+            f"{where} ({cls.__name__}): it derives from {base.__name__}, whose forward spans "
+            f"every node of the graph and is replaced by pyg_sar "
+            f"(registry.MODULE_FORWARDS), and overrides forward; derive without overriding "
+            f"forward, or SARConfig(trusted_layers=...) to run it as it is")
+    if not cls.__module__.startswith("torch_geometric"):
         return
     reason = registry.module_refusal(module)
     if reason is not None:

@@ -46,6 +46,20 @@ def class_path(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
+def registered_base(cls: type, forwards: dict[str, Callable]
+                    ) -> tuple[Optional[type], Optional[Callable], bool]:
+    """The class of ``cls``'s MRO registered in ``forwards`` (``cls`` itself, or the PyG
+    class a user's subclass derives from), its replacement forward, and whether a class on
+    the way overrides ``forward`` (the replacement would then skip the user's code)."""
+    cls = getattr(cls, "_sar_base", cls)
+    for klass in cls.__mro__:
+        forward = forwards.get(class_path(klass))
+        if forward is not None:
+            between = cls.__mro__[:cls.__mro__.index(klass)]
+            return klass, forward, any("forward" in k.__dict__ for k in between)
+    return None, None, False
+
+
 def find_graph(args: tuple, kwargs: dict) -> Optional[DistGraph]:
     """The :class:`DistGraph` among a call's arguments, or the one a partition passed whole
     holds as ``edge_index``; ``None`` if there is none."""
@@ -121,11 +135,12 @@ def _getstate(self: torch.nn.Module) -> dict:
 def _new_converted(base: type) -> torch.nn.Module:
     """An empty converted module of PyG class ``base`` (unpickling; its state is set next)."""
     from pyg_sar.nn.registry import MODULE_FORWARDS
-    path = class_path(base)
-    if path not in MODULE_FORWARDS:
-        raise RuntimeError(f"pyg_sar: cannot unpickle a converted {path}: this pyg_sar has no "
-                           f"replacement forward for it (pyg_sar.nn.registry.MODULE_FORWARDS)")
-    cls = converted_module_class(base, MODULE_FORWARDS[path])
+    forward = registered_base(base, MODULE_FORWARDS)[1]
+    if forward is None:
+        raise RuntimeError(f"pyg_sar: cannot unpickle a converted {class_path(base)}: this "
+                           f"pyg_sar has no replacement forward for it "
+                           f"(pyg_sar.nn.registry.MODULE_FORWARDS)")
+    cls = converted_module_class(base, forward)
     return cls.__new__(cls)
 
 
@@ -146,16 +161,17 @@ def converted_module_class(base: type, forward: Callable) -> type:
 
 def convert_module_forwards(model: torch.nn.Module, forwards: dict[str, Callable],
                             config: Optional[SARConfig] = None) -> list[torch.nn.Module]:
-    """Give every module of ``model`` whose PyG class is a key of ``forwards`` (full class
-    path) its converted class, and set ``module._sar_config`` (``config``: its forward may
+    """Give every module of ``model`` whose PyG class (or a class it derives from without
+    overriding ``forward``) is a key of ``forwards`` (full class path) its converted class
+    (a subclass of its own class), and set ``module._sar_config`` (``config``: its forward may
     read the mode) and ``module._sar_name`` (its name in ``model``, a traffic-ledger label);
     returns those modules. A second call only updates the configuration."""
     done = []
     for name, module in model.named_modules():
         base = getattr(type(module), "_sar_base", type(module))
-        forward = forwards.get(class_path(base))
-        if forward is None:
-            continue
+        forward = registered_base(base, forwards)[1]
+        if forward is None or registered_base(base, forwards)[2]:
+            continue  # an overridden forward is refused by convert (or trusted as it is)
         module.__class__ = converted_module_class(base, forward)
         module.__dict__[CONFIG] = config
         module.__dict__["_sar_name"] = name or base.__name__
@@ -164,4 +180,4 @@ def convert_module_forwards(model: torch.nn.Module, forwards: dict[str, Callable
 
 
 __all__ = ["bind_graph", "class_path", "convert_module_forwards", "converted_module_class",
-           "find_graph", "graph_of"]
+           "find_graph", "graph_of", "registered_base"]

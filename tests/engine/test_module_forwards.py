@@ -134,3 +134,38 @@ def test_unconvert_gives_back_the_pyg_classes(part):
     assert not any(k.startswith("_sar_") for m in model.modules() for k in vars(m))
     data = lac.make_data()
     assert torch.equal(_call(model, data.x, data.edge_index), _call(ref, data.x, data.edge_index))
+
+
+class _MySGFormer(SGFormer):
+    """A user's subclass that keeps PyG's forward: converted like SGFormer."""
+
+    def extra(self) -> int:
+        return 1
+
+
+class _OwnForward(SGFormer):
+    """A user's subclass with its own forward: refused (the replacement would skip it)."""
+
+    def forward(self, x, edge_index, batch=None):
+        return super().forward(x, edge_index, batch)
+
+
+def test_user_subclasses(part):
+    torch.manual_seed(9)
+    with lac.default_dtype(torch.float64):
+        model = _MySGFormer(lac.IN, 8, 3, trans_dropout=0.0, gnn_dropout=0.0).double().eval()
+    ref = copy.deepcopy(model)
+    pyg_sar.convert(model)
+    assert type(model).__bases__ == (_MySGFormer,) and model.extra() == 1
+    data = lac.make_data()
+    got = _call(model, data.x[part.node_ids], part.graph)
+    torch.testing.assert_close(got, _call(ref, data.x, data.edge_index)[part.node_ids],
+                               rtol=1e-12, atol=1e-12)
+    assert torch.equal(_call(copy.deepcopy(model), data.x[part.node_ids], part.graph), got)
+    with lac.default_dtype(torch.float64):
+        own = _OwnForward(lac.IN, 8, 3).double()
+    with pytest.raises(UnsupportedLayerError, match=r"layer '_OwnForward' \(_OwnForward\): it "
+                                                    r"derives from SGFormer, whose forward"):
+        pyg_sar.convert(own)
+    pyg_sar.convert(own, pyg_sar.SARConfig(trusted_layers=(_OwnForward,)))
+    assert type(own) is _OwnForward  # trusted: runs as it is
