@@ -13,9 +13,17 @@ relation) are local and exact.
   always, sums of squares for var/std, extremes when asked; the output stacks the aggregators
   in order as PyG's ``aggregate`` does (``std`` = ``clamp(var, 1e-5).sqrt()``, EGConv's own
   formula; ``max`` / ``min`` 0 on a node without in-edges, ties share the gradient).
+* :data:`FAST_RGCN`: FastRGCNConv's mean = every message scaled by ``1 / (in-edges of its
+  destination with its relation)``, then summed (:class:`~pyg_sar.core.combine.SumRule`).
+  Featureless input (integer ``x``): PyG's message indexes the weight by the source's id in
+  the whole graph (``edge_index_j``); over a partition that is the source's original id
+  (:func:`pyg_sar.core.fused_attention.global_source_ids`, exchanged once per graph).
+
 
 In mode ``halo`` PyG's own propagate and ``aggregate`` run over the rank's edges with the
-fetched rows (exact: a node's in-edges are all local).
+fetched rows (exact: a node's in-edges are all local), except FastRGCN's featureless input,
+whose message reads ``edge_index_j`` itself: it runs PyG's propagate over the rank's in-edges
+with their sources' original ids (:meth:`FastRGCNAggregate.halo`).
 """
 from __future__ import annotations
 
@@ -27,7 +35,9 @@ import torch
 from torch import Tensor
 from torch_geometric.nn.conv import MessagePassing
 
-from pyg_sar.core.combine import StatsRule
+from pyg_sar.core.combine import StatsRule, SumRule
+from pyg_sar.core.fused_attention import global_source_ids
+from pyg_sar.core.halo import halo_offsets
 from pyg_sar.core.views import GraphView, ViewBlock
 from pyg_sar.graph import DistGraph
 from pyg_sar.nn import families
@@ -145,3 +155,90 @@ class EGAggregate(CustomAggregate):
 
 
 EG = EGAggregate()
+
+
+# ----------------------------------------------------------------------------- FastRGCNConv
+class FastRGCNAggregate(CustomAggregate):
+    """FastRGCNConv (see the module docstring)."""
+
+    def build(self, layer, view, kwargs) -> Aggregation:
+        edge_type = _edge_type(layer, view, kwargs)
+        ids = _source_ids(view.graph, kwargs)
+        mean = layer.aggr == "mean"
+        extra = [_relation_counts(view, edge_type, layer.num_relations)] if mean else []
+
+        def messages(inner, block, src, dst, edge, extra_edge):
+            message = None
+            if ids is not None:  # PyG's edge_index_j: the source's id in the whole graph
+                global_j = ids[block.src_rank].index_select(0, block.col)
+
+                def message(**kw):
+                    kw["edge_index_j"] = global_j
+                    return layer.message(**kw)
+            m = inner.messages(block, src, dst, edge, message)
+            if mean:  # PyG: norm = 1 / clamp(count, 1) in the messages' dtype; norm * inputs
+                norm = 1.0 / extra_edge[0].to(m.dtype).clamp(min=1.0)
+                m = norm.view(-1, 1) * m
+            return m
+
+        return Aggregation(SumRule(False, view.in_degree), messages, extra)
+
+    def halo(self, layer, view, kwargs) -> Optional[Tensor]:
+        """Integer ``x``: PyG's propagate over the rank's in-edges, their sources numbered by
+        original id (``x = arange(in_channels)`` as PyG's featureless forward), so that PyG's
+        message reads the whole graph's ``edge_index_j``. ``None`` (float ``x``): PyG's
+        propagate over the halo as for any layer."""
+        graph = view.graph
+        ids = _source_ids(graph, kwargs)
+        if ids is None:
+            return None
+        edge_type = _edge_type(layer, view, kwargs)
+        ext = view.edge_index(halo_offsets(graph))  # sources in [local rows; halo rows]
+        rows = [ids[graph.rank]] + [ids[s] for s in range(graph.world_size) if s != graph.rank]
+        edge_index = torch.stack([torch.cat(rows).index_select(0, ext[0]), ext[1]])
+        num_in = layer.in_channels_l
+        x = torch.arange(num_in, device=ext.device)
+        return layer._sar_base.propagate(layer, edge_index, size=(num_in, graph.num_nodes),
+                                         x=x, edge_type=edge_type)
+
+
+def _edge_type(layer: MessagePassing, view: GraphView, kwargs: dict) -> Tensor:
+    edge_type = kwargs.get("edge_type")
+    if not isinstance(edge_type, Tensor) or tuple(edge_type.shape) != (view.num_edges,):
+        got = tuple(edge_type.shape) if isinstance(edge_type, Tensor) else type(edge_type)
+        raise ValueError(f"pyg_sar: {type(layer).__name__} needs edge_type with one entry per "
+                         f"stored edge of the rank ({view.num_edges}), got {got}")
+    if edge_type.numel() and (int(edge_type.min()) < 0
+                              or int(edge_type.max()) >= layer.num_relations):
+        raise ValueError(f"pyg_sar: {type(layer).__name__} got edge types in "
+                         f"[{int(edge_type.min())}, {int(edge_type.max())}], outside "
+                         f"[0, num_relations={layer.num_relations})")
+    return edge_type
+
+
+def _source_ids(graph: DistGraph, kwargs: dict) -> Optional[list[Tensor]]:
+    """Original ids of every block's source rows when ``x`` holds node indices (PyG then
+    indexes the weight by ``edge_index_j``), else ``None``. Collective (once per graph)."""
+    x = kwargs.get("x")
+    src = x[0] if isinstance(x, (tuple, list)) else x
+    if not isinstance(src, Tensor) or torch.is_floating_point(src):
+        return None
+    if graph.node_ids is None or graph.is_bipartite:
+        raise ValueError("pyg_sar: FastRGCNConv with node indices as x (featureless) indexes "
+                         "its weight by each source's id in the whole graph, which this "
+                         "DistGraph does not know (no node_ids, or bipartite); pass features")
+    return global_source_ids(graph)
+
+
+def _relation_counts(view: GraphView, edge_type: Tensor, num_relations: int) -> Tensor:
+    """For every view edge, the number of in-edges of its destination with its relation
+    (all local: a node's in-edges are stored on its owner)."""
+    rows = torch.empty_like(edge_type)
+    for b in view.blocks:
+        rows[b.edge_slice] = b.row
+    key = rows * num_relations + edge_type
+    counts = torch.bincount(key, minlength=view.graph.num_nodes * num_relations)
+    return counts.index_select(0, key)
+
+
+FAST_RGCN = FastRGCNAggregate()

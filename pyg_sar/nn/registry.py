@@ -90,7 +90,7 @@ class Adapter:
         methods: other methods of the converted class, ``(name, function)`` pairs (e.g.
             SuperGATConv's ``get_attention_loss``, global over a DistGraph).
         aggregate: the class's own ``aggregate`` as a combine rule across blocks
-            (:mod:`pyg_sar.nn.custom_aggregate`; EGConv), used instead of the
+            (:mod:`pyg_sar.nn.custom_aggregate`; EGConv, FastRGCNConv), used instead of the
             layer's aggregation module; ``None``: the class aggregates with its module.
     """
 
@@ -220,6 +220,14 @@ VERIFIED: dict[type, Adapter] = {
     # aggregators as per-node statistics over its gcn_norm / self-loop graph.
     _C.EGConv: Adapter("gcn_norm (symnorm) or self_loops; aggregators as statistics",
                        custom_aggregate.EG.prepare, aggregate=custom_aggregate.EG),
+    # FastRGCNConv's mean: 1 / (in-edges of the destination with the edge's relation), summed;
+    # featureless input (x=None) as RGCNConv's, its edge_index_j the sources' original ids.
+    _C.FastRGCNConv: Adapter(
+        "per-(node, relation) mean as weights", aggregate=custom_aggregate.FAST_RGCN,
+        forward=forwards.featureless_node_ids(_C.FastRGCNConv.__dict__["forward"],
+                                              "FastRGCNConv"),
+        refuse=_when(lambda layer: layer.aggr not in ("add", "sum", "mean"),
+                     "FastRGCNConv aggregates with add, sum or mean only (PyG asserts it)")),
     # MessagePassing classes of torch_geometric.nn.models.
     LabelPropagation: Adapter("gcn_norm without self-loops when unweighted",
                               labels.gcn_norm_if_unweighted(), linear_weight="edge_weight",

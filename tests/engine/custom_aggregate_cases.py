@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 import torch
 from torch import Tensor
-from torch_geometric.nn import ARMAConv, EGConv
+from torch_geometric.nn import ARMAConv, EGConv, FastRGCNConv
 
 import pyg_sar
 from pyg_sar.testing.zoo_rank import (
@@ -89,9 +89,38 @@ def _eg_recipes() -> list[Recipe]:
     return out
 
 
+def _xt(m, d: Inputs) -> Tensor:
+    return m(d.x, d.edge_index, d.edge_type)
+
+
+def _featureless(m, d: Inputs) -> Tensor:
+    return m(None, d.edge_index, d.edge_type)
+
+
+NUM_NODES = 60  # the zoo graph's (featureless R-GCN: in_channels = the number of nodes)
+
+
+def _fast_rgcn_recipes() -> list[Recipe]:
+    return [
+        Recipe("fast_rgcn/mean", FastRGCNConv, lambda: FastRGCNConv(IN, OUT, RELATIONS), _xt),
+        Recipe("fast_rgcn/bases_add", FastRGCNConv,
+               lambda: FastRGCNConv(IN, OUT, RELATIONS, num_bases=2, aggr="add"), _xt),
+        Recipe("fast_rgcn/blocks_mean", FastRGCNConv,
+               lambda: FastRGCNConv(IN, 4, RELATIONS, num_blocks=2), _xt),
+        Recipe("fast_rgcn/no_root_sum", FastRGCNConv,
+               lambda: FastRGCNConv(IN, OUT, RELATIONS, aggr="sum", root_weight=False,
+                                    bias=False), _xt),
+        Recipe("fast_rgcn/featureless_mean", FastRGCNConv,
+               lambda: FastRGCNConv(NUM_NODES, OUT, RELATIONS), _featureless),
+        Recipe("fast_rgcn/featureless_bases_add", FastRGCNConv,
+               lambda: FastRGCNConv(NUM_NODES, OUT, RELATIONS, num_bases=2, aggr="add"),
+               _featureless),
+    ]
+
+
 def recipes() -> dict[str, Recipe]:
     """Every case, by name."""
-    return {r.name: r for r in _arma_recipes() + _eg_recipes()}
+    return {r.name: r for r in _arma_recipes() + _eg_recipes() + _fast_rgcn_recipes()}
 
 
 class StackedARMA(ARMAConv):
@@ -114,6 +143,11 @@ def refusals(part) -> dict[str, Optional[str]]:
         out["stacked_arma"] = None
     except ValueError as exc:
         out["stacked_arma"] = f"{type(exc).__name__}: {exc}"
+    try:
+        pyg_sar.convert(FastRGCNConv(IN, OUT, RELATIONS, aggr="max").double())
+        out["fast_rgcn_max"] = None
+    except pyg_sar.UnsupportedLayerError as exc:
+        out["fast_rgcn_max"] = str(exc)
     return out
 
 

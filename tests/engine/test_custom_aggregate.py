@@ -1,6 +1,9 @@
 """Layers pyg_sar runs through an adapter of its propagate: ARMAConv (its stacks propagated
 side by side in the channels), EGConv and FastRGCNConv (their aggregations as combine rules,
-:mod:`pyg_sar.nn.custom_aggregate`), exact against plain PyG on the whole graph.
+:mod:`pyg_sar.nn.custom_aggregate`), exact against plain PyG on the whole graph: every EGConv
+aggregator alone and together, with and without self-loops (nodes without in-edges), max / min
+with ties; FastRGCNConv mean / add / sum, bases, blocks, featureless (x=None), with relations
+absent at some nodes.
 
 P = 1 (in this process) and P = 3 (one launch, a random partition), modes sar / sa / halo,
 float64: each rank's output rows, every input gradient and every parameter gradient (summed
@@ -67,3 +70,21 @@ def test_trusted_arma_subclass_with_stacked_propagate_refused(results, world_siz
         assert "with its nodes in dimension 1 (node_dim=-2)" in msg, msg
         assert "trusted_layers=...) cannot make it run" in msg, msg
         assert "ARMAConv with PyG's own forward" in msg, msg
+
+
+@pytest.mark.parametrize("world_size", (1, 3))
+def test_graph_has_the_hard_cases(results, world_size):
+    """Every rank's part has nodes with in-edges of some relations but not of others
+    (FastRGCNConv's per-relation mean) and, at P = 1, the zoo graph's 4 nodes without
+    in-edges (empty rows of EGConv without self-loops)."""
+    facts = [r["facts"] for r in results[world_size]]
+    assert all(f["absent_relations"] > 0 for f in facts), facts
+    assert sum(f["empty_rows"] for f in facts) == 4, facts
+
+
+@pytest.mark.parametrize("world_size", (1, 3))
+def test_fast_rgcn_other_aggregation_refused(results, world_size):
+    for res in results[world_size]:
+        msg = res["refusals"]["fast_rgcn_max"]
+        assert msg is not None and "(FastRGCNConv)" in msg, msg
+        assert "aggregates with add, sum or mean only" in msg, msg
