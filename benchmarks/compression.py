@@ -159,13 +159,15 @@ class CodecTimer:
             setattr(cls, name, original)
 
 
-def train_epoch(ctx, model, part, optimizer, compressors, timer: CodecTimer):
+def train_epoch(ctx, model, part, optimizer, compressors, timer: CodecTimer | None = None):
     """One timed full-batch training step (loss, compressor clocks advanced): returns
-    ``(loss, step seconds, codec seconds)``; the traffic ledger holds this step's bytes."""
+    ``(loss, step seconds, codec seconds)`` (codec seconds 0 without a ``timer``); the traffic
+    ledger holds this step's bytes."""
     from pyg_sar.nn.functional import cross_entropy
     ctx.comm.barrier()
     ctx.comm.traffic.reset()
-    timer.seconds = 0.0
+    if timer is not None:
+        timer.seconds = 0.0
     t = time.perf_counter()
     model.train()
     optimizer.zero_grad()
@@ -175,7 +177,7 @@ def train_epoch(ctx, model, part, optimizer, compressors, timer: CodecTimer):
     optimizer.step()
     for comp in compressors:
         comp.step()
-    return loss, time.perf_counter() - t, timer.seconds
+    return loss, time.perf_counter() - t, timer.seconds if timer is not None else 0.0
 
 
 def evaluate(model, part) -> tuple[float, float]:

@@ -55,6 +55,9 @@ import torch
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+from compression import train_epoch  # noqa: E402 (the grid's training step, shared)
 
 import pyg_sar  # noqa: E402
 from pyg_sar.files import atomic_write  # noqa: E402
@@ -161,7 +164,6 @@ def train_run(ctx, part, run: dict, epochs: int, lr: float, eval_every: int, see
     from torch_geometric.nn import GraphSAGE
 
     from pyg_sar.compression import compressors_of
-    from pyg_sar.nn.functional import cross_entropy
     classes = int(part.meta.get("num_classes") or int(part.y.max()) + 1)
     torch.manual_seed(seed)
     model = GraphSAGE(part.x.shape[1], HIDDEN, LAYERS, classes, dropout=0.5)
@@ -178,18 +180,8 @@ def train_run(ctx, part, run: dict, epochs: int, lr: float, eval_every: int, see
     best_val, test_at_best = -1.0, float("nan")
     for epoch in range(1, epochs + 1):
         ratios.append({n: c.ratio() for n, c in layer_comp.items()})
-        ctx.comm.barrier()
-        ctx.comm.traffic.reset()
-        t = time.perf_counter()
-        model.train()
-        optimizer.zero_grad()
-        loss = cross_entropy(model(part.x, part.graph), part.y, part.train_mask)
-        loss.backward()
-        pyg_sar.all_reduce_gradients(model)
-        optimizer.step()
-        for c in compressors:
-            c.step()
-        times.append(time.perf_counter() - t)
+        loss, seconds, _ = train_epoch(ctx, model, part, optimizer, compressors)
+        times.append(seconds)
         step = ctx.comm.traffic.as_dict()
         _merge(ledger, step)
         sent.append(sum(v["sent"] for dirs in step.values() for v in dirs.values()))
