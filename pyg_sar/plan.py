@@ -166,9 +166,10 @@ class Workload:
 class Plan:
     """The planner's answer for one :class:`Workload` (bytes are per rank).
 
-    ``memory`` breaks ``peak_bytes`` down (runtime, partition data, model state, working
-    memory of a step); ``traffic`` breaks ``bytes_per_epoch`` down (forward rows, backward
-    re-fetch, gradients, gradient all-reduce); ``epoch_s`` is ``None`` without a bandwidth.
+    ``memory`` breaks ``peak_bytes`` down (runtime, partition data, the engine's per-edge
+    caches, model state, working memory of a step); ``traffic`` breaks ``bytes_per_epoch``
+    down (forward rows, backward re-fetch, gradients, gradient all-reduce); ``epoch_s`` is
+    ``None`` without a bandwidth.
     """
 
     workload: Workload
@@ -356,6 +357,22 @@ def _data_bytes(w: Workload, n: float, e: float, h: float,
     return node + edges + rowptrs + halo
 
 
+def _cache_bytes(w: Workload, n: float, e: float, h: float) -> float:
+    """Per-edge index structures the engine builds at the first step and keeps on the graph
+    (``DistGraph.cached``) for the rest of the run: every block's destination per edge
+    (``ViewBlock.row``, int64) and, in modes ``sar`` / ``sa``, the block transposed for
+    backward (``core.kernels.transpose_csr``: the edges' rows and permutation, int64, and a
+    column pointer per source row); in mode ``halo`` the ``[2, E]`` edge index of PyG's
+    propagate instead. GAT's view adds one self-loop per node. Measured: a rank holding 84% of
+    the edges keeps ~24 bytes per edge more than its peers after the first step, the same on
+    the R-MAT runs of the per-rank validation."""
+    edges = e + (n if w.model == "gat" else 0.0)
+    if w.mode == "halo":
+        return edges * (8 + 16)  # ViewBlock.row + the cached halo edge index
+    colptr = (n + h + w.world_size) * 8  # one column pointer per source row, per block
+    return edges * (8 + 8 + 8) + colptr  # row, transposed rows, permutation
+
+
 def _param_count(layers: list[Layer], w: Workload) -> int:
     norm = 4 * sum(layer.fan_out for layer in layers[:-1]) if w.norm else 0
     return int(sum(layer.matmul + layer.fan_out for layer in layers) + norm)
@@ -373,6 +390,14 @@ def structure(w: Workload) -> dict:
     return _structure(w, n, w.num_edges / p, hf * (w.num_nodes - n), None, hf)
 
 
+def rank_structure(w: Workload, n: float, e: float, h: float, send: float) -> dict:
+    """:func:`structure` of one rank of ``w``'s graph holding ``n`` nodes, ``e`` in-edges,
+    ``h`` halo rows (received) and ``send`` send rows (what :func:`predict_ranks` uses)."""
+    outside = w.num_nodes - n
+    return _structure(w, float(n), float(e), float(h), float(send),
+                      h / outside if outside else 0.0)
+
+
 def _structure(w: Workload, n: float, e: float, h: float, send: Optional[float],
                hf: float) -> dict:
     """:func:`structure` of one rank holding ``n`` nodes, ``e`` in-edges, ``h`` halo rows
@@ -385,6 +410,7 @@ def _structure(w: Workload, n: float, e: float, h: float, send: Optional[float],
     edge_rows = sum((e + (n if gat else 0)) * layer.wire * passes for layer in layers)
     return {"halo_fraction": hf, "n": n, "e": e, "h": h, "layers": layers,
             "terms": step_terms(w, layers, n, e, h), "data": _data_bytes(w, n, e, h, send),
+            "caches": _cache_bytes(w, n, e, h),
             "params": _param_count(layers, w), "dense_flops": dense, "edge_rows": edge_rows}
 
 
@@ -432,7 +458,8 @@ def _predict(w: Workload, s: dict, bandwidth_bps: Optional[float], latency_s: fl
     step = step_bytes(s["terms"], coef, family, param_bytes)
     state = param_bytes * 4  # parameter, gradient, two Adam moments
     runtime = c["runtime_mb"] * MB
-    memory = {"runtime": runtime, "data": s["data"], "model_state": state, "step": step,
+    memory = {"runtime": runtime, "data": s["data"], "caches": s["caches"],
+              "model_state": state, "step": step,
               **{f"step_{k}": coef[k] * v for k, v in s["terms"].items()}}
 
     b = w.dtype_bytes
@@ -455,7 +482,8 @@ def _predict(w: Workload, s: dict, bandwidth_bps: Optional[float], latency_s: fl
         comm = (engine + allreduce) * 8 / bandwidth_bps + messages * latency_s
         epoch = compute + comm
     return Plan(workload=w, halo_fraction=s["halo_fraction"], local_nodes=s["n"],
-                halo_rows=h, peak_bytes=runtime + s["data"] + state + step, step_bytes=step,
+                halo_rows=h, peak_bytes=runtime + s["data"] + s["caches"] + state + step,
+                step_bytes=step,
                 memory=memory, bytes_per_epoch=engine + allreduce, traffic=traffic,
                 compute_s=compute, comm_s=comm, epoch_s=epoch)
 
@@ -557,17 +585,29 @@ def predict_partition(parts: str | os.PathLike, workload: Optional[Workload] = N
     else:
         import dataclasses
         w = dataclasses.replace(workload, **sizes)
+    return PartitionPlan(Path(parts), w, predict_ranks(w, ranks, bandwidth_bps, latency_s,
+                                                       constants, compute_speedup))
+
+
+def predict_ranks(w: Workload, ranks: list[dict], bandwidth_bps: Optional[float] = None,
+                  latency_s: float = 0.0, constants: Optional[dict] = None,
+                  compute_speedup: float = 1.0) -> list[RankPlan]:
+    """:func:`predict_partition` from per-rank sizes (``num_nodes``, ``num_edges``,
+    ``halo_rows``, ``send_rows``, as :func:`partition_ranks` gives them) instead of a folder;
+    ``w`` holds the whole graph's sizes and ``world_size == len(ranks)``."""
+    _check_rates("predict_ranks", bandwidth_bps, latency_s, compute_speedup)
+    if len(ranks) != w.world_size:
+        raise ValueError(f"predict_ranks: {len(ranks)} ranks but world_size {w.world_size}")
     c = CONSTANTS if constants is None else constants
     out = []
     for r, info in enumerate(ranks):
-        n, e, h, send = (info[k] for k in ("num_nodes", "num_edges", "halo_rows", "send_rows"))
-        outside = w.num_nodes - n
-        s = _structure(w, float(n), float(e), float(h), float(send),
-                       h / outside if outside else 0.0)
+        n, e, h, send = (int(info[k]) for k in ("num_nodes", "num_edges", "halo_rows",
+                                                  "send_rows"))
+        s = rank_structure(w, n, e, h, send)
         out.append(RankPlan(r, n, e, h, send,
                             _predict(w, s, bandwidth_bps, latency_s, c, compute_speedup,
                                      float(send))))
-    return PartitionPlan(Path(parts), w, out)
+    return out
 
 
 def _rank_table(pp: PartitionPlan, unit: float) -> list[str]:
