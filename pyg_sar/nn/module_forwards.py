@@ -70,7 +70,10 @@ def find_graph(args: tuple, kwargs: dict) -> Optional[DistGraph]:
     for v in values:
         if isinstance(v, (torch.Tensor, str, int, float, bool)) or v is None:
             continue
-        graph = getattr(v, "edge_index", None) if not isinstance(v, dict) else None
+        try:
+            graph = getattr(v, "edge_index", None) if not isinstance(v, dict) else None
+        except Exception:  # noqa: BLE001 - an argument's own attribute logic
+            continue
         if isinstance(graph, DistGraph):
             return graph
     return None
