@@ -21,7 +21,10 @@ returns what PyG's does, for this rank's rows; it may read ``module._sar_config`
 model's :class:`~pyg_sar.SARConfig`, e.g. its mode) and ``module._sar_name`` (the module's
 name in the model, e.g. a traffic-ledger label), both set by ``convert``. The class keeps
 the PyG class's name, ``repr``, parameters and ``state_dict``; it pickles and deep-copies
-(``torch.save(model)``) through its PyG class, without the bound graph.
+(``torch.save(model)``) through its PyG class, without the bound graph. A user's subclass of
+a registered class is converted the same way if it keeps the registered ``forward``; one that
+overrides ``forward`` is refused by ``convert`` (the replacement would skip its code) unless
+listed in ``SARConfig.trusted_layers``.
 """
 from __future__ import annotations
 
