@@ -12,7 +12,8 @@ relation) are local and exact.
   ``[symnorm_weight * x_j]`` stacked (``[E, 2, C]``, the second only with ``symnorm``): sums
   always, sums of squares for var/std, extremes when asked; the output stacks the aggregators
   in order as PyG's ``aggregate`` does (``std`` = ``clamp(var, 1e-5).sqrt()``, EGConv's own
-  formula; ``max`` / ``min`` 0 on a node without in-edges, ties share the gradient).
+  formula; ``max`` / ``min`` 0 on a node without in-edges, ties share the gradient). Without
+  symnorm its graph has PyG's inferred self-loops (:func:`inferred_loop_view`).
 * :data:`FAST_RGCN`: FastRGCNConv's mean = every message scaled by ``1 / (in-edges of its
   destination with its relation)``, then summed (:class:`~pyg_sar.core.combine.SumRule`).
   Featureless input (integer ``x``): PyG's message indexes the weight by the source's id in
@@ -38,7 +39,14 @@ from torch_geometric.nn.conv import MessagePassing
 from pyg_sar.core.combine import StatsRule, SumRule
 from pyg_sar.core.fused_attention import global_source_ids
 from pyg_sar.core.halo import halo_offsets
-from pyg_sar.core.views import GraphView, ViewBlock
+from pyg_sar.core.reduce import global_max
+from pyg_sar.core.views import (
+    GraphView,
+    ViewBlock,
+    refuse_loops_on_bipartite,
+    self_loop_view,
+    stored_view,
+)
 from pyg_sar.graph import DistGraph
 from pyg_sar.nn import families
 
@@ -102,7 +110,9 @@ class EGAggregate(CustomAggregate):
         if "symnorm" in layer.aggregators:
             return families.gcn_norm(True, "add_self_loops", weight_arg="symnorm_weight")(
                 layer, graph, kwargs)
-        return families.self_loops("add_self_loops")(layer, graph, kwargs)
+        if layer.add_self_loops:
+            return inferred_loop_view(graph), kwargs
+        return stored_view(graph), kwargs
 
     def build(self, layer, view, kwargs) -> Aggregation:
         aggrs = list(layer.aggregators)
@@ -155,6 +165,55 @@ class EGAggregate(CustomAggregate):
 
 
 EG = EGAggregate()
+
+
+def inferred_loop_view(graph: DistGraph) -> GraphView:
+    """PyG's ``add_remaining_self_loops(edge_index)`` without ``num_nodes`` (EGConv without
+    symnorm): the node count is inferred as ``edge_index.max() + 1``, so a node whose id is
+    above every edge end (trailing isolated nodes) gets no self-loop. The largest id of an
+    edge end is a global maximum over the ranks (collective, once per graph; a rank knows its
+    nodes that end an edge: in-edges, local out-edges and its send lists). Ids are the original
+    ones (``node_ids``), else the new ones."""
+    refuse_loops_on_bipartite(graph)
+
+    def build() -> GraphView:
+        view = self_loop_view(graph)
+        n, rank = graph.num_nodes, graph.rank
+        ids = graph.node_ids if graph.node_ids is not None else (
+            graph.node_offsets[rank] + torch.arange(n, device=graph.device))
+        ends = graph.in_degree > 0
+        ends[graph.blocks[rank].col] = True
+        for idx in graph.send_idx:
+            ends[idx] = True
+        top = ids[ends].max().double() if bool(ends.any()) else torch.tensor(float("-inf"))
+        top = global_max(graph, top.to(torch.float64))
+        looped = ids.to(torch.float64) <= top
+        if bool(looped.all()):
+            return view
+        return _drop_added_loops(view, ~looped)
+    return graph.cached(("view", "inferred_self_loops"), build)
+
+
+def _drop_added_loops(view: GraphView, unlooped: Tensor) -> GraphView:
+    """``view`` (one self-loop per node) without the loops of the nodes ``unlooped`` (which
+    have no other edge: their ids are above every edge end)."""
+    graph, n = view.graph, view.graph.num_nodes
+    local = view.blocks[graph.rank]
+    keep = ~((local.row == local.col) & unlooped.index_select(0, local.row))
+    row, col = local.row[keep], local.col[keep]
+    rowptr = torch.zeros(n + 1, dtype=torch.long, device=row.device)
+    rowptr[1:] = torch.cumsum(torch.bincount(row, minlength=n), 0)
+    blocks, stored, start = [], [], 0
+    for b in view.blocks:
+        index = view.stored_index[b.edge_slice]
+        if b.src_rank == graph.rank:
+            blocks.append(ViewBlock(b.src_rank, rowptr, col, row, b.num_src, start))
+            index = index[keep]
+        else:
+            blocks.append(ViewBlock(b.src_rank, b.rowptr, b.col, b.row, b.num_src, start))
+        stored.append(index)
+        start += int(index.numel())
+    return GraphView(graph, blocks, torch.cat(stored), view.in_degree - unlooped.long())
 
 
 # ----------------------------------------------------------------------------- FastRGCNConv

@@ -81,6 +81,11 @@ def _eg_recipes() -> list[Recipe]:
            for a in EG_AGGREGATORS]
     out += [
         Recipe("eg/all/loops", EGConv, lambda: _eg(EG_AGGREGATORS), _x),
+        # without symnorm PyG adds loops up to the largest edge end only (trailing isolated
+        # nodes stay empty rows)
+        Recipe("eg/plain/loops", EGConv, lambda: _eg([a for a in EG_AGGREGATORS
+                                                      if a != "symnorm"]), _x),
+        Recipe("eg/var_min/loops", EGConv, lambda: _eg(["var", "min"]), _x),
         Recipe("eg/all/no_loops", EGConv, lambda: _eg(EG_AGGREGATORS, add_self_loops=False), _x),
         Recipe("eg/std_symnorm", EGConv, lambda: _eg(["std", "symnorm"]), _x),
         Recipe("eg/default", EGConv, lambda: EGConv(IN, EG_OUT, num_heads=EG_HEADS), _x),
