@@ -115,10 +115,13 @@ def default_dtype(dtype: torch.dtype) -> Iterator[None]:
         torch.set_default_dtype(old)
 
 
-def _with_batch_float64(m, d: Inputs):
+def _with_batch_input_dtype(m, d: Inputs):
     # PyG's SGFormerAttention builds torch.ones([B, N]) in the default dtype and fails on
-    # float64 inputs otherwise; the same context for the reference and the converted model.
-    with default_dtype(torch.float64):
+    # float64 inputs otherwise: the default dtype follows the features (float64 in the zoo,
+    # float32 for the bf16 zoo's reference; pure bf16 keeps it, and PyG fails there itself),
+    # for the reference and the converted model alike.
+    dtype = d.x.dtype if d.x.dtype in (torch.float32, torch.float64) else None
+    with default_dtype(dtype or torch.get_default_dtype()):
         return _with_batch(m, d)
 
 
@@ -233,10 +236,11 @@ def _model_recipes() -> list[Recipe]:
           lambda m, d: m(d.x, d.edge_index, d.edge_attr,
                          torch.zeros(d.num_nodes, dtype=torch.long)),
           "one graph (graph-level readout)"),
-        m(SGFormer, _sgformer, _with_batch_float64,
-          "one graph, 1 head, add (float64 default dtype: PyG's attention needs it)"),
-        m(SGFormer, lambda: _sgformer(trans_num_heads=2, aggregate="cat"), _with_batch_float64,
-          "one graph, 2 heads, cat (float64 default dtype)", "heads2_cat"),
+        m(SGFormer, _sgformer, _with_batch_input_dtype,
+          "one graph, 1 head, add (default dtype set to the features' dtype, which PyG's "
+          "attention needs)"),
+        m(SGFormer, lambda: _sgformer(trans_num_heads=2), _with_batch_input_dtype,
+          "one graph, 2 heads, add (the same default dtype)", "heads2"),
         m(Polynormer, lambda: _polynormer(True), _with_batch,
           "one graph, global attention (_global), qk_shared=False"),
         m(Polynormer, lambda: _polynormer(True, qk_shared=True), _with_batch,
