@@ -185,8 +185,9 @@ def inferred_loop_view(graph: DistGraph) -> GraphView:
         ends[graph.blocks[rank].col] = True
         for idx in graph.send_idx:
             ends[idx] = True
-        top = ids[ends].max().double() if bool(ends.any()) else torch.tensor(float("-inf"))
-        top = global_max(graph, top.to(torch.float64))
+        top = (ids[ends].max().to(torch.float64) if bool(ends.any()) else
+               torch.tensor(float("-inf"), dtype=torch.float64, device=ids.device))
+        top = global_max(graph, top)
         looped = ids.to(torch.float64) <= top
         if bool(looped.all()):
             return view
