@@ -40,6 +40,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 import torch
 
@@ -293,8 +294,16 @@ def fit_step(runs: dict, summary: list[dict], family: str) -> dict:
     return {k: round(v, 4) for k, v in coef_of(x).items()}
 
 
-def fit_constants(runs: dict, summary: list[dict]) -> dict:
-    """All of :data:`pyg_sar.plan.CONSTANTS` from the measured runs."""
+def fit_constants(runs: dict, summary: list[dict], work: Optional[Path] = None) -> dict:
+    """All of :data:`pyg_sar.plan.CONSTANTS` from the measured runs.
+
+    The runtime (what a rank holds besides its partition, the engine's caches, the model state
+    and the step) is the median residual over the ranks of *fresh* training processes, one
+    model each: ``benchmarks/partition_balance.py``'s ranks and the ranks of
+    ``benchmarks/limited_hosts.py``'s runs (``python -m pyg_sar.train``). The 72 rows of
+    ``--measure`` train six models one after the other in each process (and import the
+    benchmark's own modules), so they hold 30-50 MB more; they are the fallback when no fresh
+    runs are stored."""
     from pyg_sar import plan
     c = {"step": {f: fit_step(runs, summary, f) for f in ("sage", "gat")}}
     # Runtime: what a rank holds besides the partition, the model state and the step.
@@ -302,24 +311,37 @@ def fit_constants(runs: dict, summary: list[dict]) -> dict:
     c["dense_flops_per_s"], c["edge_rows_per_s"], c["step_overhead_s"] = 1.0, {
         "sage": 1.0, "gat": 1.0}, 0.0
     c["metis_halo_ratio"] = 1.0
-    rest = [s["peak_mb"] - predict_mb(runs, s, c)["peak_mb"] for s in summary]
+    fresh = partition_check(c, work=work) + limited_hosts_check(c, fit_only=True)
+    rest = ([r["peak_mb"] - r["pred_peak_mb"] for r in fresh] if fresh else
+            [s["peak_mb"] - predict_mb(runs, s, c)["peak_mb"] for s in summary])
     c["runtime_mb"] = round(statistics.median(rest), 1)
-    # Compute rates from the runs that had a core per rank (P <= 2).
-    cols, target = [[], [], [], []], []
-    for s in summary:
-        if s["P"] > 2:
-            continue
-        st = plan.structure(workload(runs, s))
-        gat = s["model"] == "gat"
-        for i, v in enumerate((st["dense_flops"], 0 if gat else st["edge_rows"],
-                               st["edge_rows"] if gat else 0, 1.0)):
-            cols[i].append(v)
-        target.append(s["epoch_s"])
-    k = _nnls(cols, target)
-    c["dense_flops_per_s"] = float(f"{1 / k[0]:.3g}") if k[0] else math.inf
-    c["edge_rows_per_s"] = {"sage": float(f"{1 / k[1]:.3g}") if k[1] else math.inf,
-                            "gat": float(f"{1 / k[2]:.3g}") if k[2] else math.inf}
-    c["step_overhead_s"] = round(k[3], 4)
+    # Compute rates per model family: dense FLOP/s of the linear layers, gathered row-elements
+    # per second of the aggregation, a fixed cost per step. GraphSAGE's from
+    # partition_balance.py's ranks when stored (main-thread CPU time of a step, one thread per
+    # rank, gloo: waits sleep; 56 ranks of 4k-2M edges tell the edge rate from the dense one),
+    # else, and for GAT, from the wall time of the validation runs with a core per rank.
+    rates = {}
+    balance = [r for r in partition_check(c, work=work) if r.get("cpu_s")]
+    for family in ("sage", "gat"):
+        if family == "sage" and balance:
+            cols = [[r["dense_flops"] for r in balance], [r["edge_rows"] for r in balance],
+                    [1.0] * len(balance)]
+            target = [r["cpu_s"] for r in balance]
+        else:
+            cols, target = [[], [], []], []
+            for s in summary:
+                if s["P"] > 2 or (s["model"] == "gat") != (family == "gat"):
+                    continue
+                st = plan.structure(workload(runs, s))
+                for i, v in enumerate((st["dense_flops"], st["edge_rows"], 1.0)):
+                    cols[i].append(v)
+                target.append(s["epoch_s"])
+        k = _nnls(cols, target)
+        rates[family] = (float(f"{1 / k[0]:.3g}") if k[0] else math.inf,
+                         float(f"{1 / k[1]:.3g}") if k[1] else math.inf, round(k[2], 4))
+    c["dense_flops_per_s"] = {f: v[0] for f, v in rates.items()}
+    c["edge_rows_per_s"] = {f: v[1] for f, v in rates.items()}
+    c["step_overhead_s"] = {f: v[2] for f, v in rates.items()}
     # METIS halo fraction relative to the random-partition estimate (geometric mean).
     ratios = []
     for (g, world), hf in {(s["graph"], s["P"]): s["halo_fraction"] for s in summary
@@ -412,9 +434,11 @@ BALANCE = RESULTS / "partition_balance.json"
 BALANCE_PARTS = Path("/tmp/pyg_sar_partition_balance")
 
 
-def partition_check(constants: dict, graph: str = "rmat_262k", world: int = 4) -> list[dict]:
-    """Every rank of the node- and edge-balanced METIS partitions of ``graph`` at P =
-    ``world`` measured by ``benchmarks/partition_balance.py``, next to
+def partition_check(constants: dict, graph: Optional[str] = None, world: Optional[int] = None,
+                    work: Optional[Path] = None) -> list[dict]:
+    """Every rank of the node- and edge-balanced METIS partitions (of ``graph`` at P =
+    ``world``; ``None``: every graph and P) measured by ``benchmarks/partition_balance.py``,
+    next to
     :func:`pyg_sar.plan.predict_partition` (that rank's own nodes, in-edges, halo and send
     rows) and to the mean-based :func:`pyg_sar.plan.predict` (N / P, E / P, mean halo): whole-
     process peak RSS, the step's peak RSS growth and the engine's bytes sent per epoch. A
@@ -427,12 +451,13 @@ def partition_check(constants: dict, graph: str = "rmat_262k", world: int = 4) -
     res = json.loads(BALANCE.read_text())
     out = []
     for run in res["runs"]:
-        if run["graph"] != graph or run["P"] != world or "ranks" not in run:
+        if (graph not in (None, run["graph"]) or world not in (None, run["P"])
+                or "ranks" not in run):
             continue
-        parts = BALANCE_PARTS / f"{graph}-{run['method']}-{run['balance']}-{world}"
+        parts = BALANCE_PARTS / f"{run['graph']}-{run['method']}-{run['balance']}-{run['P']}"
         if not (parts / "meta.json").exists():
             from partition_balance import graphs as balance_graphs
-            pyg_sar.partition_graph(balance_graphs()[graph][1](), world, parts,
+            pyg_sar.partition_graph(balance_graphs()[run["graph"]][1](), run["P"], parts,
                                     method=run["method"], balance=run["balance"],
                                     overwrite=True)
         meta = json.loads((parts / "meta.json").read_text())
@@ -447,7 +472,8 @@ def partition_check(constants: dict, graph: str = "rmat_262k", world: int = 4) -
         for m in sorted(run["ranks"], key=lambda m: m["rank"]):
             rp = pp.ranks[m["rank"]]
             pl = rp.plan
-            row = {"graph": graph, "P": world, "balance": run["balance"], "rank": m["rank"],
+            row = {"graph": run["graph"], "P": run["P"], "balance": run["balance"],
+                   "rank": m["rank"],
                    "num_nodes": rp.num_nodes, "num_edges": rp.num_edges,
                    "halo_rows": rp.halo_rows, "send_rows": rp.send_rows,
                    "peak_mb": m["peak_rss_mb"], "pred_peak_mb": pl.peak_bytes / plan.MB,
@@ -456,13 +482,66 @@ def partition_check(constants: dict, graph: str = "rmat_262k", world: int = 4) -
                    "bytes": m["bytes_sent"],
                    "pred_bytes": pl.bytes_per_epoch - pl.traffic["allreduce"],
                    "mean_pred_bytes": mean.bytes_per_epoch - mean.traffic["allreduce"],
-                   "cpu_s": m["cpu_s"], "pred_compute_s": pl.compute_s}
+                   "cpu_s": m["cpu_s"], "pred_compute_s": pl.compute_s,
+                   "pred_caches_mb": pl.memory["caches"] / plan.MB}
+            st = plan.rank_structure(pp.workload, rp.num_nodes, rp.num_edges, rp.halo_rows,
+                                     rp.send_rows)
+            row.update(dense_flops=st["dense_flops"], edge_rows=st["edge_rows"])
             for k in ("peak", "step"):
                 row[f"err_{k}_pct"] = _err(row[f"pred_{k}_mb"], row[f"{k}_mb"])
             row["err_mean_peak_pct"] = _err(row["mean_pred_peak_mb"], row["peak_mb"])
             row["err_bytes_pct"] = _err(row["pred_bytes"], row["bytes"])
             row["err_mean_bytes_pct"] = _err(row["mean_pred_bytes"], row["bytes"])
+            row["err_cpu_pct"] = _err(row["pred_compute_s"], row["cpu_s"])
             out.append(row)
+    return out
+
+
+# benchmarks/limited_hosts.py's results: rank VmHWM of python -m pyg_sar.train on memory-limited
+# namespace hosts (mpiexec, torchrun) and in one process; per-rank sizes stored with them.
+LIMITED = sorted(RESULTS.glob("limited_hosts*.json"))
+
+
+def limited_hosts_check(constants: dict, fit_only: bool = False) -> list[dict]:
+    """Every rank of ``benchmarks/limited_hosts.py``'s pyg_sar runs (P hosts under mpiexec
+    and torchrun, and one process) next to :func:`pyg_sar.plan.predict_ranks` from the sizes
+    stored with the run: whole-process peak (the rank's VmHWM) and engine bytes sent per
+    training step (median over the epochs). ``fit_only``: only runs whose resident size
+    follows live tensors (``allocator`` ``"trim"``); with glibc's default thresholds freed
+    blocks stay in the heap, which the planner does not model (those runs are reported)."""
+    import statistics as st
+
+    from pyg_sar import plan
+    out = []
+    for path in LIMITED:
+        res = json.loads(path.read_text())
+        cfg = res.get("config", {})
+        alloc = cfg.get("allocator", "default")
+        if (fit_only and alloc != "trim") or "num_features" not in cfg:
+            continue
+        for name, run in sorted(res.get("runs", {}).items()):
+            m, sizes = run.get("metrics"), run.get("plan_ranks")
+            if not m or not sizes:
+                continue
+            w = plan.Workload(cfg["num_nodes"], cfg["num_edges"], cfg["num_features"],
+                              cfg["num_classes"], cfg["hidden"], cfg["layers"], model="sage",
+                              mode="sar", world_size=len(sizes),
+                              pipeline_depth=1 if m["backend"] in ("gloo", "nccl") else 0,
+                              dtype_bytes=4 if cfg["dtype"] == "float32" else 8)
+            sent = m.get("bytes_sent_per_epoch") or []
+            for rp in plan.predict_ranks(w, sizes, constants=constants):
+                pl, k = rp.plan, rp.rank
+                row = {"file": path.name, "run": name, "allocator": alloc, "P": len(sizes),
+                       "rank": k, "num_nodes": rp.num_nodes, "num_edges": rp.num_edges,
+                       "halo_rows": rp.halo_rows, "send_rows": rp.send_rows,
+                       "peak_mb": m["peak_rss_mb"][k], "pred_peak_mb": pl.peak_bytes / plan.MB,
+                       "pred_caches_mb": pl.memory["caches"] / plan.MB}
+                row["err_peak_pct"] = _err(row["pred_peak_mb"], row["peak_mb"])
+                if sent and len(sizes) > 1:
+                    row["bytes"] = st.median(e[k] for e in sent)
+                    row["pred_bytes"] = pl.bytes_per_epoch - pl.traffic["allreduce"]
+                    row["err_bytes_pct"] = _err(row["pred_bytes"], row["bytes"])
+                out.append(row)
     return out
 
 
@@ -513,10 +592,18 @@ def write_report(runs: dict, fitted: dict, work: Path) -> dict:
         for r in runs["rows"])
     stats["rank_rows"] = len(runs["rows"])
     stats["shipped_constants_equal_fit"] = all(
-        shipped.get(k) == v for k, v in fitted.items() if k != "metis_halo_ratio_range")
+        shipped.get(k) == v for k, v in fitted.items()
+        if k not in ("metis_halo_ratio_range", "runtime_from"))
     net = netns_check(plan.CONSTANTS, work)
     paper = papers100m(plan.CONSTANTS)
-    per_rank = partition_check(plan.CONSTANTS)
+    per_rank = partition_check(plan.CONSTANTS, work=work)
+    limited = limited_hosts_check(plan.CONSTANTS)
+    trimmed = [r for r in limited if r["allocator"] == "trim"]
+    if trimmed:
+        stats["limited_peak_max_abs_err_pct"] = max(abs(r["err_peak_pct"]) for r in trimmed)
+        stats["limited_bytes_max_abs_err_pct"] = max(
+            (abs(r["err_bytes_pct"]) for r in trimmed if "err_bytes_pct" in r), default=None)
+        stats["limited_rank_count"] = len(trimmed)
     if per_rank:
         stats["partition_peak_max_abs_err_pct"] = max(abs(r["err_peak_pct"]) for r in per_rank)
         stats["partition_bytes_max_abs_err_pct"] = max(abs(r["err_bytes_pct"])
@@ -525,9 +612,10 @@ def write_report(runs: dict, fitted: dict, work: Path) -> dict:
                                                            for r in per_rank)
         stats["partition_mean_bytes_max_abs_err_pct"] = max(abs(r["err_mean_bytes_pct"])
                                                             for r in per_rank)
+        stats["partition_cpu_max_abs_err_pct"] = max(abs(r["err_cpu_pct"]) for r in per_rank)
     result = {"graphs": runs["graphs"], "constants_shipped": shipped, "fit": fitted,
               "stats": stats, "rows": rows, "netns": net, "papers100m": paper,
-              "partition_ranks": per_rank,
+              "partition_ranks": per_rank, "limited_hosts_ranks": limited,
               "machine": f"{os.cpu_count()} CPU cores, torch {torch.__version__}, MPICH, "
                          "one thread per rank"}
     atomic_write(RESULTS / "plan_validation.json", json.dumps(result, indent=1))
@@ -609,33 +697,41 @@ def markdown(res: dict) -> str:
     if res.get("partition_ranks"):
         st = res["stats"]
         lines += ["## Per rank of a partition (`plan.predict_partition`)", "",
-                  "R-MAT 262,144 nodes / 2,097,152 edges, METIS at P = 4 balanced by nodes and "
-                  "by edges, SAGE 3 x 256 (batch norm), mode sar, spawned ranks on gloo (one "
-                  "block prefetched); measured per rank by `benchmarks/partition_balance.py` "
-                  "(peak RSS of a training step, median engine bytes sent; 2 warm-ups + 5 "
-                  "steps). *per rank*: `predict_partition` from the rank's own nodes, "
-                  "in-edges, halo and send rows; *mean*: `predict` from N / P, E / P and the "
-                  "mean halo fraction (what the planner gave before). Errors are "
-                  "(predicted - measured) / measured.", "",
-                  f"Per rank: peak max |error| {st['partition_peak_max_abs_err_pct']:.1f}%, "
-                  f"bytes {st['partition_bytes_max_abs_err_pct']:.2g}%; mean-based: peak "
+                  "R-MAT 262,144 nodes / 2,097,152 edges and the dense SBM (120,000 nodes, "
+                  "1.1M edges), METIS at P = 2, 4, 8 balanced by nodes and by edges, SAGE "
+                  "3 x 256 (batch norm), mode sar, spawned ranks on gloo (one block "
+                  "prefetched); measured per rank by `benchmarks/partition_balance.py` (peak "
+                  "RSS of a training step, median engine bytes sent, main-thread CPU time of "
+                  "a step; 2 warm-ups + 5 steps). *per rank*: `predict_partition` from the "
+                  "rank's own nodes, in-edges, halo and send rows; *mean*: `predict` from "
+                  "N / P, E / P and the mean halo fraction. Errors are (predicted - "
+                  "measured) / measured.", "",
+                  f"Per rank ({len(res['partition_ranks'])} ranks): peak max |error| "
+                  f"{st['partition_peak_max_abs_err_pct']:.1f}%, bytes "
+                  f"{st['partition_bytes_max_abs_err_pct']:.2g}%, step CPU time max |error| "
+                  f"{st['partition_cpu_max_abs_err_pct']:.1f}%; mean-based: peak "
                   f"{st['partition_mean_peak_max_abs_err_pct']:.1f}%, bytes "
                   f"{st['partition_mean_bytes_max_abs_err_pct']:.1f}%.", "",
-                  "| balance | rank | nodes | in-edges | halo rows | send rows | peak MB meas "
-                  "| pred (err %) | mean pred (err %) | step MB meas | pred (err %) | MB sent "
-                  "meas | pred (err %) | mean pred (err %) |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "| graph | P | balance | rank | nodes | in-edges | halo rows | send rows | "
+                  "peak MB meas | pred (err %) | mean pred (err %) | step MB meas | pred "
+                  "(err %) | MB sent meas | pred (err %) | mean pred (err %) | CPU s meas | "
+                  "pred (err %) |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in res["partition_ranks"]:
             lines.append(
-                f"| {r['balance']} | {r['rank']} | {r['num_nodes']:,} | {r['num_edges']:,} | "
+                f"| {r['graph']} | {r['P']} | {r['balance']} | {r['rank']} | "
+                f"{r['num_nodes']:,} | {r['num_edges']:,} | "
                 f"{r['halo_rows']:,} | {r['send_rows']:,} | {r['peak_mb']:.0f} | "
                 f"{r['pred_peak_mb']:.0f} ({r['err_peak_pct']:+.1f}) | "
                 f"{r['mean_pred_peak_mb']:.0f} ({r['err_mean_peak_pct']:+.1f}) | "
                 f"{r['step_mb']:.0f} | {r['pred_step_mb']:.0f} ({r['err_step_pct']:+.1f}) | "
                 f"{_fmt_bytes(r['bytes'])} | {_fmt_bytes(r['pred_bytes'])} "
                 f"({r['err_bytes_pct']:+.2g}) | {_fmt_bytes(r['mean_pred_bytes'])} "
-                f"({r['err_mean_bytes_pct']:+.1f}) |")
+                f"({r['err_mean_bytes_pct']:+.1f}) | {r['cpu_s']:.2f} | "
+                f"{r['pred_compute_s']:.2f} ({r['err_cpu_pct']:+.0f}) |")
         lines.append("")
+    if res.get("limited_hosts_ranks"):
+        lines += limited_markdown(res)
     lines += ["## ogbn-papers100M (`python -m pyg_sar.plan --preset papers100m --mode sar halo`)",
               "", "111M nodes, 3.2B directed edges, 128 features; 3-layer GraphSAGE 256 and "
               "GAT 4 heads x 128 (hidden 512); METIS halo estimate; 200 Gbit/s links; one "
@@ -649,6 +745,40 @@ def markdown(res: dict) -> str:
                      f"{'' if r['paper_gb'] is None else r['paper_gb']} |")
     lines += ["", "## Fitted constants", "", "```", json.dumps(res["fit"], indent=1), "```", ""]
     return "\n".join(lines)
+
+
+def limited_markdown(res: dict) -> list[str]:
+    """The section on ``benchmarks/limited_hosts.py``'s ranks."""
+    st = res["stats"]
+    lines = ["## Per rank of the memory-limited-host runs (`benchmarks/limited_hosts.py`)", "",
+             "`python -m pyg_sar.train` (SAGE 3 x 256, batch norm, float32, mode sar) on P "
+             "network-namespace hosts, each in a memory cgroup (mpiexec: MPICH; torchrun: "
+             "gloo), and in one process; measured: each rank's VmHWM and the engine bytes it "
+             "sent per training step (median over the epochs). Predicted: "
+             "`pyg_sar.plan.predict_ranks` from the rank's sizes. *allocator trim*: glibc "
+             "returns freed blocks above 128 KiB to the kernel (`MALLOC_MMAP_THRESHOLD_` = "
+             "`MALLOC_TRIM_THRESHOLD_` = 131072), so the resident size follows the live "
+             "tensors that the planner models; *default*: glibc's own thresholds, where freed "
+             "blocks of up to 32 MiB stay in the heap and the resident size grows from epoch "
+             "to epoch (not modelled; shown for reference, not in the fit or the error "
+             "figure).", ""]
+    if "limited_peak_max_abs_err_pct" in st:
+        b = st.get("limited_bytes_max_abs_err_pct")
+        lines += [f"Allocator trim, {st['limited_rank_count']} ranks: peak max |error| "
+                  f"{st['limited_peak_max_abs_err_pct']:.1f}%"
+                  + ("" if b is None else f", bytes sent max |error| {b:.2g}%") + ".", ""]
+    lines += ["| results | run | allocator | P | rank | nodes | in-edges | halo rows | send rows "
+              "| VmHWM MB | pred (err %) | caches MB (pred) | MB sent | pred (err %) |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in res["limited_hosts_ranks"]:
+        b = (f"{_fmt_bytes(r['bytes'])} | {_fmt_bytes(r['pred_bytes'])} "
+             f"({r['err_bytes_pct']:+.2g})") if "bytes" in r else "- | -"
+        lines.append(f"| {r['file']} | {r['run']} | {r['allocator']} | {r['P']} | {r['rank']} | "
+                     f"{r['num_nodes']:,} | {r['num_edges']:,} | {r['halo_rows']:,} | "
+                     f"{r['send_rows']:,} | {r['peak_mb']:.0f} | {r['pred_peak_mb']:.0f} "
+                     f"({r['err_peak_pct']:+.1f}) | {r['pred_caches_mb']:.1f} | {b} |")
+    lines.append("")
+    return lines
 
 
 def plot(rows: list[dict], path: Path) -> None:
@@ -714,7 +844,7 @@ def main(argv: list[str] | None = None) -> int:
     if not RUNS.exists():
         raise ValueError(f"no measurements in {RUNS}: run with --measure first")
     runs = json.loads(RUNS.read_text())
-    fitted = fit_constants(runs, summarise(runs))
+    fitted = fit_constants(runs, summarise(runs), Path(args.work))
     print("fitted constants (pyg_sar/plan.py CONSTANTS is set from these):")
     print(json.dumps(fitted, indent=1))
     res = write_report(runs, fitted, Path(args.work))

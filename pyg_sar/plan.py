@@ -5,21 +5,28 @@
     python -m pyg_sar.plan --preset papers100m     # next to the SAR paper's figures
     python -m pyg_sar.plan --parts parts/rmat-4    # every rank of a written partition
 
-The model follows what the engine allocates (``pyg_sar/core/walk.py``, ``core/sar.py``):
-per rank, the partition's tensors (features, labels, masks, the CSR blocks, send
-lists and degrees), the model's parameters with their gradient and two Adam moments, and the
-working memory of a training step: per-node activations saved for backward, plus what each
-mode keeps of the remote rows (``sar``: one block of rows in flight; ``sa``: every fetched row
-of every layer; ``halo``: the whole halo of every layer, and PyG's own per-edge tensors of the
-unmodified propagate). Bytes per epoch are exact given the halo: every layer sends the rows
-its peers need (its wire width: projected rows where GraphSAGE projects first, features plus
-attention scores for GAT) and returns the gradients of the rows it received; mode ``sar``
-re-fetches rows in backward where the message is not linear in them (attention).
+The model follows what the engine allocates (``pyg_sar/core/walk.py``, ``core/sar.py``): per
+rank, the partition's tensors (features, labels, masks, the CSR blocks, send lists and
+degrees), the index structures the first step builds and keeps (24 bytes per in-edge: each
+block's destinations and its transpose for backward), the model's parameters with their
+gradient and two Adam moments, and the working memory of a training step: per-node activations
+saved for backward, plus what each mode keeps of the remote rows (``sar``: one block of rows in
+flight; ``sa``: every fetched row of every layer; ``halo``: the whole halo of every layer, and
+PyG's own per-edge tensors of the unmodified propagate). Bytes per epoch are exact given the
+halo: every layer sends the rows its peers need (its wire width: projected rows where GraphSAGE
+projects first, features plus attention scores for GAT) and returns the gradients of the rows
+it received; mode ``sar`` re-fetches rows in backward where the message is not linear in them
+(attention).
 
 The few constants (how many bytes of working memory per structural byte, the runtime's
 resident size, the compute rates, the METIS halo ratio) were fitted with
 ``benchmarks/plan_validation.py`` on runs measured on the development machine (2 cores, torch
-CPU, MPICH, float32); see :data:`CONSTANTS` and ``benchmarks/results/plan_validation.md``.
+CPU, MPICH and gloo, float32); see :data:`CONSTANTS` and
+``benchmarks/results/plan_validation.md``. Memory is resident size with glibc returning freed
+blocks to the kernel (``MALLOC_MMAP_THRESHOLD_=131072 MALLOC_TRIM_THRESHOLD_=131072``, as the
+benchmarks run): with glibc's default thresholds freed blocks of up to 32 MiB stay in the heap
+and a rank's resident size grows from epoch to epoch above the prediction (measured: 654-828 MB
+against ~490-520 MB with the variables, R-MAT 100k / 1M, P = 4, 5 epochs).
 Epoch time = compute (fitted rates of one thread) + bytes / link bandwidth, with no overlap of
 the two (the measured runs used MPICH, where a fetch moves only inside waits). Weak spots: the
 METIS halo estimate (pass a measured ``--halo-fraction`` or ``--parts``), compute time on
@@ -47,10 +54,13 @@ PARTITIONINGS = ("metis", "random")
 MB = 2**20
 GB = 10**9
 
-# Fitted by benchmarks/plan_validation.py (results/plan_validation.json, "fit") on 3 graphs x
-# P = 1, 2, 4, 8 x {sage, gat} x {sar, sa, halo}, measured here. Working-memory coefficients are
-# per model family (gcn uses sage's: both take the linear fast path): bytes of step peak per
-# byte of each structural term (see :func:`step_terms`).
+# Fitted by benchmarks/plan_validation.py (results/plan_validation.json, "fit"). Working memory
+# (3 graphs x P = 1, 2, 4, 8 x {sage, gat} x {sar, sa, halo}): coefficients per model family
+# (gcn uses sage's: both take the linear fast path), bytes of step peak per byte of each
+# structural term (see :func:`step_terms`). The runtime: the median over the ranks of fresh
+# training processes (benchmarks/partition_balance.py, benchmarks/limited_hosts.py) of what
+# they hold besides the predicted terms. Compute rates per family: GraphSAGE's from the
+# per-rank CPU time of partition_balance.py's steps, GAT's from the validation runs.
 CONSTANTS: dict = {
     "step": {
         "sage": {"act": 1.0, "grad": 1.7009, "block": 0.0,
@@ -58,11 +68,10 @@ CONSTANTS: dict = {
         "gat": {"act": 1.0, "grad": 3.87, "block": 0.3932,
                  "kept": 0.888, "edge": 1.6932, "peers": 0.0569},
     },
-    "runtime_mb": 385.7,  # python + torch + MPI + allocator, besides the tensors
-    "dense_flops_per_s": 4.24e+10,  # one thread, the linear layers
-    "edge_rows_per_s": {"sage": 2.08e+08,
-                        "gat": 1.62e+08},
-    "step_overhead_s": 0.0123,
+    "runtime_mb": 344.3,  # python + torch + PyG + MPI / gloo + allocator, besides the tensors
+    "dense_flops_per_s": {"sage": 3.08e+10, "gat": 2.81e+10},  # one thread, linear layers
+    "edge_rows_per_s": {"sage": 1.23e+09, "gat": 1.83e+08},
+    "step_overhead_s": {"sage": 0.2755, "gat": 0.0},
     # METIS halo fraction / random-partition estimate: geometric mean over the measured
     # partitions; it ranged 0.077 - 0.963.
     "metis_halo_ratio": 0.191,
@@ -446,6 +455,12 @@ def _check_rates(where: str, bandwidth_bps: Optional[float], latency_s: float,
                          f"(got {compute_speedup!r})")
 
 
+def _rate(c: dict, key: str, family: str) -> float:
+    """A compute constant: per model family (a dict) or one for all (a number)."""
+    v = c[key]
+    return v[family] if isinstance(v, dict) else v
+
+
 def _predict(w: Workload, s: dict, bandwidth_bps: Optional[float], latency_s: float,
              c: dict, compute_speedup: float, send: Optional[float]) -> Plan:
     """:func:`predict` from a rank's :func:`structure`; ``send``: its send rows (``None``:
@@ -473,9 +488,9 @@ def _predict(w: Workload, s: dict, bandwidth_bps: Optional[float], latency_s: fl
     traffic = {"rows": rows, "refetch": refetch, "grads": grads, "allreduce": allreduce}
     engine = rows + refetch + grads
 
-    compute = (s["dense_flops"] / c["dense_flops_per_s"]
-               + s["edge_rows"] / c["edge_rows_per_s"][family]
-               + c["step_overhead_s"]) / compute_speedup
+    compute = (s["dense_flops"] / _rate(c, "dense_flops_per_s", family)
+               + s["edge_rows"] / _rate(c, "edge_rows_per_s", family)
+               + _rate(c, "step_overhead_s", family)) / compute_speedup
     comm = epoch = None
     if bandwidth_bps is not None:
         messages = 2 * len(layers) * (p - 1) * (2 if w.mode == "sar" and family == "gat" else 1)
