@@ -38,7 +38,12 @@ def nonfinite_report(name: str, value: Tensor) -> Optional[str]:
     inf = int(bad.sum()) - nan
     rows = bad.reshape(value.shape[0], -1).any(dim=1) if value.dim() > 0 else bad.reshape(1)
     first = int(rows.nonzero()[0, 0])
-    return (f"'{name}' has {nan} NaN and {inf} Inf value(s) in {int(rows.sum())} row(s) "
+    return format_report(name, nan, inf, int(rows.sum()), first)
+
+
+def format_report(name: str, nan: int, inf: int, rows: int, first: int) -> str:
+    """The line :func:`nonfinite_report` gives for these counts."""
+    return (f"'{name}' has {nan} NaN and {inf} Inf value(s) in {rows} row(s) "
             f"(first: row {first})")
 
 
@@ -60,10 +65,18 @@ def check_finite(tensors: Mapping[str, Optional[Tensor]], on_nonfinite: str = "w
         return []
     reports = [r for name, value in tensors.items()
                if (r := nonfinite_report(name, value)) is not None]
-    if reports:
-        msg = f"{where}: non-finite input: " + "; ".join(reports)
-        if on_nonfinite == "raise":
-            raise ValueError(msg + " (refused because on_nonfinite='raise')")
-        warnings.warn(msg + " (pass on_nonfinite='raise' to refuse such input)",
-                      NonFiniteWarning, stacklevel=3)
+    act_on_reports(reports, on_nonfinite, where, stacklevel=4)
     return reports
+
+
+def act_on_reports(reports: list[str], on_nonfinite: str, where: str,
+                   stacklevel: int = 3) -> None:
+    """Raise or warn about ``reports`` (lines of :func:`nonfinite_report`) as ``on_nonfinite``
+    says; shared by :func:`check_finite` and the streaming writer, which counts in chunks."""
+    if not reports or on_nonfinite == "ignore":
+        return
+    msg = f"{where}: non-finite input: " + "; ".join(reports)
+    if on_nonfinite == "raise":
+        raise ValueError(msg + " (refused because on_nonfinite='raise')")
+    warnings.warn(msg + " (pass on_nonfinite='raise' to refuse such input)",
+                  NonFiniteWarning, stacklevel=stacklevel)

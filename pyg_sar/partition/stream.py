@@ -36,6 +36,7 @@ import torch
 
 from pyg_sar.partition import format as fmt
 from pyg_sar.partition.assign import check_balance_arg, partitioner_of, simple_parts
+from pyg_sar.partition.finite import act_on_reports, check_policy, format_report
 from pyg_sar.partition.layout import block_recv, block_structure, stored_order
 from pyg_sar.partition.metis import sort_unique
 from pyg_sar.partition.parhip import ParhipWriter, check_parhip, read_csr
@@ -80,17 +81,34 @@ def _parse_bytes(value: Any) -> int:
                      f"'12G' (got {value!r})")
 
 
+def _metis_bytes_per_entry(entries: int) -> float:
+    """METIS's own working memory per adjacency entry (pymetis's copy of the graph, edge
+    weights, the coarsened graphs), which grows with the graph: measured on R-MAT graphs of
+    average degree 20 (``pymetis.part_graph``, P = 4, VmHWM increase) as 70, 82, 80, 110 bytes
+    per entry at 1M, 2M, 4M, 10M edges and 125 at 20M (the streaming run's anonymous peak, 5.00
+    GiB); fitted by ``70 + 13 log2(entries / 2^21)`` plus 10%, so that every measured run lies
+    below it."""
+    return 1.1 * (70.0 + 13.0 * max(0.0, math.log2(max(entries, 1) / 2 ** 21)))
+
+
 def estimate_memory(num_nodes: int, num_edges: int, num_parts: int, method: str,
                     chunk_edges: int) -> int:
     """Rough peak bytes of :func:`write_partition_streaming` (checked against
     ``memory_budget``): per-node arrays, a chunk's working set, the largest pass-4 rank at
-    twice the mean, and the partitioner's graph (2E adjacency entries)."""
+    twice the mean, and the partitioner's graph (2E adjacency entries, an upper bound: the
+    symmetric graph without duplicates and loops).
+
+    Measured (P = 4, R-MAT of average degree 20; anonymous peak / cgroup peak incl. page cache):
+    METIS at 20M edges 5.00 / 5.20 GiB, estimate 6.51 GiB; KaMinPar at 20M 0.91 / 1.22 GiB,
+    estimate 1.86 GiB; at 100M 3.66 / 4.64 GiB, estimate 5.68 GiB."""
     per_node = 8 * 8 * num_nodes  # degrees, parts, perm, new_of_old, xadj / weights
     per_chunk = 12 * 8 * min(chunk_edges, max(num_edges, 1))
     per_rank = 2 * 12 * 8 * math.ceil(num_edges / num_parts)
     entries = 2 * num_edges
     partitioner = {"kaminpar": 6 * entries + 64 * num_nodes,  # compressed graph + buffers
-                   "metis": 3 * 8 * entries + 120 * num_nodes,  # int64 CSR + METIS copies
+                   # an int64 copy of the memory-mapped adjacency, then METIS's working set
+                   "metis": int((8 + _metis_bytes_per_entry(entries)) * entries)
+                   + 120 * num_nodes,
                    }.get(method, 0)
     return per_node + per_chunk + max(per_rank, partitioner) + 200 * 2 ** 20
 
@@ -105,11 +123,20 @@ def _kaminpar() -> Any:
 
 
 def _check_arguments(source: Any, num_parts: Any, method: str, balance: Any, seed: Any,
-                     threads: Any, chunk_edges: Any) -> tuple[EdgeSource, int, str, int]:
+                     threads: Any, chunk_edges: Any, ubvec: Any, on_nonfinite: str
+                     ) -> tuple[EdgeSource, int, str, int]:
     if method not in STREAM_METHODS:
         raise ValueError(f"unknown partition method {method!r} (expected one of "
                          f"{STREAM_METHODS})")
     check_balance_arg(balance)
+    check_policy(on_nonfinite, "write_partition_streaming")
+    if ubvec is not None:  # as write_partition: METIS's tolerance, for METIS only
+        from pyg_sar.partition.metis import check_ubvec
+        check_ubvec(ubvec)
+        if method != "metis":
+            raise ValueError(f"ubvec applies to method='metis' only (got ubvec={ubvec!r} with "
+                             f"method={method!r}; KaMinPar's tolerance is fixed at "
+                             f"max/mean {1 + KAMINPAR_EPSILON:.2f} of one weight)")
     for name, value, low in (("num_parts", num_parts, 1), ("seed", seed, -2 ** 62),
                              ("chunk_edges", chunk_edges, 1)):
         if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
@@ -125,14 +152,17 @@ def _check_arguments(source: Any, num_parts: Any, method: str, balance: Any, see
     if not num_parts <= source.num_nodes:
         raise ValueError(f"num_parts must be in [1, num_nodes={source.num_nodes}] "
                          f"(got {num_parts})")
-    by = balance if balance is not None else (
-        "nodes" if method in ("random", "contiguous") else _default_balance())
+    by = balance if balance is not None else _default_balance(method, num_parts)
     return source, num_parts, by, int(seed)
 
 
-def _default_balance() -> str:
-    from pyg_sar.partition.assign import DEFAULT_BALANCE
-    return DEFAULT_BALANCE
+def _default_balance(method: str, num_parts: int) -> str:
+    """``balance=None`` as :func:`~pyg_sar.partition.write_partition` resolves it (KaMinPar
+    as METIS)."""
+    from pyg_sar.partition import assign
+    if hasattr(assign, "default_balance"):
+        return assign.default_balance(method, num_parts)
+    return "nodes" if method in ("random", "contiguous") else assign.DEFAULT_BALANCE
 
 
 class _Counts:
@@ -144,6 +174,43 @@ class _Counts:
         # the bucket sizes of pass 1.
         self.sym_degree = np.zeros(num_nodes, dtype=np.int64)
         self.num_loops = 0
+
+
+def _nonfinite(name: str, array: np.ndarray, rows_per_chunk: int) -> str | None:
+    """:func:`~pyg_sar.partition.finite.nonfinite_report` of a memory-mapped tensor, read
+    ``rows_per_chunk`` rows at a time."""
+    if not (np.issubdtype(array.dtype, np.floating) or
+            np.issubdtype(array.dtype, np.complexfloating)) or array.ndim == 0:
+        return None
+    nan = inf = rows = 0
+    first = -1
+    for start in range(0, array.shape[0], rows_per_chunk):
+        block = np.asarray(array[start:start + rows_per_chunk])
+        bad = ~np.isfinite(block)
+        if not bad.any():
+            continue
+        n_nan = int(np.count_nonzero(np.isnan(block)))
+        nan, inf = nan + n_nan, inf + int(np.count_nonzero(bad)) - n_nan
+        bad_rows = bad.reshape(block.shape[0], -1).any(axis=1)
+        rows += int(np.count_nonzero(bad_rows))
+        if first < 0:
+            first = start + int(np.argmax(bad_rows))
+    return None if first < 0 else format_report(name, nan, inf, rows, first)
+
+
+def _check_finite(node_data: dict[str, np.ndarray], edge_data: dict[str, np.ndarray],
+                  on_nonfinite: str, chunk_edges: int) -> None:
+    """NaN / Inf in floating-point node and edge tensors, handled as ``write_partition``
+    handles them (``on_nonfinite``: warn, raise or ignore), in chunks of the memory map."""
+    if on_nonfinite == "ignore":
+        return
+    reports = []
+    for name, array in {**node_data, **edge_data}.items():
+        row_bytes = max(1, array.itemsize * int(np.prod(array.shape[1:], dtype=np.int64)))
+        report = _nonfinite(name, array, max(1, min(chunk_edges, (64 << 20) // row_bytes)))
+        if report is not None:
+            reports.append(report)
+    act_on_reports(reports, on_nonfinite, "write_partition_streaming", stacklevel=4)
 
 
 def _validate(source: EdgeSource, chunk_edges: int) -> _Counts:
@@ -230,27 +297,33 @@ def _write_symmetric(source: EdgeSource, counts: _Counts, path: Path, scratch: P
 
 
 def _metis_on_csr(xadj: np.ndarray, adjncy: np.ndarray, in_degree: np.ndarray,
-                  num_parts: int, seed: int, balance: str) -> np.ndarray:
+                  num_parts: int, seed: int, balance: str,
+                  ubvec: tuple[float, float] | None) -> np.ndarray:
     """METIS as :func:`pyg_sar.partition.metis.metis_parts` calls it, on a given CSR."""
     from pyg_sar.partition import metis
     recursive = metis.is_recursive(num_parts)
     adjncy = np.asarray(adjncy, dtype=np.int64)
-    if balance == "nodes":
+    if balance == "nodes" and ubvec is None:
         import pymetis
         result = pymetis.part_graph(num_parts, adjacency=pymetis.CSRAdjacency(xadj, adjncy),
                                     options=pymetis.Options(seed=int(seed)),
                                     recursive=recursive)
         parts = np.asarray(result.vertex_part, dtype=np.int64)
-    elif int(in_degree.sum()) > 0:
-        vwgt = np.empty((xadj.shape[0] - 1, 2), dtype=np.int64)
-        vwgt[:, 0] = 1
-        vwgt[:, 1] = in_degree
-        parts = metis._part_graph_c(xadj, adjncy, vwgt.reshape(-1), 2, num_parts, recursive,
-                                    seed, None)
     else:
-        parts = metis._part_graph_c(xadj, adjncy, None, 1, num_parts, recursive, seed, None)
+        target = None if ubvec is None else (metis._per_level(ubvec, num_parts) if recursive
+                                             else ubvec)
+        if balance == "edges" and int(in_degree.sum()) > 0:
+            vwgt = np.empty((xadj.shape[0] - 1, 2), dtype=np.int64)
+            vwgt[:, 0] = 1
+            vwgt[:, 1] = in_degree
+            parts = metis._part_graph_c(xadj, adjncy, vwgt.reshape(-1), 2, num_parts,
+                                        recursive, seed, target)
+        else:  # no edges: the in-edge constraint is void
+            parts = metis._part_graph_c(xadj, adjncy, None, 1, num_parts, recursive, seed,
+                                        None if target is None else target[:1])
     if balance == "edges":
-        metis.check_balance(parts, in_degree, num_parts, metis.DEFAULT_TOLERANCE,
+        tolerance = metis.DEFAULT_TOLERANCE if ubvec is None else ubvec[1]
+        metis.check_balance(parts, in_degree, num_parts, tolerance,
                             f"METIS ({metis.partitioner_name(num_parts)}, balance='edges')")
     return parts
 
@@ -313,7 +386,9 @@ def write_partition_streaming(source: EdgeSource | str | Path, num_parts: int,
                               threads: int | None = None, scratch: str | Path | None = None,
                               memory_budget: int | str | None = None,
                               chunk_edges: int = 8_000_000, overwrite: bool = False,
-                              kaminpar_context: str = "fast") -> PartitionReport:
+                              kaminpar_context: str = "fast",
+                              ubvec: tuple[float, float] | None = None,
+                              on_nonfinite: str = "warn") -> PartitionReport:
     """Partition a graph on disk into ``num_parts`` parts without holding all its edges.
 
     Writes the same format as :func:`~pyg_sar.partition.write_partition` (and, for
@@ -344,18 +419,31 @@ def write_partition_streaming(source: EdgeSource | str | Path, num_parts: int,
             (default; on R-MAT 200k / 2M at P = 4 with edge balance it took 0.59x the time of
             ``"default"`` for a 0.6% larger cut), ``"default"``, ``"strong"``, ``"terapart"``
             (least memory), ...
+        ubvec: METIS only, as in :func:`~pyg_sar.partition.write_partition`: the allowed
+            max/mean of nodes and of in-edges per part (two numbers > 1); refused for the other
+            methods (KaMinPar balances one weight with a fixed tolerance).
+        on_nonfinite: NaN / Inf in floating-point node or edge tensors, as in
+            :func:`~pyg_sar.partition.write_partition`: ``"warn"`` (default), ``"raise"``
+            (ValueError naming the tensor, its counts and first row, before anything is
+            written) or ``"ignore"``.
 
     Raises:
         ValueError: bad arguments or source (truncated or corrupt file, wrong hash, ids out of
-            range, wrong dtype or shape, node tensor rows), a non-empty ``out_dir``, or a
-            ``memory_budget`` below the estimate: always before anything is written.
+            range, wrong dtype or shape, node tensor rows, NaN / Inf with
+            ``on_nonfinite="raise"``), a non-empty ``out_dir``, ``ubvec`` with a method other
+            than metis, or a ``memory_budget`` below the estimate: always before anything is
+            written.
         RuntimeError: KaMinPar returned an invalid or unbalanced partition (it is checked:
             KaMinPar itself does not complain).
     """
     t_start = time.perf_counter()
     out_dir = Path(out_dir)
     source, num_parts, balance, seed = _check_arguments(source, num_parts, method, balance,
-                                                        seed, threads, chunk_edges)
+                                                        seed, threads, chunk_edges, ubvec,
+                                                        on_nonfinite)
+    if ubvec is not None:
+        from pyg_sar.partition.metis import check_ubvec
+        ubvec = check_ubvec(ubvec)
     if method == "kaminpar" and kaminpar_context not in _kaminpar().context_names():
         raise ValueError(f"unknown kaminpar_context {kaminpar_context!r} (expected one of "
                          f"{sorted(_kaminpar().context_names())})")
@@ -373,6 +461,7 @@ def write_partition_streaming(source: EdgeSource | str | Path, num_parts: int,
     node_data = source.node_tensors()
     edge_data = source.edge_tensors()
     counts = _validate(source, chunk_edges)
+    _check_finite(node_data, edge_data, on_nonfinite, chunk_edges)
     timings = {"validate": time.perf_counter() - t_start}
     threads = threads or len(os.sched_getaffinity(0))
 
@@ -396,7 +485,8 @@ def write_partition_streaming(source: EdgeSource | str | Path, num_parts: int,
             t = time.perf_counter()
             if method == "metis":
                 xadj, adjncy, _ = read_csr(graph)
-                parts = _metis_on_csr(xadj, adjncy, in_degree, num_parts, seed, balance)
+                parts = _metis_on_csr(xadj, adjncy, in_degree, num_parts, seed, balance,
+                                      ubvec)
                 del xadj, adjncy
             else:
                 parts, limit = _kaminpar_parts(graph, num_parts, seed, threads,
@@ -426,7 +516,7 @@ def write_partition_streaming(source: EdgeSource | str | Path, num_parts: int,
         t = time.perf_counter()
         partitioning = {"by": balance, "partitioner": "kaminpar" if method == "kaminpar"
                         and num_parts > 1 else partitioner_of(method, num_parts),
-                        "ubvec": None}
+                        "ubvec": None if ubvec is None else [float(u) for u in ubvec]}
         with staged_dir(out_dir, overwrite) as tmp:
             meta = _write_ranks(tmp, work, rank_files, node_offsets, perm, new_of_old,
                                 new_in_degree, rank_of_new, node_data, edge_data, num_edges,

@@ -192,6 +192,9 @@ def _corrupt(path: Path, how: str) -> None:
     ("[E, 2] shape", r"shape \[8000, 2\]"),
     ("node tensor rows", "1999 rows"),
     ("memory budget", "memory_budget='1M'"),
+    ("NaN and Inf in x", r"'x' has 2 NaN and 1 Inf value\(s\) in 2 row\(s\) \(first: row 1500\)"),
+    ("ubvec with random", "ubvec applies to method='metis' only"),
+    ("ubvec below 1", "ubvec must be two finite numbers > 1"),
 ])
 def test_bad_input_is_refused_before_writing(graph, tmp_path, case, match):
     edge_index = graph["edge_index"].copy()
@@ -208,6 +211,10 @@ def test_bad_input_is_refused_before_writing(graph, tmp_path, case, match):
         _corrupt(folder / "edges_00002.npy", "truncate" if case == "truncated chunk" else "flip")
     elif case == "node tensor rows":
         folder = _bad_npy(tmp_path, graph, x=graph["x"][:-1])
+    elif case == "NaN and Inf in x":
+        x = graph["x"].copy()
+        x[1500, 2], x[1999, 0], x[1999, 4] = np.nan, np.nan, -np.inf
+        folder = _bad_npy(tmp_path, graph, x=x)
     else:
         folder = _bad_npy(tmp_path, graph, edge_index)
     if case == "truncated edge_index.npy":
@@ -222,10 +229,70 @@ def test_bad_input_is_refused_before_writing(graph, tmp_path, case, match):
     with pytest.raises(ValueError, match=match):
         write_partition_streaming(folder, 4, out, "random", scratch=scratch, overwrite=True,
                                   chunk_edges=1000,
-                                  memory_budget="1M" if case == "memory budget" else None)
+                                  memory_budget="1M" if case == "memory budget" else None,
+                                  ubvec={"ubvec with random": (1.1, 1.1),
+                                         "ubvec below 1": (0.9, 1.1)}.get(case),
+                                  on_nonfinite="raise")
     assert sorted(p.name for p in tmp_path.iterdir()) == listing
     assert [p.name for p in out.iterdir()] == ["keep.txt"]
     assert not any(scratch.iterdir())
+
+
+@pytest.mark.parametrize("policy", ["raise", "warn", "ignore"])
+def test_nonfinite_handled_as_write_partition(graph, tmp_path, policy):
+    """NaN / Inf in node and edge tensors: the in-memory path's policy and message (counted
+    over chunks of 300 rows here), the files written alike when not refused."""
+    from pyg_sar.partition.finite import NonFiniteWarning
+    bad = dict(graph)
+    bad["x"] = graph["x"].copy()
+    bad["x"][[5, 700, 701], 1] = [np.inf, np.nan, np.nan]
+    bad["edge_attr"] = graph["edge_attr"].copy()
+    bad["edge_attr"][7999, :] = -np.inf
+    folder = write_npy_source(tmp_path / "src", bad["edge_index"], N,
+                              {k: v for k, v in bad.items() if k != "edge_index"})
+    calls = {"memory": lambda: write_partition(_data(bad), 3, tmp_path / "memory", "random",
+                                               on_nonfinite=policy),
+             "streaming": lambda: write_partition_streaming(
+                 folder, 3, tmp_path / "streaming", "random", chunk_edges=300,
+                 on_nonfinite=policy)}
+    messages = {}
+    for path, call in calls.items():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            if policy == "raise":
+                with pytest.raises(ValueError) as err:
+                    call()
+                messages[path] = str(err.value)
+                assert not (tmp_path / path).exists()
+            else:
+                call()
+        found = [str(w.message) for w in caught if issubclass(w.category, NonFiniteWarning)]
+        if policy == "warn":
+            messages[path] = found[0]
+        else:
+            assert not found
+    if policy != "ignore":
+        assert messages["streaming"].startswith("write_partition_streaming: non-finite input: "
+                                                "'x' has 2 NaN and 1 Inf value(s) in 3 row(s) "
+                                                "(first: row 5); 'edge_attr' has 0 NaN and 3 Inf "
+                                                "value(s) in 1 row(s) (first: row 7999)")
+        assert messages["streaming"].split(": ", 1)[1] == messages["memory"].split(": ", 1)[1]
+    else:
+        assert _meta(tmp_path / "streaming")["files"] == _meta(tmp_path / "memory")["files"]
+
+
+@pytest.mark.parametrize("balance,num_parts,ubvec", [
+    ("nodes", 4, (1.2, 1.5)), ("edges", 3, (1.1, 1.3)), ("edges", 10, (1.1, 1.3))])
+def test_ubvec_as_write_partition(graph, sources, tmp_path, balance, num_parts, ubvec):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the hubs may keep in-edges above the tolerance
+        write_partition(_data(graph), num_parts, tmp_path / "memory", "metis", balance=balance,
+                        ubvec=ubvec)
+        write_partition_streaming(sources["npy"], num_parts, tmp_path / "streaming", "metis",
+                                  balance=balance, ubvec=ubvec, chunk_edges=1000)
+    want = _meta(tmp_path / "memory")
+    assert want["balance"]["ubvec"] == list(ubvec)
+    assert _meta(tmp_path / "streaming") == want
 
 
 def test_bad_position_is_named(graph, tmp_path):
@@ -245,6 +312,24 @@ def test_memory_estimate_and_budget(graph, sources, tmp_path):
     with pytest.raises(ValueError, match="memory_budget"):
         write_partition_streaming(sources["npy"], 4, tmp_path / "q", "metis",
                                   memory_budget="lots")
+
+
+# Measured peaks (GiB) of METIS alone (VmHWM increase of _metis_on_csr on the symmetric CSR
+# of R-MAT graphs, P = 4) and of whole streaming runs (cgroup peak incl. page cache, from
+# benchmarks/results/partition_scale_stream.json): (method, nodes, edges, GiB).
+MEASURED_PEAKS = [("metis", 50_000, 1_000_000, 0.131), ("metis", 100_000, 2_000_000, 0.308),
+                  ("metis", 200_000, 4_000_000, 0.595), ("metis", 500_000, 10_000_000, 2.057),
+                  ("metis", 1_000_000, 20_000_000, 5.202),
+                  ("kaminpar", 1_000_000, 20_000_000, 1.223),
+                  ("kaminpar", 5_000_000, 100_000_000, 4.639)]
+
+
+@pytest.mark.parametrize("method,nodes,edges,gib", MEASURED_PEAKS)
+def test_memory_estimate_covers_measured_peaks(method, nodes, edges, gib):
+    """The estimate ``memory_budget`` is checked against lies above every measured peak, and
+    not absurdly (METIS's estimate was 2.6x too low at 20M edges before)."""
+    need = estimate_memory(nodes, edges, 4, method, 8_000_000) / 2 ** 30
+    assert gib <= need <= 4 * gib + 0.3, (method, edges, need)
 
 
 def test_cli_source(graph, sources, tmp_path, capsys):
