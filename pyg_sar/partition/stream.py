@@ -35,7 +35,12 @@ import numpy as np
 import torch
 
 from pyg_sar.partition import format as fmt
-from pyg_sar.partition.assign import check_balance_arg, partitioner_of, simple_parts
+from pyg_sar.partition.assign import (
+    check_balance_arg,
+    default_balance,
+    partitioner_of,
+    simple_parts,
+)
 from pyg_sar.partition.finite import act_on_reports, check_policy, format_report
 from pyg_sar.partition.layout import block_recv, block_structure, stored_order
 from pyg_sar.partition.metis import sort_unique
@@ -152,17 +157,8 @@ def _check_arguments(source: Any, num_parts: Any, method: str, balance: Any, see
     if not num_parts <= source.num_nodes:
         raise ValueError(f"num_parts must be in [1, num_nodes={source.num_nodes}] "
                          f"(got {num_parts})")
-    by = balance if balance is not None else _default_balance(method, num_parts)
+    by = balance if balance is not None else default_balance(method, num_parts)
     return source, num_parts, by, int(seed)
-
-
-def _default_balance(method: str, num_parts: int) -> str:
-    """``balance=None`` as :func:`~pyg_sar.partition.write_partition` resolves it (KaMinPar
-    as METIS)."""
-    from pyg_sar.partition import assign
-    if hasattr(assign, "default_balance"):
-        return assign.default_balance(method, num_parts)
-    return "nodes" if method in ("random", "contiguous") else assign.DEFAULT_BALANCE
 
 
 class _Counts:
@@ -404,8 +400,9 @@ def write_partition_streaming(source: EdgeSource | str | Path, num_parts: int,
             less memory than METIS), ``"metis"`` (on the symmetric graph memory-mapped from
             scratch), ``"random"`` or ``"contiguous"``.
         balance: ``"nodes"`` or ``"edges"`` (nodes and in-edges; for KaMinPar node weights
-            ``1 + in_degree``); ``None``: the default of
-            :func:`~pyg_sar.partition.write_partition` (``"nodes"`` for random, contiguous).
+            ``1 + in_degree``); ``None``:
+            :func:`~pyg_sar.partition.assign.default_balance` (KaMinPar as METIS: edges from
+            4 parts on, nodes below; ``"nodes"`` for random, contiguous).
         seed: seed of the partitioner.
         threads: KaMinPar's threads (default: the CPUs available); recorded in ``meta.json``
             (``"kaminpar"``), since its result may depend on them.
