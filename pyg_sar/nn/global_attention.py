@@ -39,6 +39,7 @@ from pyg_sar.core.exchange import Wire
 from pyg_sar.core.global_attention import ring_attention
 from pyg_sar.graph import DistGraph
 from pyg_sar.nn.linear_attention import _rows, performer_attention_forward
+from pyg_sar.nn.module_forwards import graph_of
 from pyg_sar.nn.norm import DistributedBatchNorm
 
 ATTN_TYPES = ("multihead", "performer")
@@ -130,6 +131,16 @@ def check_gps(module: torch.nn.Module) -> None:
                          f"{type(module.attn).__name__}")
 
 
+def gps_refusal(module: torch.nn.Module) -> Optional[str]:
+    """Why this GPSConv is refused (checked by :func:`pyg_sar.convert` before it changes
+    anything), or ``None``."""
+    try:
+        check_gps(module)
+    except ValueError as e:
+        return str(e).removeprefix("pyg_sar: ")
+    return None
+
+
 def _norm(norm: Optional[torch.nn.Module], h: Tensor, with_batch: bool,
           batch: Optional[Tensor]) -> Tensor:
     if norm is None:
@@ -149,7 +160,8 @@ def gps_forward(self: torch.nn.Module, x: Tensor, edge_index: DistGraph,
     (bound here to ``edge_index``'s context). ``batch``: ``None`` or all zeros (checked over
     all ranks).
     """
-    graph = edge_index
+    # A partition passed whole: the converted module's call bound its DistGraph.
+    graph = edge_index if isinstance(edge_index, DistGraph) else graph_of(self)
     check_gps(self)
     _rows("GPSConv", x, graph, None, batch)  # a DistGraph, x's rows, one graph on all ranks
     for module in self.modules():  # as convert's pre-hook: statistics over graph's ranks
@@ -174,4 +186,4 @@ def gps_forward(self: torch.nn.Module, x: Tensor, edge_index: DistGraph,
     return _norm(self.norm3, out, self.norm_with_batch, batch)
 
 
-__all__ = ["ATTN_TYPES", "check_gps", "check_mha", "gps_forward", "mha_forward"]
+__all__ = ["ATTN_TYPES", "check_gps", "check_mha", "gps_forward", "gps_refusal", "mha_forward"]

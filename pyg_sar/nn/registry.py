@@ -32,6 +32,7 @@ from pyg_sar.nn import (
     custom_aggregate,
     families,
     forwards,
+    global_attention,
     hetero_attention,
     labels,
     laplacian,
@@ -294,7 +295,6 @@ def structural_refusal(cls: type) -> Optional[str]:
 
 # Why known classes cannot be exact (or are not yet verified); the class name is added.
 REFUSED: dict[str, str] = {
-    "GPSConv": "its global attention spans every node of the graph, not a node's neighbours",
     "DynamicEdgeConv": "it builds a k-NN graph from the features in forward (a dynamic graph)",
     "GravNetConv": "it builds a k-NN graph from the features in forward (a dynamic graph)",
     "XConv": "it builds a k-NN graph from the positions in forward (a dynamic graph)",
@@ -382,6 +382,8 @@ MODULE_FORWARDS: dict[str, Callable] = {
         attention_modules.performer_attention,
     "torch_geometric.nn.attention.performer.PerformerProjection":
         attention_modules.performer_projection,
+    # Softmax global attention: keys and values walked around the ranks (nn/global_attention.py).
+    "torch_geometric.nn.conv.gps_conv.GPSConv": global_attention.gps_forward,
 }
 # Options of pass-through modules that are not exact: module -> reason, or None.
 MODULE_OPTIONS = {
@@ -390,6 +392,7 @@ MODULE_OPTIONS = {
         "CorrectAndSmooth(autoscale=True): correct() scales the error by sigma = "
         "error[mask].abs().sum() / numel, a statistic of the training nodes of the whole graph "
         "that it would compute on one rank's nodes; use autoscale=False (a fixed scale)"),
+    "torch_geometric.nn.conv.gps_conv.GPSConv": global_attention.gps_refusal,
 }
 
 

@@ -33,9 +33,14 @@ CASES: dict[str, dict[str, Any]] = {
     "performer": dict(heads=2, norm="batch_norm", train=True, attn_type="performer"),
     "dropout": dict(heads=2, norm="batch_norm", train=True, attn_kwargs=dict(dropout=0.3)),
 }
-# variant "case/mode": the softmax cases in every mode (the performer's sums are mode-free)
-VARIANTS = [f"{name}/{mode}" for name, case in CASES.items() for mode in MODES
-            if case.get("attn_type", "multihead") == "multihead" or mode == "sar"]
+# variant "case/mode/path": the softmax cases in every mode (the performer's sums are
+# mode-free); path "convert": the whole GPSConv through pyg_sar.convert (its registered
+# forward, gradients summed by grad_sync), "direct": gps_forward called on a GPSConv whose
+# GINConv and norms alone were converted
+VARIANTS = [f"{name}/{mode}/{path}" for name, case in CASES.items() for mode in MODES
+            for path in ("convert", "direct")
+            if (case.get("attn_type", "multihead") == "multihead" or mode == "sar")
+            and (path == "convert" or name in ("mha_bn", "dropout"))]
 
 
 def make_data(seed: int = 0) -> Data:
@@ -75,9 +80,12 @@ def _weights(shape) -> Tensor:
     return torch.randn(shape, generator=torch.Generator().manual_seed(11), dtype=torch.float64)
 
 
-def reference(name: str, data: Data) -> dict:
-    """PyG's GPSConv on the whole graph (one process, batch=None)."""
+def reference(name: str, data: Data, attention_dropout: Optional[float] = None) -> dict:
+    """PyG's GPSConv on the whole graph (one process, batch=None); ``attention_dropout``
+    replaces the case's attention dropout probability."""
     model = build(name)
+    if attention_dropout is not None:
+        model.attn.dropout = attention_dropout
     x = data.x.clone().requires_grad_()
     out = model(x, data.edge_index)
     c = _weights(out.shape)
@@ -88,11 +96,14 @@ def reference(name: str, data: Data) -> dict:
                        for k, p in model.named_parameters()}}
 
 
-def distributed_model(name: str, mode: str) -> GPSConv:
-    """The case's GPSConv with its GINConv and batch norms converted (gradients left per rank:
-    the test sums them)."""
+def distributed_model(name: str, mode: str, path: str) -> GPSConv:
+    """The case's GPSConv converted whole (``path="convert"``: grad_sync sums the gradients),
+    or only its GINConv and batch norms (``"direct"``: gradients left per rank)."""
     import pyg_sar
     model = build(name)
+    if path == "convert":
+        # the loss below is this rank's share of a global sum, not a pyg_sar loss
+        return pyg_sar.convert(model, pyg_sar.SARConfig(mode=mode, check_loss=False))
     cfg = pyg_sar.SARConfig(mode=mode, sync_gradients=False, broadcast_parameters=False,
                             check_parameters_every=0, check_loss=False)
     for sub in (model.conv, model.norm1, model.norm2, model.norm3):
@@ -102,31 +113,33 @@ def distributed_model(name: str, mode: str) -> GPSConv:
     return model
 
 
-def run_distributed(name: str, mode: str, data: Data, graph, nid: Tensor, comm) -> dict:
+def run_distributed(name: str, mode: str, path: str, data: Data, graph, nid: Tensor,
+                    comm) -> dict:
     """The distributed forward and backward of one case on this rank's rows: output rows,
     input gradient rows, the global loss and parameter gradients summed over ranks."""
     from pyg_sar.nn.global_attention import gps_forward
-    model = distributed_model(name, mode)
+    model = distributed_model(name, mode, path)
     x = data.x[nid].clone().requires_grad_()
     torch.manual_seed(DROPOUT_SEED)  # the attention dropout's seed: equal on every rank
-    out = gps_forward(model, x, graph)
+    out = model(x, graph) if path == "convert" else gps_forward(model, x, graph)
     loss = (out * _weights((NUM_NODES, C))[nid]).sum()
     loss.backward()
     total = loss.detach().clone().reshape(1)
     grads = {k: (p.grad if p.grad is not None else torch.zeros_like(p)).clone()
              for k, p in model.named_parameters()}
-    if comm is not None:  # summed over ranks, as grad_sync does
+    if comm is not None:
         comm.all_reduce(total, op="sum")
-        for g in grads.values():
-            comm.all_reduce(g, op="sum")
+        if path == "direct":  # summed over ranks, as grad_sync does
+            for g in grads.values():
+                comm.all_reduce(g, op="sum")
     return {"out": out.detach(), "x": x.grad, "loss": total[0], "params": grads}
 
 
 def run_case(variant: str, data: Data, graph, nid: Tensor, comm) -> dict:
     """Relative errors against PyG (``{"errors": ...}``), or for a dropout case the results
     themselves as lists (``{"dropout": ...}``)."""
-    name, mode = variant.split("/")
-    got = run_distributed(name, mode, data, graph, nid, comm)
+    name, mode, path = variant.split("/")
+    got = run_distributed(name, mode, path, data, graph, nid, comm)
     if CASES[name].get("attn_kwargs", {}).get("dropout", 0.0) > 0.0:
         return {"dropout": {"ids": nid.tolist(), "out": got["out"].tolist(),
                             "x": got["x"].tolist(), "loss": float(got["loss"]),

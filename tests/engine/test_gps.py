@@ -88,12 +88,13 @@ def _gathered(ranks: list[dict], variant: str) -> dict:
 
 
 @needs_native
+@pytest.mark.parametrize("path", ("convert", "direct"))
 @pytest.mark.parametrize("mode", gc.MODES)
-def test_attention_dropout_independent_of_ranks(results, mode):
+def test_attention_dropout_independent_of_ranks(results, mode, path):
     """p = 0.3 in training mode: outputs, input gradients, loss and every parameter gradient
     at P = 3 equal P = 1's (same torch seed), and dropout did act (output differs from the
     dropout-free run of the same parameters)."""
-    variant = f"dropout/{mode}"
+    variant = f"dropout/{mode}/{path}"
     one, three = _gathered(results[1], variant), _gathered(results[3], variant)
     assert gc._rel(three["out"], one["out"]) <= TOL
     assert gc._rel(three["x"], one["x"]) <= TOL
@@ -104,19 +105,20 @@ def test_attention_dropout_independent_of_ranks(results, mode):
     for k, g in one["params"].items():
         err = float((three["params"][k] - g).abs().max())
         assert err <= TOL * max(float(g.abs().max()), 1e-12 * top) or err <= 1e-14 * top, k
-    ref = gc.reference("dropout", gc.make_data())
-    assert gc._rel(one["out"], ref["out"]) > 1e-3  # the mask changed something
+    undropped = gc.reference("dropout", gc.make_data(), attention_dropout=0.0)
+    assert gc._rel(one["out"], undropped["out"]) > 1e-3  # the mask changed something
     # sar, sa and halo draw the same mask
-    other = _gathered(results[1], "dropout/sar")
+    other = _gathered(results[1], "dropout/sar/direct")
     assert gc._rel(one["out"], other["out"]) <= TOL
 
 
+@pytest.mark.parametrize("path", ("convert", "direct"))
 @pytest.mark.parametrize("mode", gc.MODES)
-def test_attention_traffic_is_the_ring_formula(results, mode):
+def test_attention_traffic_is_the_ring_formula(results, mode, path):
     """Per rank and call of the ring (C = H (d + d_v) = 2 * 8 numbers per row, 8 bytes):
     forward receives (N - n_r) C b; sar re-fetches as much in backward; every mode returns
     (N - n_r) C b of key/value gradients."""
-    variant = f"mha_bn/{mode}"
+    variant = f"mha_bn/{mode}/{path}"
     for rank, res in enumerate(results[3]):
         n_r, row, world = res["rows"], 2 * gc.C * 8, 3
         got = res[variant]["traffic"].get("GPSConv.attn")
@@ -156,3 +158,24 @@ def test_separate_projection_weights():
     import ring_attention_cases as rac
     got = mha_forward(mha, x, rac.bare_graph(0, [0, 20]))
     assert gc._rel(got.detach(), ref.detach()) <= TOL
+
+
+@pytest.mark.parametrize("option", ("add_bias_kv", "add_zero_attn"))
+def test_convert_refuses_extra_key_rows(option):
+    """Refused by pyg_sar.convert before it changes anything, naming the layer and option."""
+    import pyg_sar
+    from pyg_sar.nn.layers import UnsupportedLayerError
+    model = gc.GPSConv(gc.C, None, heads=2, attn_kwargs={option: True})
+    with pytest.raises(UnsupportedLayerError, match=f"layer 'GPSConv' .*{option}=True"):
+        pyg_sar.convert(model)
+    assert type(model) is gc.GPSConv
+
+
+def test_converted_gps_keeps_pyg_forward_without_a_distgraph():
+    """One process, a plain edge_index: the converted GPSConv runs PyG's own forward."""
+    import pyg_sar
+    data = gc.make_data()
+    ref = gc.build("mha_bn")
+    model = pyg_sar.convert(gc.build("mha_bn"))
+    assert type(model).__name__ == "GPSConv" and type(model) is not gc.GPSConv
+    assert torch.equal(model(data.x, data.edge_index), ref(data.x, data.edge_index))
