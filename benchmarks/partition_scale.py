@@ -259,6 +259,9 @@ def run_one(args: argparse.Namespace) -> dict:
            "--parts", str(args.parts), "--seed", str(args.seed), "--work", args.work,
            "--threads", str(args.threads), "--chunk-edges", str(args.chunk_edges)]
     peaks = {"anon": 0, "hwm_kib": 0}
+    # The machine's 1-min load average (other jobs): KaMinPar's threads wait actively, so a
+    # run on oversubscribed cores is several times slower; recorded with every run.
+    loads = [os.getloadavg()[0]]
     start = time.perf_counter()
     with open(log_path, "w") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
@@ -271,6 +274,8 @@ def run_one(args: argparse.Namespace) -> dict:
                 hwm = _proc_hwm_kib(proc.pid)
                 if hwm:
                     peaks["hwm_kib"] = max(peaks["hwm_kib"], hwm)
+                if time.perf_counter() - start >= 5 * len(loads):
+                    loads.append(os.getloadavg()[0])
                 stop.wait(POLL_S)
 
         sampler = threading.Thread(target=sample, daemon=True)
@@ -296,6 +301,8 @@ def run_one(args: argparse.Namespace) -> dict:
         "cgroup_peak_gib": round(peak / 2 ** 30, 3) if peak is not None else None,
         "anon_peak_gib": round(peaks["anon"] / 2 ** 30, 3),
         "vmhwm_sampled_gib": round(peaks["hwm_kib"] / 2 ** 20, 3),
+        "load_avg_1min": {"start": round(loads[0], 2), "max": round(max(loads), 2),
+                          "mean": round(sum(loads) / len(loads), 2)},
     }
     if child_out.exists():
         record.update(json.loads(child_out.read_text()))
@@ -333,7 +340,8 @@ def _fmt(value, digits: int = 2) -> str:
 def write_report(out: Path, result: dict) -> None:
     """The ``.md`` table and (if matplotlib is there) the ``.png`` plot next to ``out``."""
     rows = sorted(result["runs"], key=lambda r: (r["graph"]["num_edges_requested"], r["path"],
-                                                 r["method"], r["balance"], r["num_parts"]))
+                                                 r["method"], r["balance"], r["num_parts"],
+                                                 r.get("when_utc", "")))
     lines = [
         "# Partitioning at scale: in-memory path vs streaming writer",
         "",
@@ -343,10 +351,14 @@ def write_report(out: Path, result: dict) -> None:
         "memory sampled every 0.2 s; *VmHWM* is the process's peak RSS (the memory path's "
         "includes the loaded graph). Cut as a fraction of edges; balance as max/mean per part.",
         "",
-        "| graph | path | method | balance | P | status | time s | cgroup peak GiB | "
+        "*load* is the machine's 1-minute load average during the run (mean / max, sampled every "
+        "5 s; 2 cores), from other jobs: on oversubscribed cores KaMinPar's threads, which wait "
+        "actively, and the writing pass slow down several times.",
+        "",
+        "| graph | path | method | balance | P | run | status | time s | cgroup peak GiB | "
         "anon peak GiB | VmHWM GiB | cut | nodes max/mean | in-edges max/mean | halo rows | "
-        "passes s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "passes s | load |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         g = r["graph"]
@@ -358,16 +370,26 @@ def write_report(out: Path, result: dict) -> None:
                            if k != "total")
         if r["path"] == "memory" and "load_s" in r:
             phases = f"load {r['load_s']:.0f}; " + phases
+        load = r.get("load_avg_1min")
+        load = (f"{load['mean']:.1f} / {load['max']:.1f}" if isinstance(load, dict) else
+                r.get("load_note", "-"))
         lines.append("| " + " | ".join([
-            graph, r["path"], r["method"], r["balance"], str(r["num_parts"]), status,
+            graph, r["path"], r["method"], r["balance"], str(r["num_parts"]),
+            str(r.get("repeat", 0)), status,
             _fmt(r.get("time_s"), 1), _fmt(r.get("cgroup_peak_gib")),
             _fmt(r.get("anon_peak_gib")), _fmt(r.get("vmhwm_gib", r.get("vmhwm_sampled_gib"))),
             _fmt(r.get("edge_cut_fraction"), 3),
             _fmt(r.get("nodes", {}).get("max_over_mean"), 3),
             _fmt(r.get("in_edges", {}).get("max_over_mean"), 3),
-            _fmt(r.get("halo_rows_sum")), phases or "-"]) + " |")
+            _fmt(r.get("halo_rows_sum")), phases or "-", load]) + " |")
     lines += ["", f"Machine: {result['env']['cpus']} CPUs, {result['env']['mem_gib']} GiB; "
-              "a failed run's peaks are those reached before it ended.", ""]
+              "a failed run's peaks are those reached before it ended."]
+    notes = [r for r in rows if r.get("note")]
+    if notes:
+        lines += ["", "Notes:", ""] + [
+            f"* {r['graph']['num_edges'] / 1e6:.0f}M {r['path']} {r['method']} "
+            f"{r['balance']} run {r.get('repeat', 0)}: {r['note']}" for r in notes]
+    lines.append("")
     out.with_suffix(".md").write_text("\n".join(lines))
     try:
         import matplotlib
@@ -381,12 +403,24 @@ def write_report(out: Path, result: dict) -> None:
         label = f"{r['path']} {r['method']} bal={r['balance']} P={r['num_parts']}"
         series.setdefault(label, []).append(r)
     for index, (label, runs) in enumerate(series.items()):
-        ok = [r for r in runs if r["status"] == "ok"]
+        ok = [r for r in runs if r["status"] == "ok" and r.get("repeat", 0) == 0]
         line = ax_t.plot([r["graph"]["num_edges"] / 1e6 for r in ok],
                          [r["time_s"] for r in ok], marker="o", label=label)[0]
         ax_m.plot([r["graph"]["num_edges"] / 1e6 for r in ok],
                   [r.get("cgroup_peak_gib") or 0 for r in ok], marker="o",
                   color=line.get_color(), label=label)
+        for r in runs:  # further repeats: points of their own, with the machine's load
+            if r["status"] == "ok" and r.get("repeat", 0) != 0:
+                e = r["graph"]["num_edges"] / 1e6
+                load = r.get("load_avg_1min")
+                note = (f"load {load['mean']:.1f}" if isinstance(load, dict) else
+                        "load " + r.get("load_note", "?").split(" (")[0])
+                ax_t.plot(e, r["time_s"], marker="s", mfc="none", color=line.get_color())
+                ax_t.annotate(f"repeat {r['repeat']}: {r['time_s']:.0f} s ({note})",
+                              (e, r["time_s"]), fontsize=7, xytext=(-150, 4),
+                              textcoords="offset points")
+                ax_m.plot(e, r.get("cgroup_peak_gib") or 0, marker="s", mfc="none",
+                          color=line.get_color())
         for r in runs:  # a run that did not finish: where it was stopped, not a finishing time
             if r["status"] != "ok":
                 e, m = r["graph"]["num_edges"] / 1e6, r.get("cgroup_peak_gib") or 0
