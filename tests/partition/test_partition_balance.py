@@ -179,6 +179,14 @@ def test_default_balance_is_what_is_written(power_law, tmp_path, num_parts, by):
     assert report.balance == explicit.balance
     got = [json.loads((tmp_path / d / fmt.META_FILE).read_text()) for d in ("d", "e")]
     assert got[0]["balance"] == got[1]["balance"] and got[0]["files"] == got[1]["files"]
+    # The streaming writer resolves balance=None by the same rule.
+    from pyg_sar.partition.sources import write_npy_source
+    from pyg_sar.partition.stream import write_partition_streaming
+    source = write_npy_source(tmp_path / "src", power_law.edge_index.numpy(),
+                              power_law.num_nodes)
+    streamed = write_partition_streaming(source, num_parts, tmp_path / "s", "metis")
+    assert streamed.balance == report.balance
+    assert streamed.part_num_edges == report.part_num_edges
 
 
 @pytest.mark.parametrize("balance", ["nodes", "edges"])
