@@ -3,7 +3,10 @@
     python benchmarks/limited_hosts.py --runs plain            # plain PyG, no limit (reference)
     python benchmarks/limited_hosts.py --runs plain-limited    # plain PyG within one budget
     python benchmarks/limited_hosts.py --runs mpiexec torchrun # pyg_sar on P budget-limited hosts
+    python benchmarks/limited_hosts.py --runs p1               # pyg_sar in one process, no limit
     python benchmarks/limited_hosts.py --report                # md + plot from the JSON
+    python benchmarks/limited_hosts.py --rmat-nodes 800000 --rmat-edges 8000000 --budget 2.25G \
+        --out benchmarks/results/limited_hosts.json --runs ...     # a larger R-MAT graph
 
 Hosts are network-namespace hosts (``pyg_sar.testing.netns.NetnsHosts(memory=B)``, root only),
 each in its own memory cgroup of ``--budget`` B bytes, swap off; every process started on a
@@ -15,6 +18,14 @@ peak for P = the hosts and P = 1. The reference run (plain PyG, no limit) runs i
 of ``--reference-limit`` so that it cannot hurt the machine. One run of each (a memory figure,
 not a timing: step times on this 2-core machine with P = 4 ranks are oversubscribed and only
 reported).
+
+Every process runs with glibc's ``MALLOC_MMAP_THRESHOLD_`` / ``MALLOC_TRIM_THRESHOLD_`` at
+128 KiB (``--allocator trim``, the default; as ``benchmarks/procmem.py``): freed tensors go
+back to the kernel, so a rank's resident size follows its live tensors, which is what
+``python -m pyg_sar.plan`` predicts. ``--allocator default`` keeps glibc's own thresholds
+(freed blocks of up to 32 MiB stay in the heap and the resident size grows from epoch to
+epoch). The planner's per-rank prediction (``pyg_sar.plan.predict_partition``: peak and
+engine bytes sent per epoch) is stored next to each rank's measurement.
 
 Results: ``benchmarks/results/limited_hosts.json`` (updated atomically after every run), ``.md``
 and ``.png`` (``--report``).
@@ -38,17 +49,35 @@ from pyg_sar.testing.cgroup import MemoryCgroup, parse_size  # noqa: E402
 from pyg_sar.testing.netns import MPI_ENV, NetnsHosts, run_commands  # noqa: E402
 
 RESULTS = HERE / "results" / "limited_hosts.json"
-RUNS = ("plain", "plain-limited", "mpiexec", "torchrun")
+RUNS = ("plain", "plain-limited", "p1", "mpiexec", "torchrun")
+# glibc: return freed blocks above 128 KiB to the kernel (benchmarks/procmem.py MALLOC_ENV)
+TRIM_ENV = {"MALLOC_MMAP_THRESHOLD_": "131072", "MALLOC_TRIM_THRESHOLD_": "131072"}
 HANG_S = 560.0  # hang detector per launch: each queued job stays under 10 minutes
 
 
-def _env() -> dict:
+def _env(a: argparse.Namespace) -> dict:
     env = {k: v for k, v in os.environ.items()
            if k not in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK",
-                        "GLOO_SOCKET_IFNAME")
+                        "GLOO_SOCKET_IFNAME", *TRIM_ENV)
            and not k.startswith(("PMI_", "HYDRA_", "TORCHELASTIC_"))}
-    return dict(env, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", **MPI_ENV,
+    alloc = TRIM_ENV if a.allocator == "trim" else {}
+    return dict(env, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", **MPI_ENV, **alloc,
                 PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p))
+
+
+def _sizes(a: argparse.Namespace) -> list[str]:
+    """``pyg_sar.train``'s R-MAT size flags (``--dataset rmat`` only)."""
+    out = []
+    if a.rmat_nodes:
+        out += ["--rmat-nodes", str(a.rmat_nodes)]
+    if a.rmat_edges:
+        out += ["--rmat-edges", str(a.rmat_edges)]
+    return out
+
+
+def _dataset_kwargs(a: argparse.Namespace) -> dict:
+    sizes = {"num_nodes": a.rmat_nodes, "num_edges": a.rmat_edges}
+    return {k: v for k, v in sizes.items() if v}
 
 
 def _train_args(a: argparse.Namespace) -> list[str]:
@@ -71,13 +100,30 @@ def _set_out(path: str) -> None:
     RESULTS = Path(path)
 
 
-def _parts(a: argparse.Namespace) -> Path:
-    out = Path(a.work) / f"parts-{a.dataset}-{a.hosts}"
+def _parts(a: argparse.Namespace, world: int | None = None) -> Path:
+    world = a.hosts if world is None else world
+    sizes = "".join(f"-{v}" for v in _dataset_kwargs(a).values())
+    out = Path(a.work) / f"parts-{a.dataset}{sizes}-{world}-{a.balance}"
     if not (out / "meta.json").exists():
         import pyg_sar
         from pyg_sar.datasets import load_dataset
-        pyg_sar.partition_graph(load_dataset(a.dataset), a.hosts, out, overwrite=True)
+        pyg_sar.partition_graph(load_dataset(a.dataset, **_dataset_kwargs(a)), world, out,
+                                overwrite=True, balance=a.balance if world > 1 else None)
     return out
+
+
+def _rank_plan(a: argparse.Namespace, parts: Path, pipeline_depth: int) -> list[dict]:
+    """``pyg_sar.plan.predict_partition`` per rank: sizes, peak and engine bytes per epoch."""
+    from pyg_sar import plan
+    w = plan.Workload(1, 1, 1, 1, hidden=a.hidden, layers=a.layers, model="sage", mode="sar",
+                      pipeline_depth=pipeline_depth, dtype_bytes=4 if a.dtype == "float32" else 8)
+    pp = plan.predict_partition(parts, w)
+    return [{"rank": r.rank, "num_nodes": r.num_nodes, "num_edges": r.num_edges,
+             "halo_rows": r.halo_rows, "send_rows": r.send_rows,
+             "pred_peak_mb": r.plan.peak_bytes / plan.MB,
+             "pred_bytes": r.plan.bytes_per_epoch - r.plan.traffic["allreduce"],
+             "pred_memory_mb": {k: v / plan.MB for k, v in r.plan.memory.items()}}
+            for r in pp.ranks]
 
 
 def _plan(a: argparse.Namespace, parts: Path) -> dict:
@@ -101,20 +147,38 @@ def _metrics(path: Path) -> dict | None:
     if not path.exists():
         return None
     m = json.loads(path.read_text())
+    # Engine bytes each rank sent per training step (all layers, rows and gradients).
+    sent = [[sum(d["sent"] for dirs in layers.values() for d in dirs.values())
+             for layers in h["traffic"]] for h in m["history"] if isinstance(h.get("traffic"),
+                                                                           list)]
     return {"loss": [h["loss"] for h in m["history"]], "peak_rss_mb": m["peak_rss_mb"],
             "world_size": m["world_size"], "backend": m["backend"],
-            "final_test_acc": m["final_test_acc"]}
+            "final_test_acc": m["final_test_acc"], "bytes_sent_per_epoch": sent}
 
 
 def run_plain(a: argparse.Namespace, work: Path) -> dict:
     """Plain PyG, whole graph, one process, in a cgroup of --reference-limit (no budget)."""
     metrics, log = work / "plain.json", work / "plain.log"
-    cmd = [sys.executable, *_train_args(a), "--dataset", a.dataset, "--reference",
+    cmd = [sys.executable, *_train_args(a), "--dataset", a.dataset, *_sizes(a), "--reference",
            "--metrics", str(metrics)]
-    with MemoryCgroup("limited-hosts-plain", a.reference_limit) as cg:
+    return _unlimited(a, cmd, metrics, log, "limited-hosts-plain")
+
+
+def run_p1(a: argparse.Namespace, work: Path) -> dict:
+    """pyg_sar in one process on the whole graph, in a cgroup of --reference-limit: the loss
+    reference where plain PyG needs more memory than this machine gives one job."""
+    metrics, log = work / "p1.json", work / "p1.log"
+    cmd = [sys.executable, *_train_args(a), "--parts", str(_parts(a, 1)), "--metrics",
+           str(metrics)]
+    return _unlimited(a, cmd, metrics, log, "limited-hosts-p1")
+
+
+def _unlimited(a: argparse.Namespace, cmd: list[str], metrics: Path, log: Path,
+               name: str) -> dict:
+    with MemoryCgroup(name, a.reference_limit) as cg:
         shell = ["sh", "-c", f'echo $$ > {cg.procs_file} && exec "$@"', "_", *cmd]
         t = time.perf_counter()
-        codes = run_commands([shell], [log], env=_env(), timeout=HANG_S)
+        codes = run_commands([shell], [log], env=_env(a), timeout=HANG_S)
         took = time.perf_counter() - t
         return {"rc": codes[0], "seconds": took, "cgroup_peak": cg.peak(),
                 "oom_kills": cg.oom_kills(), "limit": cg.limit_bytes,
@@ -126,9 +190,9 @@ def run_plain_limited(a: argparse.Namespace, work: Path) -> dict:
     log = work / "plain_limited.log"
     with NetnsHosts(1, memory=a.budget) as hosts:
         cmd = hosts.command(0, [sys.executable, *_train_args(a), "--dataset", a.dataset,
-                                "--reference"])
+                                *_sizes(a), "--reference"])
         t = time.perf_counter()
-        codes = run_commands([cmd], [log], env=_env(), timeout=HANG_S)
+        codes = run_commands([cmd], [log], env=_env(a), timeout=HANG_S)
         took = time.perf_counter() - t
         return {"rc": codes[0], "shell_status": 128 - codes[0] if codes[0] < 0 else codes[0],
                 "seconds": took, "cgroup_peak": hosts.memory_peak(0),
@@ -146,12 +210,13 @@ def run_hosts(a: argparse.Namespace, work: Path, launcher: str, parts: Path) -> 
             cmds = [hosts.torchrun_command(h, argv) for h in range(a.hosts)]
         logs = [work / f"{launcher}{i}.log" for i in range(len(cmds))]
         t = time.perf_counter()
-        codes = run_commands(cmds, logs, env=_env(), timeout=HANG_S)
+        codes = run_commands(cmds, logs, env=_env(a), timeout=HANG_S)
         took = time.perf_counter() - t
         return {"rc": codes, "seconds": took,
                 "cgroup_peak": [hosts.memory_peak(h) for h in range(a.hosts)],
                 "oom_kills": [hosts.oom_kills(h) for h in range(a.hosts)],
                 "metrics": _metrics(metrics),
+                "plan_ranks": _rank_plan(a, parts, 0 if launcher == "mpiexec" else 1),
                 "log_tail": "".join(p.read_text()[-800:] for p in logs)}
 
 
@@ -164,7 +229,8 @@ def report() -> None:
     lines = [
         "# Training across memory-limited hosts",
         "",
-        f"`{cfg['dataset']}` ({cfg['num_nodes']:,} nodes, {cfg['num_edges']:,} edges), SAGE "
+        f"`{cfg['dataset']}` ({cfg['num_nodes']:,} nodes, {cfg['num_edges']:,} edges; "
+        f"METIS balanced by {cfg.get('balance', 'nodes')}), SAGE "
         f"{cfg['layers']} x {cfg['hidden']}, {cfg['dtype']}, dropout 0, {cfg['epochs']} epochs; "
         f"{cfg['hosts']} network-namespace hosts of **{budget / mib:.0f} MiB** each (memory "
         f"cgroup, swap off), one rank per host. Generated by `benchmarks/limited_hosts.py`; one "
@@ -172,10 +238,13 @@ def report() -> None:
         f"oversubscribe them, so times are not step-time figures. Cgroup peaks include page "
         f"cache charged to the host's cgroup and every process on the host (launcher agent or "
         f"proxy, witness); VmHWM is the rank process's own peak resident set (it counts shared "
-        f"library pages that may be charged to another cgroup).",
+        f"library pages that may be charged to another cgroup). glibc allocator: "
+        + ("freed blocks above 128 KiB returned to the kernel (`MALLOC_MMAP_THRESHOLD_` = "
+           "`MALLOC_TRIM_THRESHOLD_` = 131072)" if cfg.get("allocator") == "trim" else
+           "glibc's default thresholds") + ".",
         "",
-        "| run | exit | OOM kills | cgroup peak per host (MiB) | rank VmHWM (MB) | "
-        "planner peak per rank (MB) | time (s) |",
+        "| run | exit | OOM kills | cgroup peak per host (MiB) | rank VmHWM (MiB) | "
+        "planner peak per rank (MiB) | time (s) |",
         "|---|---|---|---|---|---|---|",
     ]
     pred = res.get("plan_peak_mb", {})
@@ -189,26 +258,31 @@ def report() -> None:
         rc = r["rc"] if isinstance(r["rc"], list) else [r["rc"]]
         exit_ = ", ".join("137 (SIGKILL)" if c == -9 else str(c) for c in rc)
         hwm = ", ".join(f"{v:.0f}" for v in m.get("peak_rss_mb", [])) or "-"
-        p = pred.get("p1" if name.startswith("plain") else "parts")
+        p = pred.get("parts" if name in ("mpiexec", "torchrun") else "p1")
         label = {"plain": f"plain PyG, 1 process, no budget (cgroup limit "
                           f"{r.get('limit', 0) / mib:.0f} MiB)",
                  "plain-limited": "plain PyG, 1 process, one host's budget",
+                 "p1": f"pyg_sar, 1 process, no budget (cgroup limit "
+                       f"{r.get('limit', 0) / mib:.0f} MiB)",
                  "mpiexec": f"pyg_sar, {cfg['hosts']} hosts, mpiexec",
                  "torchrun": f"pyg_sar, {cfg['hosts']} hosts, torchrun"}[name]
         lines.append(f"| {label} | {exit_} | {', '.join(map(str, kills))} | "
                      f"{', '.join(f'{v / mib:.0f}' for v in peaks)} | {hwm} | "
                      f"{'-' if p is None else f'{p:.0f}'} | {r['seconds']:.0f} |")
-    ref = (runs.get("plain") or {}).get("metrics")
+    ref_name = "plain" if (runs.get("plain") or {}).get("metrics") else "p1"
+    ref = (runs.get(ref_name) or {}).get("metrics")
     lines += ["", "Loss per epoch:", ""]
-    for name in ("plain", "mpiexec", "torchrun"):
+    for name in ("plain", "p1", "mpiexec", "torchrun"):
         m = (runs.get(name) or {}).get("metrics")
         if m is None:
             continue
         diff = ""
-        if ref is not None and name != "plain":
+        if ref is not None and name != ref_name:
             rel = max(abs(x - y) / abs(y) for x, y in zip(m["loss"], ref["loss"]))
-            diff = f" (max relative difference to plain PyG {rel:.1e})"
+            what = "plain PyG" if ref_name == "plain" else "pyg_sar in one process"
+            diff = f" (max relative difference to {what} {rel:.1e})"
         lines.append(f"* {name}: {', '.join(f'{v:.6f}' for v in m['loss'])}{diff}")
+    lines += per_rank_lines(runs)
     lines += ["", "Planner (`python -m pyg_sar.plan`, pyg_sar's per-rank peak; P = 1 is pyg_sar "
               "in one process, not plain PyG):", "", "```"]
     for key in ("parts", "p1"):
@@ -218,6 +292,53 @@ def report() -> None:
     atomic_write(md, "\n".join(lines))
     _plot(res, RESULTS.with_suffix(".png"))
     print(md.read_text())
+
+
+def rank_errors(runs: dict) -> list[dict]:
+    """Per rank of the P-host runs (and the one-process run): measured VmHWM and engine bytes
+    sent per epoch (median over the epochs) next to the planner's prediction."""
+    import statistics
+    out = []
+    for name in ("p1", "mpiexec", "torchrun"):
+        r = runs.get(name) or {}
+        m, pr = r.get("metrics"), r.get("plan_ranks")
+        if not m or not pr:
+            continue
+        sent = m.get("bytes_sent_per_epoch") or []
+        for q in pr:
+            k = q["rank"]
+            meas = m["peak_rss_mb"][k]
+            row = {"run": name, **{x: q[x] for x in ("rank", "num_nodes", "num_edges",
+                                                      "halo_rows", "send_rows")},
+                   "peak_mb": meas, "pred_peak_mb": q["pred_peak_mb"],
+                   "err_peak_pct": 100.0 * (q["pred_peak_mb"] - meas) / meas}
+            if sent:
+                b = statistics.median(e[k] for e in sent)
+                row.update(bytes=b, pred_bytes=q["pred_bytes"],
+                           err_bytes_pct=100.0 * (q["pred_bytes"] - b) / b if b else 0.0)
+            out.append(row)
+    return out
+
+
+def per_rank_lines(runs: dict) -> list[str]:
+    rows = rank_errors(runs)
+    if not rows:
+        return []
+    lines = ["", "Per rank: measured (VmHWM of the rank; engine bytes sent per training step, "
+             "median over the epochs) against `pyg_sar.plan.predict_partition` "
+             "(error = (predicted - measured) / measured):", "",
+             "| run | rank | nodes | in-edges | halo rows | send rows | VmHWM MiB | predicted "
+             "MiB | error % | MB sent | predicted MB | error % |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        b = (f"{r['bytes'] / 1e6:.2f} | {r['pred_bytes'] / 1e6:.2f} | "
+             f"{r['err_bytes_pct']:+.2f}") if "bytes" in r else "- | - | -"
+        lines.append(f"| {r['run']} | {r['rank']} | {r['num_nodes']:,} | {r['num_edges']:,} | "
+                     f"{r['halo_rows']:,} | {r['send_rows']:,} | {r['peak_mb']:.0f} | "
+                     f"{r['pred_peak_mb']:.0f} | {r['err_peak_pct']:+.1f} | {b} |")
+    worst = max(abs(r["err_peak_pct"]) for r in rows)
+    lines += ["", f"Largest peak error: {worst:.1f}%."]
+    return lines
 
 
 def _plot(res: dict, path: Path) -> None:
@@ -252,7 +373,7 @@ def _plot(res: dict, path: Path) -> None:
     ax.set_ylabel("peak (MiB)")
     ax.legend(fontsize=7)
     ax.set_title("cgroup peak per host (unlimited plain PyG: its VmHWM)", fontsize=9)
-    for name, style in (("plain", "k-"), ("mpiexec", "b--"), ("torchrun", "g:")):
+    for name, style in (("plain", "k-"), ("p1", "r-"), ("mpiexec", "b--"), ("torchrun", "g:")):
         m = (runs.get(name) or {}).get("metrics")
         if m:
             bx.plot(range(1, len(m["loss"]) + 1), m["loss"], style, label=name, marker="o")
@@ -290,6 +411,15 @@ def main() -> None:
     p.add_argument("--layers", type=int, default=3)
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--dtype", default="float32", choices=("float32", "float64"))
+    p.add_argument("--rmat-nodes", type=int, default=None,
+                   help="--dataset rmat: nodes (default: pyg_sar's 100,000)")
+    p.add_argument("--rmat-edges", type=int, default=None,
+                   help="--dataset rmat: requested edges (default: pyg_sar's 1,000,000)")
+    p.add_argument("--balance", default="nodes", choices=("nodes", "edges"),
+                   help="the partition's balance (pinned: the results name it)")
+    p.add_argument("--allocator", default="trim", choices=("trim", "default"),
+                   help="trim: glibc returns freed blocks above 128 KiB to the kernel (RSS "
+                        "follows live tensors); default: glibc's own thresholds")
     p.add_argument("--work", default="/tmp/limited_hosts")
     p.add_argument("--out", default=str(RESULTS), help="results JSON (.md, .png beside it)")
     a = p.parse_args()
@@ -301,17 +431,19 @@ def main() -> None:
     if a.runs:
         results = _load()
         config = {"dataset": a.dataset, "hosts": a.hosts, "budget": a.budget,
-                  "hidden": a.hidden, "layers": a.layers, "epochs": a.epochs, "dtype": a.dtype}
+                  "hidden": a.hidden, "layers": a.layers, "epochs": a.epochs, "dtype": a.dtype,
+                  "rmat_nodes": a.rmat_nodes, "rmat_edges": a.rmat_edges,
+                  "balance": a.balance, "allocator": a.allocator}
         if {k: results.get("config", {}).get(k) for k in config} != config:
             results = {"runs": {}}  # another configuration: start over
         parts = _parts(a)
         meta = json.loads((parts / "meta.json").read_text())
-        results["config"] = {**config, "num_nodes": meta["num_nodes"],
-                             "num_edges": meta["num_edges"]}
-        if "plan" not in results:
-            results["plan"] = _plan(a, parts)
-            results["plan_peak_mb"] = {"parts": _plan_peak(results["plan"]["parts"], a.hosts),
-                                       "p1": _plan_peak(results["plan"]["p1"], 1)}
+        results["config"] = {**config, **{k: meta[k] for k in (
+            "num_nodes", "num_edges", "num_features", "num_classes")}}
+        results["plan"] = _plan(a, parts)  # the planner as of this commit
+        results["plan_peak_mb"] = {"parts": _plan_peak(results["plan"]["parts"], a.hosts),
+                                   "p1": _plan_peak(results["plan"]["p1"], 1)}
+        results["plan_ranks"] = _rank_plan(a, parts, 0)
         _save(results)
         for name in a.runs:
             print(f"--- {name}", flush=True)
@@ -319,6 +451,9 @@ def main() -> None:
                 r = run_plain(a, work)
             elif name == "plain-limited":
                 r = run_plain_limited(a, work)
+            elif name == "p1":
+                r = run_p1(a, work)
+                r["plan_ranks"] = _rank_plan(a, _parts(a, 1), 0)
             else:
                 r = run_hosts(a, work, name, parts)
             results["runs"][name] = r
