@@ -227,7 +227,7 @@ def rank_job(ctx, parts: str, model: str, modes: list[str], warmup: int = 1,
                      "step_s": statistics.median(times), "step_times_s": times,
                      "peak_growth_mb": max(growth), "peak_growth_all_mb": growth,
                      "saved_mb": saved / 2**20, "rss_after_mb": status_kib("VmRSS") / 1024,
-                     "vmhwm_process_mb": None, "losses": [i["loss"] for i in infos],
+                     "losses": [i["loss"] for i in infos],
                      "traffic": infos[-1]["traffic"], "num_nodes": part.num_nodes,
                      "num_global_nodes": int(part.graph.num_global_nodes),
                      "threads": torch.get_num_threads()})
@@ -238,13 +238,16 @@ def rank_job(ctx, parts: str, model: str, modes: list[str], warmup: int = 1,
 
 # ---------------------------------------------------------------- driver
 def workloads(gps_nodes: int, sgformer_nodes: int) -> dict:
+    """model -> (workload name (model and size), description, graph factory)."""
     from pyg_sar.datasets import sbm, sbm_dense
     return {
-        "gps": (f"GPS (GINConv + MHA, 2 layers, 64 ch, 4 heads, batch norm) on a dense SBM, "
+        "gps": (f"gps_{gps_nodes // 1000}k",
+                f"GPS (GINConv + MHA, 2 layers, 64 ch, 4 heads, batch norm) on a dense SBM, "
                 f"{gps_nodes:,} nodes, {10 * gps_nodes:,} edges (80% across communities)",
                 lambda: sbm(num_nodes=gps_nodes, num_edges=10 * gps_nodes, num_classes=10,
                             homophily=0.2, seed=0)),
-        "sgformer": (f"SGFormer (2 linear-attention layers, 4 x 64, GCN branch 3 layers) on "
+        "sgformer": (f"sgformer_{sgformer_nodes // 1000}k",
+                     f"SGFormer (2 linear-attention layers, 4 x 64, GCN branch 3 layers) on "
                      f"the dense SBM, {sgformer_nodes:,} nodes, "
                      f"{sgformer_nodes * 55 // 6:,} edges (80% across communities)",
                      lambda: sbm_dense(num_nodes=sgformer_nodes,
@@ -284,8 +287,8 @@ def summarise(rows: list[dict]) -> list[dict]:
                 "saved_mb": max(r["saved_mb"] for r in rs),
                 "step_s": max(r["step_s"] for r in rs),
                 "ledger_sent_mb": sent / 2**20, "ledger_recv_mb": recv / 2**20,
-                "final_loss": rs[0]["losses"][-1]}
-        if wl == "gps" and world > 1 and mode != "pyg":
+                "final_loss": rs[0]["losses"][-1], "loadavg_before": rs[0]["loadavg_before"]}
+        if wl.startswith("gps") and world > 1 and mode != "pyg":
             # the rank with the most attention traffic: ledger vs formula, per layer
             r = max(rs, key=lambda r: r["num_global_nodes"] - r["num_nodes"])
             led = ledger_attention(r)
@@ -305,7 +308,7 @@ def _table(result: dict) -> str:
         lines += [f"## {wl}: {desc}", "",
                   "| P | mode | peak RSS growth / rank (MB) | saved for backward / rank (MB) "
                   "| step (s, median) | ledger sent / rank (MB) | attention layer 0: ledger = "
-                  "formula | how |", "|---|---|---|---|---|---|---|---|"]
+                  "formula | load avg before | how |", "|---|---|---|---|---|---|---|---|---|"]
         for s in result["summary"]:
             if s["workload"] != wl:
                 continue
@@ -313,7 +316,8 @@ def _table(result: dict) -> str:
             match = "-" if match is None else ("yes" if match else "NO")
             lines.append(f"| {s['world_size']} | {s['mode']} | {s['peak_growth_mb']:.1f} | "
                          f"{s['saved_mb']:.1f} | {s['step_s']:.3f} | "
-                         f"{s['ledger_sent_mb']:.1f} | {match} | {s['how']} |")
+                         f"{s['ledger_sent_mb']:.1f} | {match} | "
+                         f"{s['loadavg_before'][0]:.1f} | {s['how']} |")
         lines.append("")
     for f in result.get("failures", []):
         lines.append(f"* FAILED {f['workload']} P={f['world_size']}: {f['error']}")
@@ -393,27 +397,27 @@ def main(argv: list[str] | None = None) -> int:
               "workloads": {}, "rows": [], "summary": [], "failures": []}
     if out.exists():  # keep other workloads' rows; the ones measured now are replaced
         old = json.loads(out.read_text())
-        redo = {(w, p) for w in args.workloads for p in args.world_sizes}
+        redo = {(loads[w][0], p) for w in args.workloads for p in args.world_sizes}
         result["rows"] = [r for r in old["rows"] if (r["workload"], r["world_size"]) not in redo]
         result["workloads"] = old["workloads"]
         result["failures"] = [f for f in old.get("failures", [])
                               if (f["workload"], f["world_size"]) not in redo]
         result["summary"] = summarise(result["rows"])
     start = time.perf_counter()
-    for name in args.workloads:
-        desc, factory = loads[name]
+    for model in args.workloads:
+        name, desc, factory = loads[model]
         result["workloads"][name] = desc
         data = factory()
         for world in args.world_sizes:
-            size = args.gps_nodes if name == "gps" else args.sgformer_nodes
-            parts = Path(args.work) / f"{name}-{size}-{world}"
+            parts = Path(args.work) / f"{name}-{world}"
             if not (parts / "meta.json").exists():
                 pyg_sar.partition_graph(data, world, parts, method="metis", overwrite=True)
             modes = [m for m in args.modes if m != "pyg" or world == 1]
             t = time.perf_counter()
+            load = os.getloadavg()  # the host is shared: other jobs' load inflates times
             try:
                 res = run_on_ranks(f"{Path(__file__).resolve()}:rank_job", world,
-                                   kwargs=dict(parts=str(parts), model=name, modes=modes,
+                                   kwargs=dict(parts=str(parts), model=model, modes=modes,
                                                warmup=args.warmup, repeats=args.repeats),
                                    timeout=1800, env=RANK_ENV)
             except RankFailure as exc:
@@ -425,12 +429,12 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             for rank_rows in res:
                 for r in rank_rows:
-                    r.update(workload=name, world_size=world)
+                    r.update(workload=name, world_size=world, loadavg_before=load)
                     result["rows"].append(r)
             result["summary"] = summarise(result["rows"])
             for s in result["summary"]:
                 if s["workload"] == name and s["world_size"] == world:
-                    print(f"{name:8s} P={world} {s['mode']:4s} mem {s['peak_growth_mb']:8.1f} MB "
+                    print(f"{name:12s} P={world} {s['mode']:4s} mem {s['peak_growth_mb']:8.1f} MB "
                           f"saved {s['saved_mb']:8.1f} MB step {s['step_s']:7.3f} s sent "
                           f"{s['ledger_sent_mb']:8.1f} MB "
                           f"formula {s.get('attention_matches_formula', '-')} ({s['how']})",

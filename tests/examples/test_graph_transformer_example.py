@@ -20,7 +20,7 @@ from test_examples import EXAMPLES, TIMEOUT_S, _has_mpi, launch, sections  # noq
 
 RUNNER = Path(__file__).with_name("runner.py")
 SCRIPT = EXAMPLES / "graph_transformer.py"
-MODELS = ["sgformer"]
+MODELS = ["gps", "sgformer"]
 EPOCHS = 3
 ARGS = ["--nodes", "600", "--epochs", str(EPOCHS), "--eval_every", str(EPOCHS),
         "--dropout", "0", "--dtype", "float64", "--compare"]
