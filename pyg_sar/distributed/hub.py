@@ -9,7 +9,11 @@ A background thread on each rank
 * notices a peer that died: its connection closes at once (the kernel closes the sockets of a
   killed process), or, for a lost host, no heartbeat for ``dead_after`` seconds;
 * relays a rank's own failure (:meth:`FailureHub.report_own_failure`) to every rank with the
-  operation it was in.
+  operation it was in;
+* rank 0: learns *why* a rank with a witness ended from that witness
+  (:mod:`pyg_sar.distributed.witness`), which connects to the hub once its rank is gone (say,
+  killed by the kernel's OOM killer on its host): rank 0 waits up to :data:`WHY_S` for it
+  before declaring the failure, so that every rank, on every host, names the cause.
 
 A rank that learns of a failure prints one line naming the failed rank and its operation
 (and, for a rank on another host, that host's name and the address it connected from); then
@@ -42,6 +46,10 @@ DEAD_AFTER_S = 45.0
 DIAGNOSIS_S = 30.0  # hang detector: after a broken connection, the news of why comes at once
 TIMEOUT_DIAGNOSIS_S = 3.0  # after a timeout, which live peers cause too
 SILENT_BEATS = 5  # after a timeout, a peer silent this many heartbeats is unreachable
+# Rank 0: how long to wait, after a witnessed rank's connection closed, for its witness to say
+# why (it does within milliseconds: it sees the same close; this bounds a lost message).
+WHY_S = 1.0
+KILLED = "exited or was killed (connection closed without a clean shutdown)"
 
 # The error a rank reports when it was interrupted: its peers stop without printing anything.
 INTERRUPTED = "interrupted (KeyboardInterrupt)"
@@ -151,6 +159,12 @@ class FailureHub:
         self._accepting_stop = False  # rank 0: stop accepting (set-up failed elsewhere)
         self._accepting: Optional[threading.Thread] = None
         self._released = threading.Event()  # rank 0 reported an interrupt, or has ended
+        # Rank 0: ranks that have a witness, what their witnesses said, closed connections
+        # waiting for it (rank -> deadline), and the witnesses' connections.
+        self._witnessed: set[int] = set()
+        self._why: dict[int, tuple[str, str]] = {}
+        self._pending: dict[int, float] = {}
+        self._reporters: dict[socket.socket, _Lines] = {}
 
     # ---------------------------------------------------------------- set-up and teardown
     def connect(self, comm, host: str, timeout: float,
@@ -224,7 +238,10 @@ class FailureHub:
                                + "; ".join(failed))
         peers = {r: e["witness"] for r, e in enumerate(everyone)
                  if e["witness"] and e["host"] == mine["host"]}
+        self._witnessed = {r for r, e in enumerate(everyone) if e["witness"]}
         if witness is not None:
+            if self.rank != 0:  # where to say why its rank ended (rank 0's hub ends with it)
+                witness.send({"hub": [endpoint[0], int(endpoint[1])]})
             witness.link(peers, timeout)
         elif peers:  # no witness of its own, but the others must see it end
             self._links = link_witnesses(self.rank, None, peers, timeout)
@@ -303,11 +320,12 @@ class FailureHub:
         if self._accepting is not None:
             self._accepting.join(timeout=5)
             self._accepting = None
-        for sock in self._peers.values():
+        for sock in [*self._peers.values(), *self._reporters]:
             try:
                 sock.close()
             except OSError:
                 pass
+        self._reporters.clear()
         if self._server is not None:
             self._server.close()
             self._server = None
@@ -434,14 +452,25 @@ class FailureHub:
                     self.witness.send({"op": op})
                 next_beat, sent = now + self.heartbeat, op
             socks = [s for r, s in self._peers.items() if r not in self._left]
+            server = self._server if self.rank == 0 else None
+            extra = ([server] if server is not None else []) + list(self._reporters)
             try:
-                ready, _, _ = select.select(socks, [], [], min(0.1, self.heartbeat))
+                ready, _, _ = select.select(socks + extra, [], [], min(0.1, self.heartbeat))
             except (OSError, ValueError):
                 return  # closed under us: shutting down
             for r, sock in list(self._peers.items()):
                 if sock in ready:
                     self._receive(r)
+            if server is not None and server in ready:
+                self._accept_reporter(server)
+            for sock in list(self._reporters):
+                if sock in ready:
+                    self._read_reporter(sock)
             now = time.monotonic()
+            for r, deadline in list(self._pending.items()):
+                if now >= deadline:  # its witness said nothing: as without a witness
+                    del self._pending[r]
+                    self._declare(r, self._ops.get(r, "?"), f"its process {KILLED}")
             for r, seen in self._last_seen.items():
                 if r not in self._left and now - seen > self.dead_after:
                     self._left.add(r)
@@ -454,10 +483,13 @@ class FailureHub:
             if r == 0:
                 self._released.set()
             if not self._stop.is_set() and not self._said_bye(r):
-                who = "the relay" if r == 0 and self.rank != 0 else "its process"
-                self._declare(r, self._ops.get(r, "?"),
-                              f"{who} exited or was killed (connection closed without a clean "
-                              f"shutdown)")
+                if r in self._why:  # its witness was quicker than the close
+                    self._declare(r, *self._why.pop(r))
+                elif self.rank == 0 and r in self._witnessed:
+                    self._await_why(r)
+                else:
+                    who = "the relay" if r == 0 and self.rank != 0 else "its process"
+                    self._declare(r, self._ops.get(r, "?"), f"{who} {KILLED}")
             return
         self._last_seen[r] = time.monotonic()
         for msg in msgs:
@@ -480,6 +512,47 @@ class FailureHub:
 
     def _said_bye(self, r: int) -> bool:
         return r in self._bye
+
+    # ------------------------------------------------- rank 0: why a witnessed rank ended
+    def _await_why(self, r: int) -> None:
+        """Rank ``r`` ended without a word: wait up to :data:`WHY_S` for its witness. Meanwhile
+        this rank's own witness holds the plain news, printed should this rank be killed (by
+        a launcher's clean-up) before the wait ends."""
+        self._pending[r] = time.monotonic() + WHY_S
+        op = self._ops.get(r, "?")
+        if self.witness is not None and not self._declared:
+            self.witness.send({"failure": f"pyg_sar: rank {self.rank} stops: "
+                                          f"{self.describe(r)} failed in {op}: its process "
+                                          f"{KILLED}",
+                               "failed_rank": r, "failed_op": op,
+                               "failed_error": f"its process {KILLED}"})
+
+    def _accept_reporter(self, server: socket.socket) -> None:
+        try:
+            conn, _ = server.accept()
+        except OSError:  # BlockingIOError / timeout: nobody after all
+            return
+        conn.setblocking(False)
+        self._reporters[conn] = _Lines(conn)
+
+    def _read_reporter(self, sock: socket.socket) -> None:
+        """A witness's line ``{"type": "why", "rank": R, "op": OP, "error": E}``."""
+        msgs = self._reporters[sock].read()
+        for msg in msgs or []:
+            try:
+                kind, r = msg.get("type"), int(msg["rank"])
+            except (AttributeError, KeyError, TypeError, ValueError):
+                continue
+            if kind != "why" or r not in self._witnessed or r == self.rank:
+                continue
+            why = (str(msg.get("op") or self._ops.get(r, "?")), str(msg.get("error")))
+            if self._pending.pop(r, None) is not None:
+                self._declare(r, *why)
+            elif r not in self._left:  # the close is still to come
+                self._why[r] = why
+        if msgs is None:
+            del self._reporters[sock]
+            sock.close()
 
 
 def _unheard(seconds: float) -> str:

@@ -20,6 +20,7 @@ every change, passes both, and streams its state to the witness's stdin as JSON 
 * ``{"rank": R, "listen_fd": FD, "op_fd": FD}`` first (``op_fd`` may be null; optional
   ``cleanup_s``, ``wait_s``, ``trace``: see :class:`_Witness`);
 * ``{"op": OP}`` at every change where there is no shared memory;
+* ``{"hub": [HOST, PORT]}``: the failure hub of rank 0 (:mod:`pyg_sar.distributed.hub`);
 * ``{"failure": MESSAGE, "failed_rank": F, "failed_op": OP, "failed_error": E}`` when the rank
   learnt that another rank failed, then ``{"printed": true}`` once it printed the message;
 * ``{"own": true, "op": OP, "error": ERROR}`` when the rank itself failed (it prints its own
@@ -31,7 +32,10 @@ from rank R (answered ``ok``, then silent until rank R ends), or ``{"record": {.
 witness of a rank that ended, saying how it ended.
 
 When its own rank has ended (its link and its stdin closed), a witness sends its record to every
-other witness on the host, then decides. Let F be the first rank, in the kernel's order, of those
+other witness on the host and, if its rank died without a word (killed, say by the kernel's OOM
+killer), tells the hub why: ``{"type": "why", "rank": R, "op": OP, "error": E}`` over TCP, so
+that rank 0 relays the cause to the ranks on other hosts, which no witness here can reach. Then
+it decides. Let F be the first rank, in the kernel's order, of those
 that ended at most ``cleanup_s`` before its own (a launcher's clean-up follows the end that
 caused it within that). A rank that ended cleanly, printed its own error, or printed the failure
 it learnt of says nothing more; one that learnt of a failure but was killed before printing it
@@ -141,6 +145,19 @@ def _push(token: str, record: dict) -> None:
             sock.connect(address(token))
             sock.sendall((json.dumps({"record": record}) + "\n").encode())
     except OSError:
+        pass
+
+
+def _tell_hub(hub, record: dict) -> None:
+    """Send rank 0's failure hub at ``hub`` (``[host, port]``) why this rank ended (gone or
+    unreachable: nothing to do; the hub then names the rank as killed)."""
+    try:
+        host, port = str(hub[0]), int(hub[1])
+        msg = {"type": "why", "rank": record["rank"], "op": record["op"],
+               "error": record["error"]}
+        with socket.create_connection((host, port), timeout=2.0) as sock:
+            sock.sendall((json.dumps(msg) + "\n").encode())
+    except (OSError, TypeError, ValueError, IndexError, KeyError):
         pass
 
 
@@ -362,6 +379,8 @@ class _Witness:
         if not self._silent() and not self.state.get("failure"):
             self.oom = self.memory.killed()
         record = self._record()
+        if self.state.get("hub") and not self._silent() and not self.state.get("failure"):
+            _tell_hub(self.state["hub"], record)  # it died without a word: say why
         for r, token in self.witnesses.items():
             if r != self.rank and token:
                 _push(token, record)

@@ -4,6 +4,7 @@ killer ended. Real cgroups, small limits (256 MiB): skipped where cgroups are no
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 import textwrap
@@ -108,6 +109,7 @@ from pyg_sar.distributed.witness_link import Witness
 peer, out, how = sys.argv[1], sys.argv[2], sys.argv[3]
 with open(out, "wb") as err:
     w = Witness(0, options={"cleanup_s": 600.0}, stderr=err)
+w.send({"hub": ["127.0.0.1", int(sys.argv[5])]})  # a failure hub on "another host"
 w.send({"op": "all_to_all"})
 w.link({0: w.token, 1: peer}, timeout=60)
 print(w.token, flush=True)
@@ -124,14 +126,18 @@ os.kill(os.getpid(), signal.SIGKILL)
 def test_witness_names_an_oom_kill(how, tmp_path):
     """Rank 0 (a process in a 256 MiB cgroup, its witness too) allocates past the limit; rank 1
     (this process, its witness outside) ends after it. Rank 0's witness says the OOM killer
-    ended it, naming the host, limit and cgroup; rank 1's repeats the cause. A plain SIGKILL in
-    the same cgroup is told as before."""
-    with MemoryCgroup("pyg_sar-test", LIMIT) as cg:
+    ended it, naming the host, limit and cgroup; rank 1's repeats the cause; and rank 0's failure
+    hub (this process here; on another host in a job) is told the same, so that it can relay it
+    to ranks that no witness of this host reaches. A plain SIGKILL in the same cgroup is told
+    as before."""
+    hub = socket.create_server(("127.0.0.1", 0))
+    hub.settimeout(HANG_S)
+    with hub, MemoryCgroup("pyg_sar-test", LIMIT) as cg:
         w1 = Witness(1, options={"cleanup_s": 600.0}, stderr=subprocess.PIPE)
         out0 = tmp_path / "witness0.err"
         rank0 = subprocess.Popen(
             ["sh", "-c", f'echo $$ > {cg.procs_file} && exec "$@"', "_", sys.executable, "-c",
-             RANK0, w1.token, str(out0), how, str(LIMIT)],
+             RANK0, w1.token, str(out0), how, str(LIMIT), str(hub.getsockname()[1])],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT, text=True)
         token0 = rank0.stdout.readline().strip()
         assert token0, "rank 0 did not start"
@@ -141,6 +147,9 @@ def test_witness_names_an_oom_kill(how, tmp_path):
         rank0.stdin.flush()
         assert rank0.wait(timeout=HANG_S) == -9
         assert cg.oom_kills() == (1 if how == "oom" else 0)
+        conn, _ = hub.accept()
+        with conn, conn.makefile("r") as lines:
+            why = json.loads(lines.readline())
         w1.close(clean=False)
         _, err1 = w1.process.communicate(timeout=HANG_S)
         for _ in range(int(HANG_S / 0.05)):  # rank 0's witness has its own session
@@ -155,7 +164,10 @@ def test_witness_names_an_oom_kill(how, tmp_path):
                          f"({limit}) in all_to_all")
         assert said1 == (f"pyg_sar: rank 1 stops: rank 0 failed in all_to_all: killed by the "
                          f"kernel's OOM killer on host {host} ({limit})")
+        assert why == {"type": "why", "rank": 0, "op": "all_to_all",
+                       "error": f"killed by the kernel's OOM killer on host {host} ({limit})"}
     else:
         killed = "its process exited or was killed (connection closed without a clean shutdown)"
         assert said0 == f"pyg_sar: rank 0 failed in all_to_all: {killed}"
         assert said1 == f"pyg_sar: rank 1 stops: rank 0 failed in all_to_all: {killed}"
+        assert why == {"type": "why", "rank": 0, "op": "all_to_all", "error": killed}

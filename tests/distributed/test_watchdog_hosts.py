@@ -85,3 +85,116 @@ def test_a_timeout_names_a_silent_peer_on_another_host():
         assert "no heartbeat for 30 s (unreachable: host down, link cut" in got
     finally:
         _close(dogs)
+
+
+# Rank 0 learns why a rank with a witness ended from that witness (it connects to the hub when
+# its rank is gone), and relays the cause to every rank, on every host.
+OOM_ERROR = ("killed by the kernel's OOM killer on host node2 (memory limit 1.00 GiB of cgroup "
+             "/sys/fs/cgroup/memory/job)")
+
+
+def _running(world_size, tamper, witnesses=None):
+    """Hubs as :func:`_connected`, with their heartbeat threads running."""
+    comm = ThreadComm(world_size, tamper)
+    dogs = [FailureHub(r, world_size, 0.2, 45.0) for r in range(world_size)]
+    errors = []
+
+    def connect(r):
+        try:
+            dogs[r].connect(comm.view(r), "127.0.0.1", 60.0, (witnesses or {}).get(r))
+        except BaseException as e:  # noqa: BLE001 - reported by the assertion below
+            errors.append(e)
+    threads = [threading.Thread(target=connect, args=(r,)) for r in range(world_size)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors and not any(t.is_alive() for t in threads), errors
+    return dogs
+
+
+def _dies(dog):
+    """The rank's process ends without a word: its hub's connection just closes."""
+    dog._stop.set()
+    dog._thread.join(5)
+    dog._peers[0].close()
+
+
+def _wait_failure(dog, seconds=30.0):
+    import time
+    deadline = time.monotonic() + seconds
+    while dog.failure is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return dog.failure
+
+
+def _witnessed_rank_2(everyone):
+    """Separate hosts, and rank 2 has a witness (on its own host: not reachable from here)."""
+    everyone = _separate_hosts(everyone)
+    if isinstance(everyone[0], dict) and "witness" in everyone[0]:
+        everyone[2] = dict(everyone[2], witness="0" * 24)
+    return everyone
+
+
+def test_a_witness_tells_rank_0_why_its_rank_ended_and_rank_0_relays_it():
+    """The witness's report comes first here (the close right after): the hub keeps it and
+    names the cause, with the host, on rank 0 and on rank 1."""
+    from pyg_sar.distributed.witness import _tell_hub
+    dogs = _running(3, _witnessed_rank_2)
+    try:
+        endpoint = ["127.0.0.1", dogs[0]._server.getsockname()[1]]
+        _tell_hub(endpoint, {"rank": 2, "op": "all_to_all (layer 2)", "error": OOM_ERROR})
+        _dies(dogs[2])
+        for r in (0, 1):
+            assert _wait_failure(dogs[r]) == (
+                f"pyg_sar: rank {r} stops: rank 2 (host node2, 127.0.0.1) failed in "
+                f"all_to_all (layer 2): {OOM_ERROR}")
+    finally:
+        _close(dogs)
+
+
+def test_without_word_from_its_witness_the_rank_is_named_as_killed():
+    """No report within WHY_S: the failure is declared as without a witness (the operation
+    from the heartbeats)."""
+    import time
+    dogs = _running(3, _witnessed_rank_2)
+    try:
+        dogs[2].tracker.begin("all_reduce")
+        time.sleep(1.0)  # a heartbeat carries the operation
+        _dies(dogs[2])
+        start = time.monotonic()
+        got = _wait_failure(dogs[1])
+        assert time.monotonic() - start >= 0.5  # it waited for the witness (WHY_S = 1 s)
+        assert got == ("pyg_sar: rank 1 stops: rank 2 (host node2, 127.0.0.1) failed in "
+                       "all_reduce: its process exited or was killed (connection closed "
+                       "without a clean shutdown)")
+    finally:
+        _close(dogs)
+
+
+def test_a_real_witness_learns_the_hub_and_reports_its_rank_s_end():
+    """Rank 2's witness (a process) gets the hub's address at connect time; when rank 2 ends
+    unannounced it says why, with the operation it last heard of (not the heartbeats')."""
+    import subprocess
+
+    from pyg_sar.distributed.witness_link import Witness
+    w2 = Witness(2, options={"memory": False}, stderr=subprocess.PIPE)
+    try:
+        dogs = _running(3, _separate_hosts, {2: w2})
+        try:
+            import time
+            time.sleep(0.5)  # after the hub's first heartbeat, which also tells the witness
+            w2.send({"op": "gather of layer 1"})
+            _dies(dogs[2])
+            w2.close(clean=False)
+            killed = ("its process exited or was killed (connection closed without a clean "
+                      "shutdown)")
+            assert _wait_failure(dogs[1]) == (
+                f"pyg_sar: rank 1 stops: rank 2 (host node2, 127.0.0.1) failed in gather of "
+                f"layer 1: {killed}")
+        finally:
+            _close(dogs)
+        _, err = w2.process.communicate(timeout=60)
+        assert err.decode().strip() == f"pyg_sar: rank 2 failed in gather of layer 1: {killed}"
+    finally:
+        w2.close(clean=False)
