@@ -20,6 +20,9 @@ node's row at a time, or is a batch norm, which pyg_sar runs over all ranks' row
   :func:`mha_forward` (``attn_type="multihead"``) or
   :func:`~pyg_sar.nn.linear_attention.performer_attention_forward` (``"performer"``).
 
+GPSConv's own ``dropout`` (on node rows) is drawn per rank, as every row-wise dropout of a
+converted model: outputs equal one process's only without it (or in eval mode).
+
 Refused with a reason: ``add_bias_kv`` and ``add_zero_attn`` (extra key rows that belong to no
 node), ``kdim`` / ``vdim`` other than ``embed_dim`` (not self-attention), a batch of several
 graphs, an ``attn_type`` other than these two. Collective: every rank calls in the same order,

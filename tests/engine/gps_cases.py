@@ -32,6 +32,9 @@ CASES: dict[str, dict[str, Any]] = {
     "mha_1head_noconv": dict(heads=1, norm="batch_norm", train=True, conv=False),
     "performer": dict(heads=2, norm="batch_norm", train=True, attn_type="performer"),
     "dropout": dict(heads=2, norm="batch_norm", train=True, attn_kwargs=dict(dropout=0.3)),
+    # a user's model: a Linear, then a multihead and a performer GPSConv (ledger labels
+    # "convs.0.attn", ...), called with batch = zeros (one graph)
+    "model_two_layers": dict(model=True, train=True),
 }
 # variant "case/mode/path": the softmax cases in every mode (the performer's sums are
 # mode-free); path "convert": the whole GPSConv through pyg_sar.convert (its registered
@@ -50,11 +53,33 @@ def make_data(seed: int = 0) -> Data:
     return Data(x=x, edge_index=ei, num_nodes=NUM_NODES)
 
 
-def build(name: str) -> GPSConv:
-    """The case's GPSConv, the same on every rank (seeded; eval cases get random running
-    statistics so that they matter)."""
+class TwoLayers(torch.nn.Module):
+    """A user's graph transformer: ``Linear``, then two GPSConv layers (multihead, then
+    performer attention), ReLU between."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(C, C)
+        self.convs = torch.nn.ModuleList([
+            GPSConv(C, GINConv(torch.nn.Linear(C, C)), heads=2),
+            GPSConv(C, GINConv(torch.nn.Linear(C, C)), heads=2, attn_type="performer",
+                    attn_kwargs=dict(head_channels=4))])
+
+    def forward(self, x: Tensor, edge_index, batch: Optional[Tensor] = None) -> Tensor:
+        x = self.lin(x)
+        for i, conv in enumerate(self.convs):
+            x = conv(x, edge_index, batch)
+            x = x.relu() if i == 0 else x
+        return x
+
+
+def build(name: str) -> torch.nn.Module:
+    """The case's GPSConv (or model), the same on every rank (seeded; eval cases get random
+    running statistics so that they matter)."""
     case = CASES[name]
     torch.manual_seed(SEED)
+    if case.get("model"):
+        return TwoLayers().double().train(case["train"])
     conv = None
     if case.get("conv", True):
         conv = GINConv(torch.nn.Sequential(torch.nn.Linear(C, C), torch.nn.ReLU(),
@@ -87,7 +112,10 @@ def reference(name: str, data: Data, attention_dropout: Optional[float] = None) 
     if attention_dropout is not None:
         model.attn.dropout = attention_dropout
     x = data.x.clone().requires_grad_()
-    out = model(x, data.edge_index)
+    if CASES[name].get("model"):
+        out = model(x, data.edge_index, torch.zeros(NUM_NODES, dtype=torch.long))
+    else:
+        out = model(x, data.edge_index)
     c = _weights(out.shape)
     loss = (out * c).sum()
     loss.backward()
@@ -121,7 +149,10 @@ def run_distributed(name: str, mode: str, path: str, data: Data, graph, nid: Ten
     model = distributed_model(name, mode, path)
     x = data.x[nid].clone().requires_grad_()
     torch.manual_seed(DROPOUT_SEED)  # the attention dropout's seed: equal on every rank
-    out = model(x, graph) if path == "convert" else gps_forward(model, x, graph)
+    if CASES[name].get("model"):
+        out = model(x, graph, torch.zeros(len(nid), dtype=torch.long))
+    else:
+        out = model(x, graph) if path == "convert" else gps_forward(model, x, graph)
     loss = (out * _weights((NUM_NODES, C))[nid]).sum()
     loss.backward()
     total = loss.detach().clone().reshape(1)

@@ -68,7 +68,7 @@ def test_partition_has_unequal_nonempty_parts(results):
 def test_matches_pyg(results, world_size, variant):
     for rank, res in enumerate(results[world_size]):
         errors = res[variant]["errors"]
-        assert any(k.startswith("param:attn.") for k in errors), sorted(errors)
+        assert any(k.startswith("param:") and "attn." in k for k in errors), sorted(errors)
         worst = {k: v for k, v in errors.items() if v > TOL}
         assert not worst, f"rank {rank} of {world_size}: errors above {TOL}: {worst}"
 
@@ -129,6 +129,15 @@ def test_attention_traffic_is_the_ring_formula(results, mode, path):
         if mode == "sar":
             expect["refetch"] = fetched
         assert got == expect, (rank, got)
+
+
+@pytest.mark.parametrize("mode", gc.MODES)
+def test_model_ledger_labels(results, mode):
+    """A GPSConv inside a model is labelled by its name there: its ring traffic is
+    ``convs.0.attn`` (the performer layer all-reduces its sums, no ring)."""
+    for rank, res in enumerate(results[3]):
+        labels = sorted(res[f"model_two_layers/{mode}/convert"]["traffic"])
+        assert "convs.0.attn" in labels and "convs.1.attn" not in labels, (rank, labels)
 
 
 @pytest.mark.parametrize("world_size", (1, 3))
