@@ -27,6 +27,9 @@ MODES = ("sar", "sa", "halo")
 CASES: dict[str, dict[str, Any]] = {
     "mha_bn": dict(heads=2, norm="batch_norm", train=True),
     "mha_none": dict(heads=2, norm=None, train=True),
+    # PyG's LayerNorm per node (its forward takes batch: GPSConv passes it)
+    "mha_layernorm_node": dict(heads=2, norm="layer_norm", norm_kwargs=dict(mode="node"),
+                               train=True),
     "mha_bn_eval_nobias": dict(heads=2, norm="batch_norm", train=False,
                                attn_kwargs=dict(bias=False)),
     "mha_1head_noconv": dict(heads=1, norm="batch_norm", train=True, conv=False),
@@ -86,10 +89,10 @@ def build(name: str) -> torch.nn.Module:
                                            torch.nn.Linear(C, C)), train_eps=True)
     model = GPSConv(C, conv, heads=case["heads"], norm=case["norm"],
                     attn_type=case.get("attn_type", "multihead"),
-                    attn_kwargs=case.get("attn_kwargs"))
+                    attn_kwargs=case.get("attn_kwargs"), norm_kwargs=case.get("norm_kwargs"))
     model = model.double().train(case["train"])
     for norm in (model.norm1, model.norm2, model.norm3):
-        if norm is not None:
+        if norm is not None and hasattr(norm, "module"):
             with torch.no_grad():
                 norm.module.running_mean.normal_()
                 norm.module.running_var.uniform_(0.5, 2.0)

@@ -188,3 +188,13 @@ def test_converted_gps_keeps_pyg_forward_without_a_distgraph():
     model = pyg_sar.convert(gc.build("mha_bn"))
     assert type(model).__name__ == "GPSConv" and type(model) is not gc.GPSConv
     assert torch.equal(model(data.x, data.edge_index), ref(data.x, data.edge_index))
+
+
+def test_convert_refuses_a_graph_layer_norm():
+    """GPSConv(norm="layer_norm") normalises over the whole graph (PyG's default mode):
+    refused by convert, naming the norm; mode="node" runs (case mha_layernorm_node)."""
+    import pyg_sar
+    from pyg_sar.nn.layers import UnsupportedLayerError
+    model = gc.GPSConv(gc.C, None, heads=2, norm="layer_norm")
+    with pytest.raises(UnsupportedLayerError, match="LayerNorm, mode='graph'"):
+        pyg_sar.convert(model)
