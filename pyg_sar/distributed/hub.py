@@ -498,6 +498,8 @@ class FailureHub:
                 self._ops[int(msg["rank"])] = str(msg.get("op"))
             elif kind == "fail":
                 self._declare(int(msg["rank"]), str(msg.get("op")), str(msg.get("error")))
+            elif kind == "lost":  # rank 0 waits for the cause (see _await_why)
+                self._provisional(int(msg["rank"]), str(msg.get("op")))
             elif kind == "release":
                 self._released.set()
             elif kind == "bye":
@@ -516,10 +518,18 @@ class FailureHub:
     # ------------------------------------------------- rank 0: why a witnessed rank ended
     def _await_why(self, r: int) -> None:
         """Rank ``r`` ended without a word: wait up to :data:`WHY_S` for its witness. Meanwhile
-        this rank's own witness holds the plain news, printed should this rank be killed (by
-        a launcher's clean-up) before the wait ends."""
+        every rank's witness holds the plain news (``lost``), printed should its rank be killed
+        (by a launcher's clean-up) before the wait ends, as it would have been without it."""
         self._pending[r] = time.monotonic() + WHY_S
         op = self._ops.get(r, "?")
+        with self._lock:
+            for q, sock in self._peers.items():
+                if q != r:
+                    _send(sock, {"type": "lost", "rank": r, "op": op})
+        self._provisional(r, op)
+
+    def _provisional(self, r: int, op: str) -> None:
+        """Tell this rank's witness that rank ``r`` ended, cause still unknown."""
         if self.witness is not None and not self._declared:
             self.witness.send({"failure": f"pyg_sar: rank {self.rank} stops: "
                                           f"{self.describe(r)} failed in {op}: its process "

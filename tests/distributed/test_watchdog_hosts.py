@@ -198,3 +198,34 @@ def test_a_real_witness_learns_the_hub_and_reports_its_rank_s_end():
         assert err.decode().strip() == f"pyg_sar: rank 2 failed in gather of layer 1: {killed}"
     finally:
         w2.close(clean=False)
+
+
+def test_while_rank_0_waits_every_witness_holds_the_plain_news(monkeypatch):
+    """A launcher may kill the other ranks while rank 0 waits for the cause (mpiexec does at
+    once): rank 0 has told every rank's witness that rank 2 ended, so a rank killed in the
+    wait still has it named by its witness, as it was before rank 0 waited."""
+    import subprocess
+    import time
+
+    from pyg_sar.distributed import hub
+    from pyg_sar.distributed.witness_link import Witness
+    monkeypatch.setattr(hub, "WHY_S", 60.0)  # rank 0 is still waiting when rank 1 is killed
+    w1 = Witness(1, options={"memory": False}, stderr=subprocess.PIPE)
+    try:
+        dogs = _running(3, _witnessed_rank_2, {1: w1})
+        try:
+            dogs[2].tracker.begin("all_reduce")
+            time.sleep(1.0)  # a heartbeat carries the operation
+            _dies(dogs[2])
+            time.sleep(2.0)  # rank 0 saw the close and passed the news on
+            assert dogs[0].failure is None and dogs[1].failure is None
+            _dies(dogs[1])
+            w1.close(clean=False)
+            _, err = w1.process.communicate(timeout=60)
+        finally:
+            _close(dogs)
+        assert err.decode().strip() == (
+            "pyg_sar: rank 1 stops: rank 2 (host node2, 127.0.0.1) failed in all_reduce: its "
+            "process exited or was killed (connection closed without a clean shutdown)")
+    finally:
+        w1.close(clean=False)
