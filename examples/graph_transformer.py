@@ -131,6 +131,14 @@ def train_reference():
     return float(loss.detach())
 
 
+@torch.no_grad()
+def test_reference():
+    reference.eval()
+    pred = reference(data.x, data.edge_index, ref_batch).argmax(dim=-1)
+    return [float((pred[mask] == data.y[mask]).float().mean())
+            for mask in (data.train_mask, data.val_mask, data.test_mask)]
+
+
 pyg_sar.print(f'{args.model}: {data.num_nodes} nodes, {data.num_edges} edges, '
               f'{ctx.world_size} rank(s), {args.dtype}')
 for epoch in range(1, args.epochs + 1):
@@ -141,5 +149,8 @@ for epoch in range(1, args.epochs + 1):
     pyg_sar.print(line)
     if epoch % args.eval_every == 0 or epoch == args.epochs:
         train_acc, val_acc, test_acc = test()
-        pyg_sar.print(f'Epoch: {epoch:03d}, Train: {train_acc:.4f}, Val: {val_acc:.4f}, '
-                      f'Test: {test_acc:.4f}')
+        line = (f'Epoch: {epoch:03d}, Train: {train_acc:.4f}, Val: {val_acc:.4f}, '
+                f'Test: {test_acc:.4f}')
+        if reference is not None:
+            line += ' | PyG: Train: {:.4f}, Val: {:.4f}, Test: {:.4f}'.format(*test_reference())
+        pyg_sar.print(line)
