@@ -646,7 +646,10 @@ def markdown(res: dict) -> str:
         f"totals equal `comm.stats` on {st['rank_rows'] - st['ledger_mismatches']}/"
         f"{st['rank_rows']} rank runs. The constants in `pyg_sar/plan.py` "
         + ("equal" if st["shipped_constants_equal_fit"] else "DIFFER FROM")
-        + " this fit.", "",
+        + " this fit. The runtime constant comes from fresh training processes (sections "
+        "\"Per rank\" below); each process of these rows trains six models one after the "
+        "other and imports the benchmark's own modules, and holds 30-50 MB more, so their "
+        "whole-process peaks are predicted up to that much low.", "",
         "| graph | P | model | mode | halo frac | step MB pred | step MB meas | err % | LOO err % "
         "| peak MB pred | peak MB meas | err % | MB/epoch pred | MB/epoch meas | epoch s pred "
         "| epoch s meas |",

@@ -68,7 +68,7 @@ CONSTANTS: dict = {
         "gat": {"act": 1.0, "grad": 3.87, "block": 0.3932,
                  "kept": 0.888, "edge": 1.6932, "peers": 0.0569},
     },
-    "runtime_mb": 344.3,  # python + torch + PyG + MPI / gloo + allocator, besides the tensors
+    "runtime_mb": 344.1,  # python + torch + PyG + MPI / gloo + allocator, besides the tensors
     "dense_flops_per_s": {"sage": 3.08e+10, "gat": 2.81e+10},  # one thread, linear layers
     "edge_rows_per_s": {"sage": 1.23e+09, "gat": 1.83e+08},
     "step_overhead_s": {"sage": 0.2755, "gat": 0.0},
