@@ -464,7 +464,9 @@ HIDDEN = 32
 REAL_METHODS = ["full", "bf16", "trunc-4", "trunc-16", "quant-8", "quant-4", "quantall-8",
                 "quantall-4", "quantall-2", "trunc-exp",
                 "frac-trunc", "quant-stages", "auto"]
-REAL_EXTRAS = ["frac-subset-ef", "quant-stages-ef-nolastfloor", "varco", "auto-4"]
+REAL_EXTRAS = ["frac-subset-ef", "quant-stages-ef-nolastfloor", "varco", "auto-2bit"]
+# The earlier auto preset (the inner layers' ladder from 2 bits), run as ``auto-2bit``.
+AUTO_2BIT = {"bits": (2, 4, 8), "ends": (0.45, 0.80, 0.95)}
 REAL_VARIABLE = ["trunc-exp", "frac-trunc", "quant-stages", "auto", *REAL_EXTRAS]
 # lr and epochs per dataset, from the calibration runs (compression_real_calibration.json; the
 # convergence rule: E = the first epoch at which full's val acc is within 0.3 points of its
@@ -527,9 +529,9 @@ def make_real_spec(method: str, epochs: int, seed: int):
     if method == "auto":
         from pyg_sar.compression.presets import auto
         return auto(epochs, seed=seed), None
-    if method == "auto-4":  # auto without its 2-bit stage: inner layers 4 bits until 80%
+    if method == "auto-2bit":  # the earlier preset: inner layers from 2 bits (AUTO_2BIT)
         from pyg_sar.compression.presets import auto
-        return auto(epochs, seed=seed, bits=(4, 8), ends=(0.80, 0.95)), None
+        return auto(epochs, seed=seed, **AUTO_2BIT), None
     raise ValueError(f"unknown method {method!r} (known: {', '.join(REAL_METHODS + REAL_EXTRAS)})")
 
 
@@ -905,19 +907,21 @@ def plot_real(result: dict, stem: str, folder: Path) -> list[Path]:
     return made
 
 
-RAW_LOGITS = "auto-fp32-logits"
+RAW_LOGITS = "auto-2bit-fp32-logits"
 """The label of superseded GAT ``auto`` runs made before the preset sent the attention logits
-as bf16 (the same preset otherwise): shown next to ``auto`` as the before/after of that change."""
+as bf16 (the 2-bit preset, :data:`AUTO_2BIT`, otherwise): shown next to ``auto-2bit`` as the
+before/after of that change."""
 
 
 def _is_raw_logit_auto(r: dict) -> bool:
-    """Whether ``r`` is a GAT auto run with today's preset but for ``logit_dtype``."""
+    """Whether ``r`` is a GAT run of the 2-bit preset (:data:`AUTO_2BIT`) but for
+    ``logit_dtype`` (labelled ``auto`` when it was made)."""
     from pyg_sar.compression.presets import auto
-    if r["method"] != "auto" or r["model"] != "gat":
+    if r["method"] not in ("auto", "auto-2bit") or r["model"] != "gat":
         return False
-    now = json.loads(json.dumps(auto(r["epochs"], seed=r["seed"]).describe()))
-    now.pop("logit_dtype")
-    return (r.get("spec") or {}).get("preset") == now
+    then = json.loads(json.dumps(auto(r["epochs"], seed=r["seed"], **AUTO_2BIT).describe()))
+    then.pop("logit_dtype")
+    return (r.get("spec") or {}).get("preset") == then
 
 
 def _raw_logit_autos(result: dict) -> list[dict]:
@@ -927,7 +931,7 @@ def _raw_logit_autos(result: dict) -> list[dict]:
     today's preset)."""
     current = {_run_key(r) for r in result["runs"]}
     out = [{**r, "method": RAW_LOGITS} for r in result.get("superseded", [])
-           if _run_key(r) in current and _is_raw_logit_auto(r)]
+           if _run_key({**r, "method": "auto-2bit"}) in current and _is_raw_logit_auto(r)]
     out += [{**r, "method": RAW_LOGITS} for r in result["runs"] if _is_raw_logit_auto(r)]
     result["runs"] = [r for r in result["runs"] if not _is_raw_logit_auto(r)]
     return out
@@ -961,9 +965,12 @@ def report_real(path: Path, plots: bool = True) -> None:
            f"before its preset was frozen, and GAT's auto runs before the preset sent the "
            f"attention logits as bf16) are kept under `superseded` in the JSON."
            if result.get("superseded") else "")
-        + (f" GAT's auto runs with float32 logits (the preset before it sent them as bf16, "
-           f"otherwise the same) are shown as `{RAW_LOGITS}` ({len(before)} runs)."
-           if before else ""), "",
+        + (f" GAT's auto-2bit runs with float32 logits (that preset before it sent them as "
+           f"bf16, otherwise the same) are shown as `{RAW_LOGITS}` ({len(before)} runs)."
+           if before else "")
+        + " `auto-2bit` is the earlier `auto` preset (inner layers from 2 bits: "
+          f"`{json.dumps(AUTO_2BIT)}`), replaced by today's `auto` (from 4 bits) after the GAT "
+          "random-partition cell.", "",
         *calibration_lines(), *real_tables(result), *real_goals(result), note])
     atomic_write(path.with_suffix(".md"), text + "\n")
     print(f"wrote {path.with_suffix('.md')}" + (f" and {len(made)} plot(s)" if made else ""))

@@ -1,25 +1,32 @@
 """``auto``: a per-layer compression preset (``python -m pyg_sar.train --compression auto``).
 
-Every message-passing layer but the last quantises along a bit ladder (:func:`bit_stages`):
-2 bits until 45% of training, 4 until 80%, 8 until 95%, then raw. The last layer (a third of
-the bytes of a 3-layer SAGE with ``project_first``, so it must be compressed too for a large
-saving) has a floor of 4 bits: 4 until 80%, 8 until 95%, then raw. :data:`AUTO` holds these
-parameters (benchmarks and docs quote it); :func:`auto` takes any of them as keyword arguments
-to try variants.
+Every message-passing layer quantises along a bit ladder (:func:`bit_stages`): 4 bits until
+80% of training, 8 until 95%, then raw (the last layer too: it carries a third of the bytes of
+a 3-layer SAGE with ``project_first``, so it must be compressed for a large saving). The inner
+layers' ladder and the last layer's are separate parameters, so a variant can set them apart.
+:data:`AUTO` holds these parameters (benchmarks and docs quote it); :func:`auto` takes any of
+them as keyword arguments to try variants.
+
+An earlier ladder started the inner layers at 2 bits (2 until 45%, 4 until 80%, 8 until 95%):
+it sent a little less (21.9% against 22.6% of full communication's bytes on WordNet's GAT,
+random partition, P = 4) but ended 0.98 points below full communication there, where the
+4-bit start ends within its seed spread (``benchmarks/results/compression_real.md``, method
+``auto-2bit``).
 
 GAT's attention logits (the tensors a layer sends ``exact``, ``H`` values a row) cross in
 bfloat16 while their layer's codec is lossy, and raw in the last, lossless stage
 (``logit_dtype``, :mod:`pyg_sar.core.exchange`). Sent raw they are a ninth of a 4-head x 8
-channel layer's full traffic but 37% of this ladder's bytes on CiteSeer (a 2-bit row of 32
-features takes 16 bytes with its offset and scale, its 4 float32 logits 16 more): raw logits
-put a 3-layer GAT at 32.4% of full communication's bytes, bf16 logits at 26.7%. bfloat16
+channel layer's full traffic but were 37% of the earlier 2-bit ladder's bytes on CiteSeer (a
+2-bit row of 32 features takes 16 bytes with its offset and scale, its 4 float32 logits 16
+more): with that ladder raw logits put a 3-layer GAT at 32.4% of full communication's bytes,
+bf16 logits at 26.7%. bfloat16
 rather than float16 (the same bytes): a logit beyond float16's range would arrive as an
 infinity, silently. ``logit_dtype="raw"`` sends them raw throughout.
 
 No error feedback by default: ``Quantize`` rounds stochastically and without bias, so feeding
 the residual back only adds the previous step's error to each message (on WordNet, random
-partition, the same ladder with feedback on both directions ended 1.3 points lower in the
-study that chose these values: ``benchmarks/results/compression_study.md``).
+partition, the 2-bit ladder with feedback on both directions ended 1.3 points lower than
+without in the study that chose it: ``benchmarks/results/compression_study.md``).
 
 Usage::
 
@@ -43,9 +50,9 @@ from pyg_sar.compression.schedules import bit_stages
 
 AUTO: dict[str, Any] = {
     "codec": "quantize",
-    "bits": (2, 4, 8),            # inner layers' bit ladder ...
-    "ends": (0.45, 0.80, 0.95),   # ... and where each stage ends (fractions of training)
-    "last_bits": (4, 8),          # the last layer's ladder: a floor of 4 bits
+    "bits": (4, 8),               # inner layers' bit ladder ...
+    "ends": (0.80, 0.95),         # ... and where each stage ends (fractions of training)
+    "last_bits": (4, 8),          # the last layer's ladder (today the same)
     "last_ends": (0.80, 0.95),
     "error_feedback": "none",     # unbiased rounding: feedback would add last step's error
     "directions": "both",

@@ -123,7 +123,7 @@ def test_auto_flags():
     assert isinstance(rule, AutoRule) and rule.params["total_steps"] == 80
     assert rule("convs.2", 2, 3) is rule.last and rule("convs.0", 0, 3) is rule.inner
     assert rule.inner.seed == 2 and rule.inner.error_feedback == "none"
-    assert rule.inner.schedule.stages == [(16.0, 36), (8.0, 64), (4.0, 76)]
+    assert rule.inner.schedule.stages == [(8.0, 64), (4.0, 76)]  # 4 bits to 80%, 8 to 95%
     rule = compressor_from_args(parse_args(["--compression", "auto", "--epochs", "4",
                                             "--compression-total-steps", "100",
                                             "--error-feedback", "both"]))
@@ -205,18 +205,18 @@ def test_metrics_with_auto_from_a_start_step(workdir, plain):
     last one compressed too) and the config."""
     comp = _train(workdir, "auto", "--compression", "auto", "--compression-start-step", "1")
     assert comp["config"]["compression_start_step"] == 1
-    # auto(4): inner layers 2 bits until step 2, 4 until 3, 8 until 4; the last 4 until 3, 8 until 4
-    ratios = {"convs.0": [16.0, 8.0, 4.0, 1.0],  # steps 1..4: 2, 4, 8 bits, raw
-              "convs.2": [8.0, 8.0, 4.0, 1.0]}   # 4, 4, 8 bits, raw
+    # auto(4): every layer 4 bits until step 3, 8 until 4, then raw
+    ratios = {"convs.0": [8.0, 8.0, 4.0, 1.0],  # steps 1..4: 4, 4, 8 bits, raw
+              "convs.2": [8.0, 8.0, 4.0, 1.0]}
     for layer, expected in ratios.items():  # the first compressor of each kind, the last
         assert [h["compression_ratio"][layer] for h in comp["history"]] == expected
 
     def layer_sent(m, epoch, layer):
         return sum(v["sent"] for rank in m["history"][epoch]["traffic"]
                    for v in rank[layer].values())
-    for layer in ("convs.0", "convs.1"):  # 16 channels (64 B): 2/4/8 bits = 4/8/16 B + 8 B meta
+    for layer in ("convs.0", "convs.1"):  # 16 channels (64 B): 4/8 bits = 8/16 B + 8 B meta
         full = layer_sent(plain, 0, layer)
-        assert [layer_sent(comp, e, layer) for e in range(4)] == [full * 3 // 16, full // 4,
+        assert [layer_sent(comp, e, layer) for e in range(4)] == [full // 4, full // 4,
                                                                    full * 3 // 8, full]
     last = [layer_sent(comp, e, "convs.2") for e in range(4)]
     assert last[0] == last[1] < last[2] < last[3] == layer_sent(plain, 3, "convs.2")

@@ -34,7 +34,7 @@ def test_inner_layers_share_one_compressor_and_the_last_has_its_own():
 
 def test_bit_ladders_and_the_last_layers_floor():
     rule = auto(100)
-    assert _bits(rule.inner, 100) == [2] * 45 + [4] * 35 + [8] * 15 + [32] * 10
+    assert _bits(rule.inner, 100) == [4] * 80 + [8] * 15 + [32] * 10
     assert _bits(rule.last, 100) == [4] * 80 + [8] * 15 + [32] * 10
     assert min(_bits(rule.last, 100)) == 4
 
@@ -43,15 +43,15 @@ def test_bit_ladders_and_the_last_layers_floor():
 def test_stage_ends_scale_with_total_steps(total):
     rule = auto(total)
     assert [u for _, u in rule.inner.schedule.stages] == [round(e * total)
-                                                         for e in (0.45, 0.80, 0.95)]
+                                                         for e in (0.80, 0.95)]
     assert [u for _, u in rule.last.schedule.stages] == [round(0.80 * total),
                                                         round(0.95 * total)]
     assert rule.inner.ratio(total) == rule.last.ratio(total) == 1.0  # ends lossless
 
 
 def test_mean_bytes_of_32_wide_float32_rows():
-    """The preset's byte fraction at hidden 32 (the benchmark's width): 2/4/8 bits send 16/24/40
-    of 128 bytes a row (packed codes plus a float32 low and scale)."""
+    """The preset's byte fraction at hidden 32 (the benchmark's width): 4/8 bits send 24/40 of
+    128 bytes a row (packed codes plus a float32 low and scale)."""
     total, shape = 1000, (32,)
     rule = auto(total)
 
@@ -60,14 +60,13 @@ def test_mean_bytes_of_32_wide_float32_rows():
                    for t in range(total))
         return sent / (total * 128)
     inner, last = mean_rel(rule.inner), mean_rel(rule.last)
-    assert inner == pytest.approx(0.45 * 16 / 128 + 0.35 * 24 / 128 + 0.15 * 40 / 128 + 0.05)
-    assert last == pytest.approx(0.80 * 24 / 128 + 0.15 * 40 / 128 + 0.05)
-    assert (2 * inner + last) / 3 < 0.235  # 3 layers of equal bytes: about 23%
+    assert inner == last == pytest.approx(0.80 * 24 / 128 + 0.15 * 40 / 128 + 0.05)
+    assert (2 * inner + last) / 3 < 0.25  # 3 layers of equal bytes: about 24.7%
 
 
 def test_describe_quotes_the_parameters():
     rule = auto(80)
-    expected = {"codec": "quantize", "bits": [2, 4, 8], "ends": [0.45, 0.80, 0.95],
+    expected = {"codec": "quantize", "bits": [4, 8], "ends": [0.80, 0.95],
                 "last_bits": [4, 8], "last_ends": [0.80, 0.95], "error_feedback": "none",
                 "directions": "both", "logit_dtype": "bfloat16", "total_steps": 80}
     assert rule.describe() == expected
@@ -75,7 +74,7 @@ def test_describe_quotes_the_parameters():
     assert {k: v for k, v in expected.items() if k != "total_steps"} == json.loads(
         json.dumps(AUTO))
     assert rule.inner.describe()["schedule"] == {
-        "name": "stages", "stages": [(16.0, 36), (8.0, 64), (4.0, 76)], "final": 1.0}
+        "name": "stages", "stages": [(8.0, 64), (4.0, 76)], "final": 1.0}
 
 
 def test_overrides_build_the_candidates():
@@ -83,7 +82,7 @@ def test_overrides_build_the_candidates():
     assert _bits(c1.inner, 100) == _bits(c1.last, 100) == [4] * 60 + [8] * 35 + [32] * 10
     assert _bits(auto(100, bits=(4, 8), ends=(0.60, 0.95)).last, 100) == _bits(
         auto(100).last, 100)  # the last layer's ladder is its own
-    c4 = auto(100, ends=[0.45, 0.80, 0.95], last_ends=(0.80, 0.95))
+    c4 = auto(100, bits=[2, 4, 8], ends=[0.45, 0.80, 0.95])  # the earlier 2-bit preset
     assert _bits(c4.inner, 100) == [2] * 45 + [4] * 35 + [8] * 15 + [32] * 10
     assert _bits(c4.last, 100) == [4] * 80 + [8] * 15 + [32] * 10
     assert c4.describe()["ends"] == [0.45, 0.8, 0.95]
@@ -95,7 +94,7 @@ def test_overrides_build_the_candidates():
     assert (rows.last.directions, rows.last.error_feedback) == ("rows", "none")
     rows = auto(100, directions="rows", error_feedback="rows")
     assert (rows.last.directions, rows.last.error_feedback) == ("rows", "rows")
-    assert AUTO["bits"] == (2, 4, 8)  # the overrides leave the preset alone
+    assert AUTO["bits"] == (4, 8)  # the overrides leave the preset alone
     raw = auto(100, logit_dtype="raw")
     assert raw.inner.logit_dtype is None and "logit_dtype" not in raw.last.describe()
     assert raw.describe()["logit_dtype"] == "raw"
@@ -103,7 +102,7 @@ def test_overrides_build_the_candidates():
 
 
 @pytest.mark.parametrize("kwargs,match", [
-    ({"bits": (2, 3, 8)}, "bits must be among"),
+    ({"bits": (2, 3, 8), "ends": (0.4, 0.8, 0.95)}, "bits must be among"),
     ({"last_ends": (0.9, 0.5)}, "strictly increasing"),
     ({"error_feedback": "sideways"}, "error_feedback must be one of"),
     ({"error_feedback": "both", "directions": "rows"}, "feeds back"),
