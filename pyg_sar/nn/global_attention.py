@@ -20,6 +20,11 @@ node's row at a time, or is a batch norm, which pyg_sar runs over all ranks' row
   :func:`mha_forward` (``attn_type="multihead"``) or
   :func:`~pyg_sar.nn.linear_attention.performer_attention_forward` (``"performer"``).
 
+Cost of one multi-head call on rank ``r`` (``E`` channels, ``b`` bytes per number): the
+ring's traffic, ledger label ``"<module name>.attn"``: forward receives the other ranks' key and
+value rows, ``(N - n_r) 2E b``; mode ``"sar"`` fetches them again in backward; every mode sends
+``(N - n_r) 2E b`` of their gradients back. Compute ``O(n_r N E)``, as one process's share.
+
 GPSConv's own ``dropout`` (on node rows) is drawn per rank, as every row-wise dropout of a
 converted model: outputs equal one process's only without it (or in eval mode).
 
