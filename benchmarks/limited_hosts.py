@@ -115,8 +115,10 @@ def _parts(a: argparse.Namespace, world: int | None = None) -> Path:
 def _rank_plan(a: argparse.Namespace, parts: Path, pipeline_depth: int) -> list[dict]:
     """``pyg_sar.plan.predict_partition`` per rank: sizes, peak and engine bytes per epoch."""
     from pyg_sar import plan
+    # pyg_sar.train's default --norm none: no batch norm between the layers
     w = plan.Workload(1, 1, 1, 1, hidden=a.hidden, layers=a.layers, model="sage", mode="sar",
-                      pipeline_depth=pipeline_depth, dtype_bytes=4 if a.dtype == "float32" else 8)
+                      pipeline_depth=pipeline_depth, dtype_bytes=4 if a.dtype == "float32" else 8,
+                      norm=False)
     pp = plan.predict_partition(parts, w)
     return [{"rank": r.rank, "num_nodes": r.num_nodes, "num_edges": r.num_edges,
              "halo_rows": r.halo_rows, "send_rows": r.send_rows,
@@ -129,7 +131,7 @@ def _rank_plan(a: argparse.Namespace, parts: Path, pipeline_depth: int) -> list[
 def _plan(a: argparse.Namespace, parts: Path) -> dict:
     """The planner's per-rank peak for this model on the partition (P = hosts) and at P = 1."""
     base = [sys.executable, "-m", "pyg_sar.plan", "--model", "sage", "--hidden", str(a.hidden),
-            "--layers", str(a.layers), "--dtype", a.dtype]
+            "--layers", str(a.layers), "--dtype", a.dtype, "--norm", "none"]
     out = {}
     for name, extra in (("parts", ["--parts", str(parts)]), ("p1", None)):
         if extra is None:
@@ -247,7 +249,7 @@ def report() -> None:
         "planner peak per rank (MiB) | time (s) |",
         "|---|---|---|---|---|---|---|",
     ]
-    pred = res.get("plan_peak_mb", {})
+    pred = _current_peaks(res)
     for name in RUNS:
         r = runs.get(name)
         if r is None:
@@ -282,28 +284,59 @@ def report() -> None:
             what = "plain PyG" if ref_name == "plain" else "pyg_sar in one process"
             diff = f" (max relative difference to {what} {rel:.1e})"
         lines.append(f"* {name}: {', '.join(f'{v:.6f}' for v in m['loss'])}{diff}")
-    lines += per_rank_lines(runs)
-    lines += ["", "Planner (`python -m pyg_sar.plan`, pyg_sar's per-rank peak; P = 1 is pyg_sar "
-              "in one process, not plain PyG):", "", "```"]
-    for key in ("parts", "p1"):
-        lines += res.get("plan", {}).get(key, "").rstrip().splitlines()
-    lines += ["```", ""]
+    lines += per_rank_lines(runs, cfg)
+    lines += ["", "Planner: `python -m pyg_sar.plan --parts DIR --hidden "
+              f"{cfg['hidden']} --layers {cfg['layers']} --norm none` prints these per-rank "
+              "predictions (pyg_sar.train's default: no norm); the P = 1 figure is pyg_sar in "
+              "one process, not plain PyG.", ""]
     md = RESULTS.with_suffix(".md")
     atomic_write(md, "\n".join(lines))
     _plot(res, RESULTS.with_suffix(".png"))
     print(md.read_text())
 
 
-def rank_errors(runs: dict) -> list[dict]:
+def _current_peaks(res: dict) -> dict:
+    """The planner's largest per-rank peak (MiB) for the P-host runs (``"parts"``) and for one
+    process (``"p1"``), from the sizes stored with the results and the planner as of now."""
+    from pyg_sar import plan
+    cfg = res["config"]
+    if "num_features" not in cfg:
+        return res.get("plan_peak_mb", {})
+    out = {}
+    for key, ranks in (("parts", res.get("plan_ranks")),
+                       ("p1", [{"num_nodes": cfg["num_nodes"], "num_edges": cfg["num_edges"],
+                                "halo_rows": 0, "send_rows": 0}])):
+        if not ranks:
+            continue
+        w = plan.Workload(cfg["num_nodes"], cfg["num_edges"], cfg["num_features"],
+                          cfg["num_classes"], cfg["hidden"], cfg["layers"], model="sage",
+                          mode="sar", world_size=len(ranks), norm=False,
+                          dtype_bytes=4 if cfg["dtype"] == "float32" else 8)
+        out[key] = max(r.plan.peak_bytes for r in plan.predict_ranks(w, ranks)) / plan.MB
+    return out
+
+
+def rank_errors(runs: dict, cfg: dict | None = None) -> list[dict]:
     """Per rank of the P-host runs (and the one-process run): measured VmHWM and engine bytes
     sent per epoch (median over the epochs) next to the planner's prediction."""
     import statistics
+
+    from pyg_sar import plan
     out = []
     for name in ("p1", "mpiexec", "torchrun"):
         r = runs.get(name) or {}
         m, pr = r.get("metrics"), r.get("plan_ranks")
         if not m or not pr:
             continue
+        if cfg is not None:  # the planner as of now, from the sizes stored with the run
+            w = plan.Workload(cfg["num_nodes"], cfg["num_edges"], cfg["num_features"],
+                              cfg["num_classes"], cfg["hidden"], cfg["layers"], model="sage",
+                              mode="sar", world_size=len(pr), norm=False,
+                              pipeline_depth=1 if m["backend"] in ("gloo", "nccl") else 0,
+                              dtype_bytes=4 if cfg["dtype"] == "float32" else 8)
+            pr = [{**q, "pred_peak_mb": rp.plan.peak_bytes / plan.MB,
+                   "pred_bytes": rp.plan.bytes_per_epoch - rp.plan.traffic["allreduce"]}
+                  for q, rp in zip(pr, plan.predict_ranks(w, pr))]
         sent = m.get("bytes_sent_per_epoch") or []
         for q in pr:
             k = q["rank"]
@@ -320,8 +353,8 @@ def rank_errors(runs: dict) -> list[dict]:
     return out
 
 
-def per_rank_lines(runs: dict) -> list[str]:
-    rows = rank_errors(runs)
+def per_rank_lines(runs: dict, cfg: dict | None = None) -> list[str]:
+    rows = rank_errors(runs, cfg)
     if not rows:
         return []
     lines = ["", "Per rank: measured (VmHWM of the rank; engine bytes sent per training step, "

@@ -526,6 +526,7 @@ def limited_hosts_check(constants: dict, fit_only: bool = False) -> list[dict]:
             w = plan.Workload(cfg["num_nodes"], cfg["num_edges"], cfg["num_features"],
                               cfg["num_classes"], cfg["hidden"], cfg["layers"], model="sage",
                               mode="sar", world_size=len(sizes),
+                              norm=cfg.get("norm", "none") != "none",  # train's default: none
                               pipeline_depth=1 if m["backend"] in ("gloo", "nccl") else 0,
                               dtype_bytes=4 if cfg["dtype"] == "float32" else 8)
             sent = m.get("bytes_sent_per_epoch") or []
@@ -754,7 +755,7 @@ def limited_markdown(res: dict) -> list[str]:
     """The section on ``benchmarks/limited_hosts.py``'s ranks."""
     st = res["stats"]
     lines = ["## Per rank of the memory-limited-host runs (`benchmarks/limited_hosts.py`)", "",
-             "`python -m pyg_sar.train` (SAGE 3 x 256, batch norm, float32, mode sar) on P "
+             "`python -m pyg_sar.train` (SAGE 3 x 256, no norm, float32, mode sar) on P "
              "network-namespace hosts, each in a memory cgroup (mpiexec: MPICH; torchrun: "
              "gloo), and in one process; measured: each rank's VmHWM and the engine bytes it "
              "sent per training step (median over the epochs). Predicted: "

@@ -68,7 +68,7 @@ CONSTANTS: dict = {
         "gat": {"act": 1.0, "grad": 3.87, "block": 0.3932,
                  "kept": 0.888, "edge": 1.6932, "peers": 0.0569},
     },
-    "runtime_mb": 344.1,  # python + torch + PyG + MPI / gloo + allocator, besides the tensors
+    "runtime_mb": 350.3,  # python + torch + PyG + MPI / gloo + allocator, besides the tensors
     "dense_flops_per_s": {"sage": 3.08e+10, "gat": 2.81e+10},  # one thread, linear layers
     "edge_rows_per_s": {"sage": 1.23e+09, "gat": 1.83e+08},
     "step_overhead_s": {"sage": 0.2755, "gat": 0.0},
@@ -711,11 +711,15 @@ def main(argv: Optional[list[str]] = None) -> int:
     p.add_argument("--compute-speedup", type=float, default=1.0,
                    help="a rank computes this many times faster than one thread here")
     p.add_argument("--dtype", choices=["float32", "float64"], default="float32")
+    p.add_argument("--norm", choices=["batch_norm", "none"], default="batch_norm",
+                   help="norm between layers, as pyg_sar.train --norm (default batch_norm; "
+                        "pyg_sar.train's own default is none)")
     args = p.parse_args(argv)
     bw = parse_bandwidth(args.bandwidth) if args.bandwidth is not None else None
     dtype_bytes = 4 if args.dtype == "float32" else 8
     common = dict(halo_fraction=args.halo_fraction, partitioning=args.partitioning,
-                  pipeline_depth=args.pipeline_depth, dtype_bytes=dtype_bytes)
+                  pipeline_depth=args.pipeline_depth, dtype_bytes=dtype_bytes,
+                  norm=args.norm == "batch_norm")
     if args.preset == "papers100m":
         if bw is None:
             bw = 200e9  # the paper's InfiniBand
