@@ -20,6 +20,13 @@ reverse=True)``, direction ``grads``), which adds them to its own. Mode ``"halo"
 baseline: every rank gathers all ``N`` key and value rows and runs plain dense attention with
 autograd (its ``n_r x N`` attention matrix is saved for backward).
 
+Without dropout, on CPU in float32 / float64 with ``d_v == d``, each ring step instead calls
+torch's fused CPU attention kernel (``_scaled_dot_product_flash_attention_for_cpu``), which
+returns the step's output and log-sum-exp; steps merge exactly by their log-sum-exp. Backward
+calls the matching fused backward per step with the GLOBAL output and ``lse``, which gives the
+same FlashAttention-2 terms as above. Elsewhere (dropout, other dtypes or devices, ``d_v != d``)
+the tiled loop runs (:func:`_fused_ok` decides).
+
 Traffic of rank ``r`` per call, ``b`` bytes per element, ``C = H (d + d_v)``: forward receives
 ``(N - n_r) C b`` and sends ``(P - 1) n_r C b``; backward in mode ``sar`` receives the same again
 and sends ``(N - n_r) C b`` of gradients (receives ``(P - 1) n_r C b``); ``sa`` and ``halo`` only
@@ -51,6 +58,12 @@ MODES = ("sar", "sa", "halo")
 # Default tile: about this many score elements (H x Tq x Tk) per tile array (a tile step holds
 # about four such arrays: scores, probabilities, mask, their gradient; 64 MiB in float64).
 DEFAULT_TILE_ELEMENTS = 1 << 21
+# torch's fused CPU attention (FlashAttention-style, returns the log-sum-exp) and its backward;
+# None where this torch lacks them. Module attribute so tests can force the tiled path.
+_FLASH_CPU = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+_FLASH_CPU_BACKWARD = getattr(torch.ops.aten,
+                              "_scaled_dot_product_flash_attention_for_cpu_backward", None)
+USE_FUSED = True
 
 
 def _check(graph: DistGraph, q: Tensor, k: Tensor, v: Tensor, scale: float, dropout: float,
@@ -226,6 +239,13 @@ class RingAttention(torch.autograd.Function):
     def forward(ctx, graph: DistGraph, q: Tensor, k: Tensor, v: Tensor, scale: float,
                 mode: str, tile: int, label: Optional[str],
                 drop: Optional[tuple[float, int]], depth: Optional[int]) -> Tensor:
+        ctx.graph, ctx.scale, ctx.mode, ctx.tile, ctx.label = graph, scale, mode, tile, label
+        ctx.drop, ctx.depth = drop, depth
+        ctx.fused = _fused_ok(q, k, v, drop)
+        if ctx.fused:
+            out, lse, ctx.kept = _fused_forward(graph, q, k, v, scale, mode, label, depth)
+            ctx.save_for_backward(q, k, v, out, lse)
+            return out
         wide = accumulate_dtype(torch.promote_types(q.dtype, v.dtype))
         n, heads, dv = v.shape
         m = q.new_full((n, heads), float("-inf"), dtype=wide)
@@ -258,8 +278,7 @@ class RingAttention(torch.autograd.Function):
                     m[q0:q1] = m_new
         out_wide = acc / torch.where(l > 0, l, torch.ones_like(l)).unsqueeze(-1)
         lse = m + torch.log(l)
-        ctx.graph, ctx.scale, ctx.mode, ctx.tile, ctx.label = graph, scale, mode, tile, label
-        ctx.kept, ctx.drop, ctx.depth = kept, drop, depth
+        ctx.kept = kept
         ctx.save_for_backward(q, k, v, out_wide, lse)
         return out_wide.to(torch.promote_types(q.dtype, v.dtype))
 
@@ -271,7 +290,7 @@ class RingAttention(torch.autograd.Function):
         ids = node_ids_of(graph) if drop is not None else None
         n, heads = q.shape[0], q.shape[1]
         go = grad_out.to(wide)
-        big_d = (go * out).sum(-1)  # [n, H]
+        big_d = None if ctx.fused else (go * out).sum(-1)  # [n, H]
         qw = q.to(wide)
         dq = torch.zeros_like(qw)
         dk = torch.zeros(k.shape, dtype=wide, device=k.device)
@@ -284,7 +303,11 @@ class RingAttention(torch.autograd.Function):
         for step, ks, vs in blocks:
             ksw, vsw = ks.to(wide), vs.to(wide)
             dks, dvs = torch.zeros_like(ksw), torch.zeros_like(vsw)
-            if n:
+            if ctx.fused:
+                if n and ks.shape[0]:
+                    dqs, dks, dvs = _fused_step_backward(go, qw, ksw, vsw, out, lse, scale)
+                    dq += dqs
+            elif n:
                 for q0, q1 in _tiles(n, tile):
                     qt, got = qw[q0:q1], go[q0:q1]
                     for k0, k1 in _tiles(ksw.shape[0], tile):
@@ -315,6 +338,61 @@ class RingAttention(torch.autograd.Function):
         ctx.kept = None
         return (None, dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), None, None, None, None,
                 None, None)
+
+
+def _fused_ok(q: Tensor, k: Tensor, v: Tensor, drop: Optional[tuple[float, int]]) -> bool:
+    """Whether forward and backward run torch's fused CPU attention per ring step: no dropout
+    (the fused kernel's own dropout is not our mask), CPU float32 / float64 (the kernel keeps
+    the input dtype; bfloat16 / float16 keep the tiled path's float32 accumulation), q, k, v of
+    one dtype, ``d_v == d`` (the kernel's requirement), and a torch that has the kernels."""
+    return (USE_FUSED and drop is None and _FLASH_CPU is not None
+            and _FLASH_CPU_BACKWARD is not None
+            and all(t.device.type == "cpu" for t in (q, k, v))
+            and q.dtype in (torch.float32, torch.float64) and k.dtype == v.dtype == q.dtype
+            and v.shape[-1] == q.shape[-1] and q.shape[-1] > 0)
+
+
+def _bhnd(t: Tensor) -> Tensor:
+    """``[n, H, d]`` as the kernels' ``[1, H, n, d]`` (a view)."""
+    return t.transpose(0, 1).unsqueeze(0)
+
+
+def _fused_forward(graph: DistGraph, q: Tensor, k: Tensor, v: Tensor, scale: float, mode: str,
+                   label: Optional[str], depth: Optional[int]):
+    """The ring with one fused kernel call per step: step ``s`` gives ``out_s`` and
+    ``lse_s`` over block ``s``'s keys; blocks merge as ``lse = logaddexp(lse, lse_s)``,
+    ``out = out exp(lse_old - lse) + out_s exp(lse_s - lse)`` (exact). Returns ``out
+    [n, H, d]``, ``lse [1, H, n]`` and the remote blocks kept for mode ``sa``."""
+    n = q.shape[0]
+    out4 = lse = None
+    kept = []
+    q4 = _bhnd(q)
+    for step, ks, vs in _ring_blocks(graph, k, v, label, "rows", depth):
+        if mode == "sa" and step > 0:
+            kept.append((ks, vs))
+        if ks.shape[0] == 0 or n == 0:
+            continue
+        o_s, lse_s = _FLASH_CPU(q4, _bhnd(ks), _bhnd(vs), 0.0, False, scale=scale)
+        if out4 is None:
+            out4, lse = o_s, lse_s
+            continue
+        new = torch.logaddexp(lse, lse_s)
+        out4 = (out4 * torch.exp(lse - new).unsqueeze(-1)
+                + o_s * torch.exp(lse_s - new).unsqueeze(-1))
+        lse = new
+    if out4 is None:  # no rows here (n == 0): every block was skipped
+        return q.new_zeros(v.shape), q.new_zeros((1, q.shape[1], n)), kept
+    return out4[0].transpose(0, 1), lse, kept
+
+
+def _fused_step_backward(go: Tensor, q: Tensor, ks: Tensor, vs: Tensor, out: Tensor,
+                         lse: Tensor, scale: float) -> tuple[Tensor, Tensor, Tensor]:
+    """``dQ`` contribution and ``dK_s, dV_s`` of one ring step (``[rows, H, d]``): the fused
+    backward given the GLOBAL output and ``lse`` recomputes this block's probabilities as
+    ``exp(S - lse)`` and ``D = rowsum(dO O)``, i.e. the exact FlashAttention-2 terms."""
+    dq4, dk4, dv4 = _FLASH_CPU_BACKWARD(_bhnd(go), _bhnd(q), _bhnd(ks), _bhnd(vs), _bhnd(out),
+                                        lse, 0.0, False, scale=scale)
+    return (dq4[0].transpose(0, 1), dk4[0].transpose(0, 1), dv4[0].transpose(0, 1))
 
 
 def _tile_mask(graph: DistGraph, ids: list[Tensor], step: int, q0: int, q1: int, k0: int,

@@ -26,6 +26,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import ring_attention_cases as rac  # noqa: E402
 
+import pyg_sar.core.global_attention as ga  # noqa: E402
 from pyg_sar.core.exchange import Wire  # noqa: E402
 from pyg_sar.core.global_attention import ring_attention  # noqa: E402
 
@@ -213,3 +214,60 @@ def test_bfloat16_accumulates_in_float32():
     assert rac._rel(out.double(), ref.detach()) < 3e-2
     for t, r in zip(low, ref_in):
         assert rac._rel(t.grad.double(), r.grad) < 5e-2
+
+
+needs_fused = pytest.mark.skipif(
+    ga._FLASH_CPU is None or ga._FLASH_CPU_BACKWARD is None,
+    reason="needs torch's fused CPU attention (_scaled_dot_product_flash_attention_for_cpu)")
+
+
+@needs_fused
+@pytest.mark.parametrize("mode", ["sar", "sa"])
+def test_fused_path_matches_dense_and_tiled(mode, monkeypatch):
+    """d == d_v, no dropout, float64: the ring calls torch's fused kernel once per step forward
+    and backward; output and gradients equal the dense reference and the tiled path (also with
+    scores of several hundred)."""
+    calls = {"fwd": 0, "bwd": 0}
+
+    def counted(fn, key):
+        def call(*args, **kwargs):
+            calls[key] += 1
+            return fn(*args, **kwargs)
+        return call
+
+    monkeypatch.setattr(ga, "_FLASH_CPU", counted(ga._FLASH_CPU, "fwd"))
+    monkeypatch.setattr(ga, "_FLASH_CPU_BACKWARD", counted(ga._FLASH_CPU_BACKWARD, "bwd"))
+    case = dict(offsets=[0, N1], mode=mode, tile=5, heads=3, d=4, dv=4)
+    graph = rac.bare_graph(0, case["offsets"])
+    got = rac.run_case(case, graph)
+    assert calls == {"fwd": 1, "bwd": 1}
+    worst = {k: v for k, v in got["errors"].items() if v > TOL}
+    assert not worst, f"errors above {TOL}: {worst}"
+    q, k, v, c = rac.inputs(case)
+    for factor in (1.0, 300.0):
+        grads = []
+        for fused in (True, False):
+            monkeypatch.setattr(ga, "USE_FUSED", fused)
+            leaves = [t.clone().requires_grad_() for t in (q * factor, k, v)]
+            out = ring_attention(graph, *leaves, scale=0.5, mode=mode, tile_rows=5)
+            (out * c).sum().backward()
+            assert torch.isfinite(out).all()
+            grads.append([out.detach()] + [t.grad for t in leaves])
+        assert calls["fwd"] == 1 + (2 if factor == 300.0 else 1)
+        errs = [rac._rel(a, b) for a, b in zip(*grads)]
+        assert max(errs) <= TOL, f"fused vs tiled (scores x{factor}): {errs}"
+
+
+@needs_fused
+def test_fused_path_chosen_only_where_it_applies():
+    """Fused: float32 / float64 with d == d_v and no dropout; tiled otherwise (d_v != d,
+    dropout, bfloat16, mixed dtypes)."""
+    def ok(dtype=torch.float64, dv=4, drop=None, vdtype=None):
+        q = torch.zeros(3, 2, 4, dtype=dtype)
+        v = torch.zeros(3, 2, dv, dtype=vdtype or dtype)
+        return ga._fused_ok(q, q, v, drop)
+    assert ok() and ok(torch.float32)
+    assert not ok(dv=3)
+    assert not ok(drop=(0.1, 0))
+    assert not ok(torch.bfloat16)
+    assert not ok(vdtype=torch.float32)
