@@ -51,6 +51,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 from procmem import MALLOC_ENV, reset_peak, status_kib  # noqa: E402 (benchmarks/procmem.py)
+from suite import _saved_bytes  # noqa: E402 (bytes saved for backward, as the suite counts)
 
 import pyg_sar  # noqa: E402
 from pyg_sar.files import atomic_write  # noqa: E402
@@ -150,19 +151,6 @@ def convert_model(name: str, net: torch.nn.Module, mode: str) -> tuple[torch.nn.
 
 
 # ---------------------------------------------------------------- per rank
-def _saved_bytes(forward, loss_of) -> int:
-    storages: dict[int, int] = {}
-
-    def pack(t: torch.Tensor) -> torch.Tensor:
-        storages[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        out = forward()
-    loss_of(out).backward()
-    return sum(storages.values())
-
-
 def rank_job(ctx, parts: str, model: str, modes: list[str], warmup: int = 1,
              repeats: int = 5) -> list[dict]:
     """Runs on every rank: measure ``model`` in every mode on this rank's partition."""
