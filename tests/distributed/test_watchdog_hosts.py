@@ -19,23 +19,28 @@ def _separate_hosts(everyone):
     return everyone
 
 
-def _connected(world_size, tamper):
-    comm = ThreadComm(world_size, tamper)
-    dogs = [FailureHub(r, world_size, 2.0, 45.0) for r in range(world_size)]
+def _connect_all(dogs, connect):
+    """``connect(r)`` for every rank at once (each in a thread, as ranks do), checked."""
     errors = []
 
-    def connect(r):
+    def run(r):
         try:
-            dogs[r]._connect(comm.view(r), "127.0.0.1", 60.0, None)
+            connect(r)
         except BaseException as e:  # noqa: BLE001 - reported by the assertion below
             errors.append(e)
-    threads = [threading.Thread(target=connect, args=(r,)) for r in range(world_size)]
+    threads = [threading.Thread(target=run, args=(r,)) for r in range(len(dogs))]
     for t in threads:
         t.start()
     for t in threads:
         t.join(120)
     assert not errors and not any(t.is_alive() for t in threads), errors
     return dogs
+
+
+def _connected(world_size, tamper):
+    comm = ThreadComm(world_size, tamper)
+    dogs = [FailureHub(r, world_size, 2.0, 45.0) for r in range(world_size)]
+    return _connect_all(dogs, lambda r: dogs[r]._connect(comm.view(r), "127.0.0.1", 60.0, None))
 
 
 def _close(dogs):
@@ -97,20 +102,8 @@ def _running(world_size, tamper, witnesses=None):
     """Hubs as :func:`_connected`, with their heartbeat threads running."""
     comm = ThreadComm(world_size, tamper)
     dogs = [FailureHub(r, world_size, 0.2, 45.0) for r in range(world_size)]
-    errors = []
-
-    def connect(r):
-        try:
-            dogs[r].connect(comm.view(r), "127.0.0.1", 60.0, (witnesses or {}).get(r))
-        except BaseException as e:  # noqa: BLE001 - reported by the assertion below
-            errors.append(e)
-    threads = [threading.Thread(target=connect, args=(r,)) for r in range(world_size)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    assert not errors and not any(t.is_alive() for t in threads), errors
-    return dogs
+    return _connect_all(dogs, lambda r: dogs[r].connect(comm.view(r), "127.0.0.1", 60.0,
+                                                        (witnesses or {}).get(r)))
 
 
 def _dies(dog):
