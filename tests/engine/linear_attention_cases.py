@@ -5,8 +5,7 @@ relative errors of the output rows, the input gradient rows and every parameter 
 over ranks, as grad_sync does), plus the numbers all-reduced per case."""
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, Optional
 
 import torch
@@ -29,20 +28,12 @@ from pyg_sar.nn.linear_attention import (
     sgmodule_forward,
 )
 
+# PyG's SGFormerAttention builds ``torch.ones`` in the default dtype: float64 references run
+# under a float64 default.
+from pyg_sar.testing.zoo_models import default_dtype
+
 NUM_NODES = 61
 IN = 6
-
-
-@contextlib.contextmanager
-def default_dtype(dtype: torch.dtype) -> Iterator[None]:
-    """PyG's SGFormerAttention builds ``torch.ones`` in the default dtype: the float64
-    reference runs under a float64 default."""
-    old = torch.get_default_dtype()
-    torch.set_default_dtype(dtype)
-    try:
-        yield
-    finally:
-        torch.set_default_dtype(old)
 
 
 def make_data(seed: int = 0) -> Data:
