@@ -63,8 +63,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--compression", choices=(NONE, AUTO, *CODEC_NAMES), default=NONE,
                    help="codec of boundary rows and their gradients: channel truncation "
                         "(VARCO), a random channel subset, or stochastic-rounding "
-                        "quantisation; auto: the preset (quantisation 2 -> 4 -> 8 bits -> raw, "
-                        "the last layer at 4 bits or more) "
+                        "quantisation; auto: the preset (every layer quantised 4 -> 8 bits -> "
+                        "raw) "
                         "(default: none)")
     g.add_argument("--schedule", choices=SCHEDULE_NAMES, default=None,
                    help="compression ratio over training steps (default: fixed)")
