@@ -148,31 +148,33 @@ def _graph_context(value: Any) -> Optional[Any]:
     return context if isinstance(context, DistContext) else None
 
 
-def find_context(args: tuple, kwargs: dict) -> Optional[Any]:
-    """The context of the graph among a forward's arguments (a DistGraph, a dict of them
-    such as a heterogeneous ``edge_index_dict``, or a partition passed whole, whose
-    ``edge_index`` / ``adj_t`` / ``edge_index_dict`` holds one), else ``None``."""
+def graph_candidates(args: tuple, kwargs: dict) -> Iterator[Any]:
+    """Where a forward's arguments may hold a graph of pyg_sar, in the order it is looked
+    for: each argument and, for a dict (a heterogeneous ``edge_index_dict``), its values;
+    then the ``edge_index`` / ``adj_t`` / ``edge_index_dict`` (its values) of an argument
+    that is a partition passed whole. An attribute that raises is skipped."""
     values = (*args, *kwargs.values())
     for v in values:
-        context = _graph_context(v)
-        if context is None and isinstance(v, dict):
-            context = next((c for c in map(_graph_context, v.values()) if c is not None), None)
-        if context is not None:
-            return context
+        yield v
+        if isinstance(v, dict):
+            yield from v.values()
     for v in values:
         if isinstance(v, (Tensor, str, int, float, bool)) or v is None:
             continue
         for key in ("edge_index", "adj_t", "edge_index_dict"):
             try:
                 value = getattr(v, key, None)
-                graphs = value.values() if isinstance(value, dict) else (value,)
-                context = next((c for c in map(_graph_context, graphs) if c is not None),
-                               None)
             except Exception:  # noqa: BLE001 - an argument's own attribute logic
-                context = None
-            if context is not None:
-                return context
-    return None
+                continue
+            yield from (value.values() if isinstance(value, dict) else (value,))
+
+
+def find_context(args: tuple, kwargs: dict) -> Optional[Any]:
+    """The context of the graph among a forward's arguments (a DistGraph, a dict of them
+    such as a heterogeneous ``edge_index_dict``, or a partition passed whole, whose
+    ``edge_index`` / ``adj_t`` / ``edge_index_dict`` holds one), else ``None``."""
+    return next((c for c in map(_graph_context, graph_candidates(args, kwargs))
+                 if c is not None), None)
 
 
 def _synced(module: torch.nn.Module) -> list[torch.nn.Parameter]:

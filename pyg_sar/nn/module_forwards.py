@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import torch
 
+from pyg_sar.distributed.grad_sync import graph_candidates
 from pyg_sar.graph import DistGraph
 
 if TYPE_CHECKING:
@@ -64,22 +65,10 @@ def registered_base(cls: type, forwards: dict[str, Callable]
 
 
 def find_graph(args: tuple, kwargs: dict) -> Optional[DistGraph]:
-    """The :class:`DistGraph` among a call's arguments, or the one a partition passed whole
-    holds as ``edge_index``; ``None`` if there is none."""
-    values = (*args, *kwargs.values())
-    for v in values:
-        if isinstance(v, DistGraph):
-            return v
-    for v in values:
-        if isinstance(v, (torch.Tensor, str, int, float, bool)) or v is None:
-            continue
-        try:
-            graph = getattr(v, "edge_index", None) if not isinstance(v, dict) else None
-        except Exception:  # noqa: BLE001 - an argument's own attribute logic
-            continue
-        if isinstance(graph, DistGraph):
-            return graph
-    return None
+    """The :class:`DistGraph` among a call's arguments (or in a dict of them, or held by a
+    partition passed whole), looked for where :func:`~pyg_sar.distributed.grad_sync.
+    find_context` looks; ``None`` if there is none."""
+    return next((g for g in graph_candidates(args, kwargs) if isinstance(g, DistGraph)), None)
 
 
 def graph_of(module: torch.nn.Module) -> DistGraph:
