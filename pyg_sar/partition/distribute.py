@@ -94,8 +94,11 @@ def distribute(data: Any, num_parts: Optional[int] = None, *, method: str = "met
 
     Args:
         data: a PyG ``Data`` with ``edge_index`` or a sparse ``adj_t``, a ``HeteroData``, or
-            the ``(train_data, val_data, test_data)`` triple of PyG's ``RandomLinkSplit``
-            (see :func:`~pyg_sar.partition.partition_graph`).
+            the ``(train_data, val_data, test_data)`` triple of PyG's ``RandomLinkSplit`` on a
+            ``Data`` (any ``split_labels``, ``add_negative_train_samples``,
+            ``neg_sampling_ratio``, ``disjoint_train_ratio``; see
+            :func:`~pyg_sar.partition.partition_graph`). A ``RandomLinkSplit`` triple of
+            ``HeteroData`` is refused with a ``ValueError``.
         num_parts: the number of parts; must equal the world size (default).
         method: ``"metis"``, ``"random"`` or ``"contiguous"``.
         seed: seed of METIS / the random assignment.
@@ -109,7 +112,10 @@ def distribute(data: Any, num_parts: Optional[int] = None, *, method: str = "met
         this rank's :class:`~pyg_sar.partition.PartitionData` (a
         :class:`~pyg_sar.partition.HeteroPartition` for a ``HeteroData``; for a link split
         the triple ``(train, val, test)`` of
-        :func:`~pyg_sar.partition.link_split.load_link_split`).
+        :func:`~pyg_sar.partition.link_split.load_link_split`: each split's
+        ``edge_label_index`` (or, with ``split_labels=True``, ``pos_edge_label_index`` and
+        ``neg_edge_label_index``) holds the pairs whose source this rank owns, in NEW global
+        ids, with their labels and their positions in the input split (``*_ids``)).
 
     Raises:
         ValueError: ``num_parts`` is not the world size or ``balance`` unknown, or rank 0

@@ -1,18 +1,30 @@
 r"""Partitions of a link-prediction split: message-passing edges apart from supervision pairs.
 
 Input: the triple ``(train_data, val_data, test_data)`` that PyG's ``RandomLinkSplit``
-returns. Each holds the same nodes, its own message-passing ``edge_index`` (train's within
-val's within test's: ``RandomLinkSplit`` gives val the train edges and test the train and
-validation edges; with ``disjoint_train_ratio`` train's graph also lacks its supervision
-edges) and its supervision pairs ``edge_label_index`` with ``edge_label``.
+returns for a homogeneous ``Data``, in any of its forms (``split_labels``,
+``add_negative_train_samples``, ``neg_sampling_ratio``, ``disjoint_train_ratio``,
+``is_undirected``). Each holds the same nodes, its own message-passing ``edge_index``
+(train's within val's within test's: ``RandomLinkSplit`` gives val the train edges and test
+the train and validation edges; with ``disjoint_train_ratio`` train's graph also lacks its
+supervision edges) and its supervision pairs, as one or more *pair sets*:
+
+* ``edge_label_index`` with ``edge_label`` (``split_labels=False``: positives and negatives
+  together, negatives labelled 0);
+* ``pos_edge_label_index`` with ``pos_edge_label`` and ``neg_edge_label_index`` with
+  ``neg_edge_label`` (``split_labels=True``; a split without negatives, e.g. train with
+  ``add_negative_train_samples=False``, has no ``neg_`` set).
+
+A triple of ``HeteroData`` (``RandomLinkSplit(edge_types=...)``) is refused with a
+``ValueError``: partition the ``HeteroData`` itself and split its pairs per rank.
 
 On disk (one folder)::
 
     graph/        a homogeneous partition (pyg_sar.partition format) of test's message-passing
                   edges, with the edge tensor "link_mp_level": 0 = in train's graph,
                   1 = added by val's, 2 = added by test's
-    link/         per split and rank: edge_label_index (NEW global ids), edge_label,
-                  edge_label_ids (position of each pair in the input split)
+    link/         per split, pair set and rank: {set}_index (NEW global ids), {set},
+                  {set}_ids (position of each pair in the input split's {set}_index), where
+                  {set} is edge_label, pos_edge_label or neg_edge_label
     link.json     written last: the splits, pair counts, SHA-256 of every link file
 
 Nodes are assigned once, on test's graph (every message-passing edge of any split), so the
@@ -45,17 +57,57 @@ LINK_META = "link.json"
 GRAPH_DIR = "graph"
 LEVEL_KEY = "link_mp_level"
 LINK_FORMAT = "pyg_sar-link-split"
-LINK_VERSION = 1
-_PAIR_FILES = ("edge_label_index", "edge_label", "edge_label_ids")
+LINK_VERSION = 2
+READS_VERSIONS = (1, 2)  # version 1: one pair set, "edge_label", described on the split
+# The pair sets a split may hold, by their label's name: RandomLinkSplit(split_labels=False)
+# gives "edge_label", split_labels=True "pos_edge_label" and (when it drew negatives for
+# that split) "neg_edge_label". Each set is "{set}_index" [2, n], "{set}" [n, *] and, once
+# partitioned, "{set}_ids" [n] (positions in the input split's "{set}_index").
+PAIR_SETS = ("edge_label", "pos_edge_label", "neg_edge_label")
+_SUPPORTED = ("the (train_data, val_data, test_data) triple of PyG's RandomLinkSplit on a "
+              "homogeneous Data (split_labels=False: edge_label_index / edge_label; "
+              "split_labels=True: pos_edge_label_index / pos_edge_label and "
+              "neg_edge_label_index / neg_edge_label; any add_negative_train_samples, "
+              "neg_sampling_ratio, disjoint_train_ratio, is_undirected)")
+
+
+def _pair_keys(label: str) -> tuple[str, str, str]:
+    """``(index, label, ids)`` attribute names of the pair set ``label``."""
+    return f"{label}_index", label, f"{label}_ids"
+
+
+def pair_sets_of(d: Any) -> list[str]:
+    """The pair sets (names in :data:`PAIR_SETS`) that one split ``d`` holds."""
+    return [s for s in PAIR_SETS if f"{s}_index" in d]
 
 
 def is_link_split(data: Any) -> bool:
-    """Whether ``data`` is a ``(train, val, test)`` triple of PyG ``Data`` with supervision
-    pairs (what ``RandomLinkSplit`` returns)."""
-    from torch_geometric.data import Data
-    return (isinstance(data, (tuple, list)) and len(data) == 3
-            and all(isinstance(d, Data) for d in data)
-            and all("edge_label_index" in d for d in data))
+    """Whether ``data`` looks like the ``(train, val, test)`` triple of PyG's
+    ``RandomLinkSplit``: three ``Data`` (or three ``HeteroData``, which
+    :func:`write_link_split` refuses, naming what is supported)."""
+    from torch_geometric.data import Data, HeteroData
+    if not isinstance(data, (tuple, list)) or len(data) != 3:
+        return False
+    if all(isinstance(d, HeteroData) for d in data):
+        return True
+    return all(isinstance(d, Data) for d in data) and any(pair_sets_of(d) for d in data)
+
+
+def check_link_split(triple: Any) -> None:
+    """Raise a ``ValueError`` naming what is supported unless ``triple`` is a supported link
+    split (see the module docstring)."""
+    from torch_geometric.data import HeteroData
+    if any(isinstance(d, HeteroData) for d in triple):
+        raise ValueError(f"partition_graph: a heterogeneous link split (RandomLinkSplit of a "
+                         f"HeteroData with edge_types=...) is not supported; supported is "
+                         f"{_SUPPORTED}. For a heterogeneous graph, partition the HeteroData "
+                         f"itself (pyg_sar.distribute(hetero_data)) and map the pairs of "
+                         f"your split to the new ids of each node type")
+    for split, d in zip(SPLITS, triple):
+        if not pair_sets_of(d):
+            raise ValueError(f"partition_graph: the {split} split has no supervision pairs "
+                             f"(none of {[f'{s}_index' for s in PAIR_SETS]}); supported is "
+                             f"{_SUPPORTED}")
 
 
 def is_link_folder(path: str | Path) -> bool:
@@ -182,6 +234,9 @@ def check_no_leakage(split: str, pairs: np.ndarray, labels: Tensor, mp: np.ndarr
                          f"propagates over")
 
 
+_PAIR_ATTRS = frozenset(k for s in PAIR_SETS for k in _pair_keys(s))
+
+
 def _check_same_nodes(triple: tuple) -> int:
     train = triple[0]
     num_nodes = train.num_nodes
@@ -191,7 +246,7 @@ def _check_same_nodes(triple: tuple) -> int:
                              f"train split {num_nodes}; a link split's three parts share their "
                              f"nodes")
         for key in train.keys():
-            if key in ("edge_index", "edge_label_index", "edge_label") or \
+            if key == "edge_index" or key in _PAIR_ATTRS or \
                     not isinstance(train[key], Tensor) or not train.is_node_attr(key):
                 continue
             other = d[key] if key in d else None
@@ -214,14 +269,30 @@ def _same_tensor(a: Any, b: Tensor) -> bool:
     return torch.equal(a, b)
 
 
-def _pairs(d: Any, split: str, num_nodes: int) -> tuple[np.ndarray, Tensor]:
-    pairs = _edges(d.edge_label_index, num_nodes, f"the {split} split's edge_label_index")
-    label = d.edge_label if "edge_label" in d else torch.ones(pairs.shape[1])
+def _pairs(d: Any, split: str, num_nodes: int, label_key: str = "edge_label"
+           ) -> tuple[np.ndarray, Tensor]:
+    index_key = _pair_keys(label_key)[0]
+    pairs = _edges(d[index_key], num_nodes, f"the {split} split's {index_key}")
+    if label_key in d:
+        label = d[label_key]
+    else:  # RandomLinkSplit always sets the labels; a hand-made split may leave them out
+        fill = torch.zeros if label_key.startswith("neg_") else torch.ones
+        label = fill(pairs.shape[1])
     if not isinstance(label, Tensor) or label.dim() < 1 or label.size(0) != pairs.shape[1]:
-        raise ValueError(f"partition_graph: the {split} split's edge_label must have one row "
-                         f"per pair ({pairs.shape[1]}), got "
+        raise ValueError(f"partition_graph: the {split} split's {label_key} must have one "
+                         f"row per pair ({pairs.shape[1]}), got "
                          f"{list(getattr(label, 'shape', []))}")
     return pairs, label
+
+
+def _positive(label_key: str, label: Tensor) -> Tensor:
+    """The labels :func:`check_no_leakage` reads: a ``pos_`` set is all positive, a ``neg_``
+    set all negative, a mixed set positive where its label is non-zero."""
+    if label_key.startswith("pos_"):
+        return torch.ones(label.size(0))
+    if label_key.startswith("neg_"):
+        return torch.zeros(label.size(0))
+    return label
 
 
 # --- writing ------------------------------------------------------------------------------
@@ -233,19 +304,22 @@ def write_link_split(triple: tuple, num_parts: int, out_dir: str | Path,
     called by :func:`~pyg_sar.partition.partition_graph` for such a triple."""
     from pyg_sar.partition.writer import write_partition
     out_dir = Path(out_dir)
+    check_link_split(triple)
     num_nodes = _check_same_nodes(triple)
     mp = [_edges(d.edge_index, num_nodes, f"the {s} split's edge_index")
           for s, d in zip(SPLITS, triple)]
     level = mp_levels(*mp, num_nodes)
     undirected = _is_undirected(mp[2], num_nodes)
-    pairs = {}
+    pairs: dict[tuple[str, str], tuple[np.ndarray, Tensor]] = {}
     for i, (split, d) in enumerate(zip(SPLITS, triple)):
-        pairs[split] = _pairs(d, split, num_nodes)
-        if split != "train":
-            check_no_leakage(split, *pairs[split], mp[i], num_nodes, undirected)
+        for label_key in pair_sets_of(d):
+            pair, label = pairs[split, label_key] = _pairs(d, split, num_nodes, label_key)
+            if split != "train":
+                check_no_leakage(split, pair, _positive(label_key, label), mp[i], num_nodes,
+                                 undirected)
 
     graph = copy.copy(triple[2])
-    for key in ("edge_label_index", "edge_label"):
+    for key in _PAIR_ATTRS:
         if key in graph:
             del graph[key]
     graph[LEVEL_KEY] = torch.from_numpy(level)
@@ -263,22 +337,24 @@ def write_link_split(triple: tuple, num_parts: int, out_dir: str | Path,
                                     "val_test": bool((level != 2).all())},
                      "files": {}, "splits": {}}
         for split in SPLITS:
-            pair, label = pairs[split]
+            link_meta["splits"][split] = {"pair_sets": {}}
+        for (split, label_key), (pair, label) in pairs.items():
+            index_key, _, ids_key = _pair_keys(label_key)
             new_pairs = new_id[pair] if pair.size else pair
             owner = np.searchsorted(offsets, new_pairs[0], side="right") - 1
             label_np = storage.to_storage(label.detach().cpu())
             counts = []
             for r in range(len(offsets) - 1):
                 ids = np.flatnonzero(owner == r).astype(np.int64)
-                arrays = {"edge_label_index": np.ascontiguousarray(new_pairs[:, ids]),
-                          "edge_label": np.ascontiguousarray(label_np[ids]),
-                          "edge_label_ids": ids}
+                arrays = {index_key: np.ascontiguousarray(new_pairs[:, ids]),
+                          label_key: np.ascontiguousarray(label_np[ids]),
+                          ids_key: ids}
                 for name, array in arrays.items():
                     rel = link_file(split, r, name)
                     (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
                     link_meta["files"][rel] = storage.save_npy(tmp / rel, array)
                 counts.append(int(ids.size))
-            link_meta["splits"][split] = {
+            link_meta["splits"][split]["pair_sets"][label_key] = {
                 "num_pairs": int(pair.shape[1]), "part_num_pairs": counts,
                 "label_dtype": storage.dtype_name(label.dtype),
                 "label_shape": list(label.shape[1:])}
@@ -301,23 +377,32 @@ def read_link_meta(root: Path) -> dict:
     if not isinstance(meta, dict) or meta.get("format") != LINK_FORMAT:
         raise ValueError(f"'{path}' is not a pyg_sar link split (format "
                          f"{meta.get('format') if isinstance(meta, dict) else None!r})")
-    if meta.get("version") != LINK_VERSION:
+    if meta.get("version") not in READS_VERSIONS:
         raise ValueError(f"'{path}' has link split version {meta.get('version')!r}; this "
-                         f"pyg_sar reads version {LINK_VERSION}")
+                         f"pyg_sar reads versions {list(READS_VERSIONS)}")
     if set(meta.get("splits", {})) != set(SPLITS):
         raise ValueError(f"'{path}' must describe the splits {SPLITS} "
                          f"(got {sorted(meta.get('splits', {}))})")
+    if meta["version"] == 1:  # one pair set, described on the split itself
+        meta["splits"] = {s: {"pair_sets": {"edge_label": info}}
+                          for s, info in meta["splits"].items()}
+    for split, info in meta["splits"].items():
+        sets = info.get("pair_sets") if isinstance(info, dict) else None
+        if not isinstance(sets, dict) or not set(sets) <= set(PAIR_SETS):
+            raise ValueError(f"'{path}' describes the pair sets of the {split} split as "
+                             f"{sets!r}; expected a dict keyed by some of {PAIR_SETS}")
     return meta
 
 
-def _read_pairs(root: Path, meta: dict, split: str, rank: int) -> dict[str, Tensor]:
-    info = meta["splits"][split]
+def _read_pairs(root: Path, meta: dict, split: str, label_key: str,
+                rank: int) -> dict[str, Tensor]:
+    info = meta["splits"][split]["pair_sets"][label_key]
+    index_key, _, ids_key = _pair_keys(label_key)
     n = int(info["part_num_pairs"][rank])
     label_dtype = storage.parse_dtype(info["label_dtype"])
-    shapes = {"edge_label_index": (2, n), "edge_label": (n, *info["label_shape"]),
-              "edge_label_ids": (n,)}
+    shapes = {index_key: (2, n), label_key: (n, *info["label_shape"]), ids_key: (n,)}
     out = {}
-    for name in _PAIR_FILES:
+    for name in (index_key, label_key, ids_key):
         rel = link_file(split, rank, name)
         if rel not in meta["files"]:
             raise ValueError(f"'{root / LINK_META}' lists no checksum for {rel}")
@@ -325,11 +410,11 @@ def _read_pairs(root: Path, meta: dict, split: str, rank: int) -> dict[str, Tens
         if tuple(array.shape) != shapes[name]:
             raise ValueError(f"'{root / rel}' has shape {list(array.shape)}, expected "
                              f"{list(shapes[name])}")
-        out[name] = (storage.from_storage(array, label_dtype) if name == "edge_label"
+        out[name] = (storage.from_storage(array, label_dtype) if name == label_key
                      else torch.from_numpy(np.asarray(array, dtype=np.int64)))
-    ids = out["edge_label_index"]
+    ids = out[index_key]
     if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= meta["num_nodes"]):
-        raise ValueError(f"'{root / link_file(split, rank, 'edge_label_index')}' holds node ids "
+        raise ValueError(f"'{root / link_file(split, rank, index_key)}' holds node ids "
                          f"outside [0, {meta['num_nodes']})")
     return out
 
@@ -363,6 +448,12 @@ def load_link_split(path: str | Path, rank: int, world_size: Optional[int] = Non
       in the input split's ``edge_label_index`` (keys for
       :func:`pyg_sar.link.negative_sampling`).
 
+    A split made with ``RandomLinkSplit(split_labels=True)`` has, instead of these three,
+    ``pos_edge_label_index`` / ``pos_edge_label`` / ``pos_edge_label_ids`` and (when the split
+    has negatives) ``neg_edge_label_index`` / ``neg_edge_label`` / ``neg_edge_label_ids``, in
+    the same way: new global ids, the pairs whose source this rank owns, positions in the input
+    split's ``pos_edge_label_index`` / ``neg_edge_label_index``.
+
     Node tensors (``x``, ``y``, ...) are shared by the three. Arguments and errors as for
     :func:`~pyg_sar.partition.load_partition`.
     """
@@ -390,7 +481,9 @@ def load_link_split(path: str | Path, rank: int, world_size: Optional[int] = Non
     out = []
     for split in SPLITS:
         part = _split_part(base, masks[split], graphs[split])
-        for name, value in _read_pairs(root, meta, split, rank).items():
-            part[name] = value
+        for label_key in PAIR_SETS:
+            if label_key in meta["splits"][split]["pair_sets"]:
+                for name, value in _read_pairs(root, meta, split, label_key, rank).items():
+                    part[name] = value
         out.append(part)
     return tuple(out)
