@@ -216,6 +216,7 @@ class GradSync:
 
     def _reset_runtime(self) -> None:
         self._params: list[torch.nn.Parameter] = []
+        self._names: list[str] = []
         self._param_handles: list = []
         self._installed = False
         self._context = None          # of the last forward over a DistGraph (world size > 1)
@@ -226,6 +227,8 @@ class GradSync:
         self._broadcast_done: list = []  # contexts whose rank 0 parameters were broadcast
         self._broadcast_pending = False
         self._training_forwards = 0
+        self._backward_passes = 0
+        self._pass_global = False     # a global loss's backward ran in the pass now running
         self._stash: dict[int, Optional[Tensor]] = {}
         self._accumulated: set[int] = set()
         self._queued = False
@@ -253,6 +256,8 @@ class GradSync:
         """Register the two gradient hooks on each of ``module``'s trainable parameters."""
         self.remove_parameter_hooks()
         self._params = _synced(module)
+        names = {id(p): n for n, p in module.named_parameters()}
+        self._names = [names.get(id(p), f"parameter {i}") for i, p in enumerate(self._params)]
         for i, p in enumerate(self._params):
             self._param_handles.append(p.register_hook(self._before_accumulate(i)))
             self._param_handles.append(
@@ -287,12 +292,27 @@ class GradSync:
         return (self.sync and self._context is not None and self._context.world_size > 1
                 and not self._under_ddp)
 
+    def attach(self, module: torch.nn.Module) -> None:
+        """At :func:`pyg_sar.convert`: where the job's context is known already (made by
+        :func:`pyg_sar.init` or :func:`pyg_sar.distribute` before ``convert``, as in every
+        script that runs on several ranks), broadcast rank 0's parameters and register the
+        gradient hooks now, so that every use of the parameters is covered: ``forward``, any
+        other method (``encode``, ``decode``, ``recon_loss``), a submodule called alone, a
+        model that never sees the graph (an MLP on features). Otherwise both wait for the
+        first call that sees a DistGraph."""
+        from pyg_sar.distributed.context import resolve_context
+        self._root = weakref.ref(module)
+        context = resolve_context(None, create=False)
+        if context is not None and context.world_size > 1:
+            self._on_graph(module, context, late=False, count_forward=False)
+
     def _before_accumulate(self, i: int) -> Callable[[Tensor], None]:
         def hook(grad: Tensor) -> None:
             p = self._params[i]
             if not self._active():
                 clear_synchronised(p.grad)
                 return
+            self._pass_global = self._pass_global or _MARKS.global_loss
             if i not in self._stash:
                 # Autograd then stores this pass's local gradient alone in p.grad.
                 self._stash[i] = p.grad
@@ -317,6 +337,7 @@ class GradSync:
         self._stash, self._accumulated, self._queued = {}, set(), False
         ctx = self._context
         if ctx is None or ctx.world_size == 1:
+            self._pass_global = False
             for i, before in stash.items():
                 if i not in accumulated:
                     self._params[i].grad = before
@@ -328,11 +349,41 @@ class GradSync:
                     "pyg_sar: automatic gradient synchronisation does not support sparse "
                     f"gradients (parameter of shape {tuple(params[i].shape)}); use "
                     "SARConfig(sync_gradients=False) and reduce them yourself")
-        anywhere = torch.zeros(len(params), dtype=torch.uint8, device=ctx.device)
+        # One collective carries which parameters have a gradient anywhere, whether any rank
+        # ran this pass from a per-rank loss, and (when due) the parameters' fingerprints:
+        # whichever method of the model ran, a wrong loss or drifted parameters raise here,
+        # on every rank alike, before anything is summed.
+        n = len(params)
+        local_loss = self.check_loss and bool(accumulated) and not self._pass_global
+        self._pass_global = False
+        self._backward_passes += 1
+        drift_due = self.check_every > 0 and (self._backward_passes <= CHECKED_FIRST or
+                                              self._backward_passes % self.check_every == 0)
+        head = torch.zeros(n + 1, dtype=torch.int64, device=ctx.device)
         if accumulated:
-            anywhere[sorted(accumulated)] = 1
-        ctx.comm.all_reduce(anywhere, op="max")
-        flags = anywhere.tolist()
+            head[sorted(accumulated)] = 1
+        head[n] = int(local_loss)
+        message = head
+        if drift_due:
+            mine = fingerprints(list(params), ctx.device)
+            message = torch.cat([head, mine, -mine])
+        ctx.comm.all_reduce(message, op="max")
+        if int(message[n]):
+            self._restore(stash)
+            raise RuntimeError(
+                f"pyg_sar: a backward pass on {ctx.world_size} ranks reached the converted "
+                f"model's parameters from a loss that is not reduced over ranks (such as "
+                f"PyG's F.cross_entropy(out[mask], y[mask]) or a plain .mean() over this "
+                f"rank's rows or pairs): each rank would train on its own share's mean and the "
+                f"summed gradients are not the single-process ones. Fix: {LOSS_FIX}.")
+        if drift_due:
+            differ = (message[n + 1:2 * n + 1] != -message[2 * n + 1:]).tolist()
+            bad = [self._names[i] for i, d in enumerate(differ) if d]
+            if bad:
+                self._restore(stash)
+                raise RuntimeError(self._drift_message(bad, f"{self._backward_passes} "
+                                                            f"backward pass(es)"))
+        flags = message[:n].tolist()
         parts, owners = [], []
         for i, p in enumerate(params):
             if not flags[i]:
@@ -354,14 +405,19 @@ class GradSync:
             p.grad = grad
             mark_synchronised(grad)
 
+    def _restore(self, stash: dict[int, Optional[Tensor]]) -> None:
+        """Give the parameters back the gradients they had before a refused pass."""
+        for i, before in stash.items():
+            if i < len(self._params):
+                self._params[i].grad = before
+        self._pass_global = False
+        _MARKS.reset()
+
     def _abandon_pass(self) -> None:
         """A backward pass ended in an exception before its end-of-pass callback: give the
         parameters back the gradients they had before it, and forget its marks."""
-        for i, before in self._stash.items():
-            if i < len(self._params):
-                self._params[i].grad = before
+        self._restore(self._stash)
         self._stash, self._accumulated, self._queued = {}, set(), False
-        _MARKS.reset()
 
     # ---- forward hooks --------------------------------------------------------------------
     def before_forward(self, module: torch.nn.Module, args: tuple, kwargs: dict) -> None:
@@ -375,19 +431,36 @@ class GradSync:
         context = find_context(args, kwargs)
         if context is not None:
             self._on_graph(module, context, late=False)
+        elif self._active() and not self._hooks_current(module):
+            # A forward that never sees the graph (an MLP on features) in a job whose context
+            # is known: parameters frozen, unfrozen or added since are covered too.
+            self._install_if_ready(module)
 
     def before_layer(self, layer: torch.nn.Module, args: tuple, kwargs: dict) -> None:
         """Pre-hook of each message-passing layer: finds the DistGraph of a model that reads
-        it from elsewhere than its arguments (``model()`` over a captured ``data``)."""
-        if not self._in_forward or self._forward_context is not None:
+        it from elsewhere than its arguments (``model()`` over a captured ``data``), or that
+        is called through another method than ``forward`` (``model.encode(x, graph)``, a
+        submodule called alone)."""
+        if self._in_forward and self._forward_context is not None:
             return
         root = self._root() if self._root is not None else None
+        if root is None:
+            return
         context = find_context(args, kwargs)
-        if root is not None and context is not None:
-            self._on_graph(root, context, late=True)
+        if context is not None:
+            self._on_graph(root, context, late=True, count_forward=self._in_forward)
 
-    def _on_graph(self, module: torch.nn.Module, context: Any, late: bool) -> None:
-        """The forward runs over a DistGraph of ``context``: broadcast, checks, hooks."""
+    def _install_if_ready(self, module: torch.nn.Module) -> None:
+        lazy = any(isinstance(p, torch.nn.parameter.UninitializedParameter)
+                   for p in module.parameters())
+        if self.sync and not lazy:
+            self.install_parameter_hooks(module)
+
+    def _on_graph(self, module: torch.nn.Module, context: Any, late: bool,
+                  count_forward: bool = True) -> None:
+        """The model runs over a DistGraph of ``context`` (or, at ``convert``, in a job of
+        that context): broadcast, checks, hooks. ``count_forward``: a training forward of the
+        model, checked for drifted parameters on the first ones and then at the interval."""
         if context is None or context.world_size == 1:
             return
         self._context = self._forward_context = context
@@ -414,7 +487,7 @@ class GradSync:
         elif broadcast_now:
             broadcast_parameters(module, src=0, ctx=context)
             self._broadcast_done.append(context)
-        if module.training and self.check_every > 0:
+        if count_forward and module.training and self.check_every > 0:
             self._training_forwards += 1
             n = self._training_forwards
             if (n <= CHECKED_FIRST or n % self.check_every == 0) and not broadcast_now:
@@ -439,6 +512,7 @@ class GradSync:
                     t.register_hook(self._on_output_grad)
 
     def _on_output_grad(self, grad: Tensor) -> None:
+        self._pass_global = self._pass_global or _MARKS.global_loss
         if not _MARKS.global_loss and self.check_loss:
             ranks = self._context.world_size if self._context is not None else "several"
             raise RuntimeError(
@@ -467,15 +541,18 @@ class GradSync:
         """Raise unless every rank holds bit-identical parameters."""
         bad = self.differing_parameters(module)
         if bad:
-            shown = ", ".join(bad[:5]) + (f" (and {len(bad) - 5} more)" if len(bad) > 5 else "")
-            raise RuntimeError(
-                f"pyg_sar: the parameters of the converted model differ between ranks after "
-                f"{self._training_forwards} training forward(s): {shown}. Every rank must "
-                f"apply the same update: keep SARConfig(sync_gradients=True) (or call "
-                f"pyg_sar.all_reduce_gradients(model) after every backward), compute the "
-                f"loss with pyg_sar.nn.functional, give every rank the same optimizer "
-                f"settings, and change parameters on all ranks or none "
-                f"(pyg_sar.broadcast_parameters(model) copies rank 0's). "
+            raise RuntimeError(self._drift_message(
+                bad, f"{self._training_forwards} training forward(s)"))
+
+    @staticmethod
+    def _drift_message(bad: list[str], when: str) -> str:
+        shown = ", ".join(bad[:5]) + (f" (and {len(bad) - 5} more)" if len(bad) > 5 else "")
+        return (f"pyg_sar: the parameters of the converted model differ between ranks after "
+                f"{when}: {shown}. Every rank must apply the same update: keep "
+                f"SARConfig(sync_gradients=True) (or call pyg_sar.all_reduce_gradients(model) "
+                f"after every backward), compute the loss with pyg_sar.nn.functional, give "
+                f"every rank the same optimizer settings, and change parameters on all ranks "
+                f"or none (pyg_sar.broadcast_parameters(model) copies rank 0's). "
                 f"SARConfig(check_parameters_every=0) turns this check off.")
 
 
@@ -510,6 +587,7 @@ def install(model: torch.nn.Module, config: Any,
     state = _state_of(model)
     if state is not None:
         state.configure(config)
+        state.attach(model)
         return state
     state = GradSync(config)
     state.forward_handles = [
@@ -518,6 +596,7 @@ def install(model: torch.nn.Module, config: Any,
     ] + [layer.register_forward_pre_hook(state.before_layer, with_kwargs=True)
          for layer in layers if layer is not model]
     setattr(model, STATE, state)
+    state.attach(model)
     return state
 
 

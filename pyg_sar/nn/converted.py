@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any, Optional
 
+import torch
 from torch import Tensor
 
 from pyg_sar.graph import DistGraph
@@ -84,6 +85,31 @@ def _state_field(field: str) -> property:
     return property(get, set, doc=f"``{STATE}.{field}`` (:class:`LayerState`).")
 
 
+def refuse_plain_graph_in_training(layer: Any) -> None:
+    """Refuse a plain ``edge_index`` given to a converted layer while training in a job of
+    several ranks.
+
+    Every rank would then run PyG on that graph (often the whole graph, handed over instead of
+    the rank's part), and the gradients summed over ranks would count it once per rank:
+    wrong by a factor, silently. Without gradients (evaluation under ``torch.no_grad()``)
+    the output is PyG's and nothing is summed, so it runs.
+    """
+    if not torch.is_grad_enabled():
+        return
+    from pyg_sar.distributed.context import resolve_context
+    context = resolve_context(None, create=False)
+    if context is None or context.world_size == 1:
+        return
+    raise ValueError(
+        f"pyg_sar: converted layer {type(layer).__name__} was given a plain edge_index (not a "
+        f"DistGraph) while training on "
+        f"{context.world_size} ranks: each rank would train on that whole graph and the "
+        f"gradients summed over ranks would count it {context.world_size} times. Pass this "
+        f"rank's part instead (data.edge_index of pyg_sar.distribute's result, or "
+        f"part.graph of pyg_sar.load_partition); to run plain PyG on one rank, use "
+        f"pyg_sar.unconvert(copy.deepcopy(model)), or evaluate under torch.no_grad()")
+
+
 class SARLayer:
     """Mixin of every converted MessagePassing layer (first in the generated class's bases)."""
 
@@ -109,6 +135,7 @@ class SARLayer:
 
     def propagate(self, edge_index: Any, size=None, **kwargs: Any) -> Tensor:
         if not isinstance(edge_index, DistGraph):
+            refuse_plain_graph_in_training(self)
             return self._sar_base.propagate(self, edge_index, size=size, **kwargs)
         from pyg_sar.nn.propagate import dist_propagate
         # PyG's propagate hooks see the call as a whole, as in PyG's propagate.

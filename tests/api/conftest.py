@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parent
-TRAINING_CASES = ("grad_sync", "losses", "mistakes")
+TRAINING_CASES = ("grad_sync", "losses", "mistakes", "entry_points")
 
 
 @pytest.fixture(scope="session")

@@ -73,7 +73,9 @@ def test_model_reading_its_graph_from_captured_data(ranks):
         case = res["captured_graph"]
         assert case["curve"] <= 1e-12 and case["params"] <= 1e-10, case
         assert case["local_loss"] == "RuntimeError"
-        assert res["captured_late_broadcast"] == {"warned": True, "identical": True}
+        # Each rank initialises its own parameters: convert, in a job whose context exists,
+        # copies rank 0's at once, so the first forward is exact and nothing warns.
+        assert res["captured_late_broadcast"] == {"warned": False, "identical": True}
 
 
 def test_parameter_with_gradient_on_one_rank_only(ranks):

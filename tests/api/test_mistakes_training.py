@@ -45,6 +45,7 @@ def test_opt_outs_for_own_reductions(ranks):
 def test_forgotten_broadcast_is_harmless(ranks):
     for res in ranks:
         assert res["init_differs"]
+        assert res["identical_after_convert"]
         assert res["identical_after_forward"]
         assert res["forgotten_broadcast"] <= 1e-12
         assert res["explicit_broadcast"] == 0.0

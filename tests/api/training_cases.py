@@ -340,8 +340,8 @@ def grad_sync(ctx, parts: str) -> dict:
     out["captured_graph"] = {
         "curve": max(abs(a - b) / abs(b) for a, b in zip(curve, ref_curve)),
         "params": param_error(ref, model), "local_loss": local["type"]}
-    # ... and with each rank's own initialisation: rank 0's arrives during the first forward,
-    # after the encoder ran; a warning says the first step is not exact.
+    # ... and with each rank's own initialisation: convert copies rank 0's parameters (the
+    # job's context exists), so the first step is exact and no warning says otherwise.
     import warnings
     model = pyg_sar.convert(Captured(ctx.rank, x, part.graph))
     with warnings.catch_warnings(record=True) as caught:
@@ -417,11 +417,13 @@ def mistakes(ctx, parts: str) -> dict:
     (out_loc * weight[s2.nid]).sum().backward()
     out["check_loss_off"] = grad_error(s2.ref, s2.model)
 
-    # Forgotten broadcast: every rank initialises its own parameters; the first forward
-    # copies rank 0's, so gradients equal PyG's with rank 0's initialisation.
+    # Forgotten broadcast: every rank initialises its own parameters; convert (the job's
+    # context exists) copies rank 0's, so gradients equal PyG's with rank 0's initialisation.
     ref = make_model(seed=0)
-    model = pyg_sar.convert(make_model(seed=ctx.rank))
-    out["init_differs"] = not _fingerprint_equal(ctx, model)
+    plain = make_model(seed=ctx.rank)
+    out["init_differs"] = not _fingerprint_equal(ctx, plain)
+    model = pyg_sar.convert(plain)
+    out["identical_after_convert"] = _fingerprint_equal(ctx, model)
     out_loc = model(x, graph)
     out["identical_after_forward"] = _fingerprint_equal(ctx, model)
     SF.cross_entropy(out_loc, y, m).backward()
@@ -470,4 +472,96 @@ def mistakes(ctx, parts: str) -> dict:
         with torch.no_grad():
             s6.model.convs[1].lin_l.weight.add_(1.0)
     out["drift_check_off"] = error_of(lambda: s6.model(x, graph))
+    return out
+
+
+# ---- every entry point of a converted model ------------------------------------------------
+class EncodeDecode(torch.nn.Module):
+    """A link model used as PyG's link examples use theirs: through ``encode`` and a
+    ``decode`` with a parameter of its own, never through ``forward``."""
+
+    def __init__(self, seed: int) -> None:
+        super().__init__()
+        torch.manual_seed(seed)
+        self.gnn = GraphSAGE(IN, HIDDEN, num_layers=2).double()
+        self.rel = torch.nn.Parameter(torch.randn(HIDDEN, dtype=torch.float64))
+
+    def encode(self, x, edge_index):
+        return self.gnn(x, edge_index)
+
+    def decode(self, z):
+        return (z * self.rel).sum(-1)
+
+
+def _mlp(seed: int) -> torch.nn.Module:
+    from torch_geometric.nn import MLP
+    torch.manual_seed(seed)
+    return MLP([IN, HIDDEN, CLASSES], norm="batch_norm", dropout=0.0).double()
+
+
+def entry_points(ctx, parts: str) -> dict:
+    """Gradient sync, broadcast and checks whichever method of a converted model runs; each
+    rank initialises its model with its own seed (convert copies rank 0's)."""
+    out: dict = {}
+    data = make_graph()
+    part = pyg_sar.load_partition(parts, ctx.rank)
+    x, graph, nid = part.x.double(), part.graph, part.node_ids
+    target = torch.randn(data.num_nodes, generator=torch.Generator().manual_seed(3),
+                         dtype=torch.float64)
+
+    # model.encode / model.decode, as PyG's GAE-style scripts call them.
+    ref = EncodeDecode(0)
+    model = pyg_sar.convert(EncodeDecode(ctx.rank))
+    ref_curve = _train(ref, lambda net: net.decode(net.encode(data.x, data.edge_index)),
+                       lambda o: F.mse_loss(o[data.train_mask], target[data.train_mask]), 5)
+    curve = _train(model, lambda net: net.decode(net.encode(x, graph)),
+                   lambda o: SF.mse_loss(o, target[nid], part.train_mask), 5)
+    out["encode_decode"] = {
+        "curve": max(abs(a - b) / abs(b) for a, b in zip(curve, ref_curve)),
+        "params": param_error(ref, model), "identical": _fingerprint_equal(ctx, model)}
+
+    # A converted model whose forward never receives a graph: an MLP on features.
+    ref, model = _mlp(0), pyg_sar.convert(_mlp(ctx.rank))
+    ref_curve = _train(ref, lambda net: net(data.x), lambda o: F.cross_entropy(
+        o[data.train_mask], data.y[data.train_mask]), 5)
+    curve = _train(model, lambda net: net(x), lambda o: SF.cross_entropy(
+        o, part.y, part.train_mask), 5)
+    out["mlp"] = {"curve": max(abs(a - b) / abs(b) for a, b in zip(curve, ref_curve)),
+                  "params": param_error(ref, model), "identical": _fingerprint_equal(ctx, model)}
+
+    # A per-rank loss through encode / through the MLP: refused on every rank, gradients
+    # given back; the next step is exact again.
+    model = pyg_sar.convert(EncodeDecode(0))
+    m = part.train_mask
+    out["encode_local_loss"] = error_of(lambda: F.mse_loss(
+        model.decode(model.encode(x, graph))[m], target[nid][m]).backward())
+    out["encode_local_loss_grads_none"] = all(p.grad is None for p in model.parameters())
+    mlp = pyg_sar.convert(_mlp(0))
+    out["mlp_local_loss"] = error_of(
+        lambda: F.cross_entropy(mlp(x)[m], part.y[m]).backward())
+
+    # Parameters that drift on one rank are refused at the next backward pass, whichever
+    # method ran (no forward of the model at all here).
+    model = pyg_sar.convert(EncodeDecode(0))
+    SF.mse_loss(model.decode(model.encode(x, graph)), target[nid], m).backward()
+    if ctx.rank == 1:
+        with torch.no_grad():
+            model.rel[0] += 1e-12
+    out["encode_drift"] = error_of(lambda: SF.mse_loss(
+        model.decode(model.encode(x, graph)), target[nid], m).backward())
+    mlp = pyg_sar.convert(_mlp(0))
+    if ctx.rank == 2:
+        with torch.no_grad():
+            mlp.lins[1].bias[0] += 1.0
+    out["mlp_drift"] = error_of(lambda: SF.cross_entropy(mlp(x), part.y, m).backward())
+
+    # The whole graph handed to the converted model instead of the rank's part: refused while
+    # training (every rank would count it once); under no_grad PyG's output, as PyG computes.
+    ref = EncodeDecode(0)
+    model = pyg_sar.convert(EncodeDecode(0))
+    out["whole_graph_training"] = error_of(lambda: model.encode(data.x, data.edge_index))
+    with torch.no_grad():
+        out["whole_graph_no_grad"] = _rel(model.encode(data.x, data.edge_index),
+                                          ref.encode(data.x, data.edge_index))
+    pyg_sar.barrier()
     return out
