@@ -17,6 +17,11 @@ Every other use of ``range`` is the builtin's.
 ``pyg_sar.convert`` become the identity, so PyG's own layers run on the whole graph (the
 global losses and metrics of ``pyg_sar.nn.functional`` on one process are PyG's). It is the
 single-process PyG baseline of the examples that are not ports of a PyG script.
+
+``--float64`` runs the scripts in float64 (the default dtype, and every floating tensor of the
+data handed to ``pyg_sar.distribute``), and ``--save-params PREFIX`` writes, after each script,
+the final parameters of its global ``model`` to ``PREFIX<script>.rank<r>.pt``: together they
+check a port's training end to end against one process (tests/examples/test_port_exactness.py).
 """
 from __future__ import annotations
 
@@ -54,12 +59,24 @@ def split_scripts(argv: list[str]) -> list[list[str]]:
     return runs
 
 
+def _to_float64(data):
+    """``data`` (a ``Data``, ``HeteroData`` or a tuple of them) with floating tensors in
+    float64."""
+    if isinstance(data, (tuple, list)):
+        return type(data)(_to_float64(d) for d in data)
+    return data.apply(lambda t: t.double() if t.is_floating_point() else t)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--max-epochs", type=int, default=None)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--plain", action="store_true",
                         help="plain PyG: distribute and convert are the identity")
+    parser.add_argument("--float64", action="store_true",
+                        help="float64 default dtype and data (exactness checks)")
+    parser.add_argument("--save-params", default=None, metavar="PREFIX",
+                        help="write each script's final model parameters to PREFIX...")
     parser.add_argument("scripts", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     runs = split_scripts(args.scripts)
@@ -76,6 +93,10 @@ def main(argv: list[str] | None = None) -> None:
             parser.error("--plain runs one process")
         pyg_sar.distribute = lambda data, *a, **k: data
         pyg_sar.convert = lambda model, *a, **k: model
+    if args.float64:
+        torch.set_default_dtype(torch.float64)
+        distribute = pyg_sar.distribute
+        pyg_sar.distribute = lambda data, *a, **k: distribute(_to_float64(data), *a, **k)
     for script, *script_args in runs:
         path = os.path.abspath(script)
         if rank == 0:
@@ -87,7 +108,11 @@ def main(argv: list[str] | None = None) -> None:
         if args.max_epochs is not None:
             init_globals["range"] = capped_range(args.max_epochs)
         try:
-            runpy.run_path(path, init_globals=init_globals, run_name="__main__")
+            result = runpy.run_path(path, init_globals=init_globals, run_name="__main__")
+            if args.save_params is not None:
+                state = {k: v.detach().cpu() for k, v in result["model"].state_dict().items()}
+                name = os.path.splitext(os.path.basename(path))[0]
+                torch.save(state, f"{args.save_params}{name}.rank{rank}.pt")
         finally:
             sys.path.pop(0)
             sys.stdout.flush()

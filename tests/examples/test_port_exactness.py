@@ -1,0 +1,62 @@
+"""The ported PyG scripts train exactly as one process: run in float64 for a few epochs at
+P = 1, 2 and 3 (``tests/examples/runner.py --float64 --save-params``), their final model
+parameters agree to 1e-10 (relative to each tensor's largest entry).
+
+One launch per P runs every script of ``PORTS`` (torch, PyG and MPI start once per launch).
+These scripts call their models through methods other than ``forward`` (``model.encode``,
+``model.decode``, ``model.recon_loss``, ``model.test``), draw negatives with
+``pyg_sar.link.negative_sampling`` (the same at every P) and use no dropout, so nothing but
+the number of ranks differs between the runs.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_examples import EXAMPLES, RUNNER, TIMEOUT_S, _has_mpi, launch  # noqa: E402
+
+EPOCHS = 4
+TOL = 1e-10
+PORTS = [name for name in ("link_pred", "autoencoder", "infomax_transductive")
+         if (EXAMPLES / f"{name}.py").exists()]
+
+
+def _run(tmp: Path, ranks: int) -> dict[str, dict[str, torch.Tensor]]:
+    prefix = str(tmp / f"p{ranks}_")
+    cmd = [sys.executable, str(RUNNER), "--max-epochs", str(EPOCHS), "--float64",
+           "--save-params", prefix]
+    for i, name in enumerate(PORTS):
+        cmd += ([":::"] if i else []) + [str(EXAMPLES / f"{name}.py")]
+    launch(cmd, tmp, ranks=ranks, timeout=TIMEOUT_S)
+    return {name: torch.load(f"{prefix}{name}.rank0.pt", weights_only=True) for name in PORTS}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[int, dict]:
+    tmp = tmp_path_factory.mktemp("port_exactness")
+    out = {1: _run(tmp, 1)}
+    if _has_mpi():
+        for p in (2, 3):
+            out[p] = _run(tmp, p)
+    return out
+
+
+def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
+    scale = max(float(b.abs().max()), 1e-30) if b.numel() else 1.0
+    return float((a - b).abs().max()) / scale if b.numel() else 0.0
+
+
+@pytest.mark.parametrize("p", [2, 3])
+@pytest.mark.parametrize("name", PORTS)
+def test_port_trains_as_one_process(runs, name, p):
+    if p not in runs:
+        pytest.skip("needs mpiexec and mpi4py")
+    want, got = runs[1][name], runs[p][name]
+    assert want.keys() == got.keys()
+    assert all(t.dtype == torch.float64 for t in want.values() if t.is_floating_point())
+    errors = {k: _rel(got[k], want[k]) for k in want if want[k].is_floating_point()}
+    assert max(errors.values()) <= TOL, errors
