@@ -13,8 +13,8 @@ from typing import Any
 # name -> module; each module is imported on first use.
 _LAZY: dict[str, str] = {
     # global losses and ranking metrics (H3)
-    **dict.fromkeys(("roc_auc", "mrr", "hits_at_k", "bpr_loss", "recall_at_k",
-                     "precision_at_k", "ndcg_at_k"), "pyg_sar.link.metrics"),
+    **dict.fromkeys(("roc_auc", "average_precision", "mrr", "hits_at_k", "bpr_loss",
+                     "recall_at_k", "precision_at_k", "ndcg_at_k"), "pyg_sar.link.metrics"),
     "topk_items": "pyg_sar.link.topk",
     # distributed gather and negatives (H1)
     "gather": "pyg_sar.link.gather",

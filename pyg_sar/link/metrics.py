@@ -2,7 +2,8 @@ r"""Global link-prediction losses and ranking metrics: each rank passes its own 
 rank gets the value over the rows of ALL ranks, equal to the single-process computation on the
 concatenation of the ranks' rows (in rank order; the metrics do not depend on the order).
 
-* :func:`roc_auc`: area under the ROC curve of scores against 0/1 labels.
+* :func:`roc_auc`: area under the ROC curve of scores against 0/1 labels;
+  :func:`average_precision`: the area under the precision-recall curve (scikit-learn's AP).
 * :func:`mrr`, :func:`hits_at_k`: each positive ranked against its own negatives (``neg``
   2-D, OGB ``ogbl-citation2`` style) or against one pool of negatives spread over the ranks
   (``neg`` 1-D, OGB ``ogbl-collab`` / ``ogbl-ddi`` style).
@@ -145,6 +146,58 @@ def roc_auc(scores: Tensor, labels: Tensor, *, context: Any = None) -> Tensor:
         raise ValueError(f"roc_auc: the labels of all ranks hold {n_pos} positives and "
                          f"{n_neg} negatives; the AUC needs both")
     return _scalar(int(stats[0]) / (2.0 * n_pos * n_neg), s.device)
+
+
+def average_precision(scores: Tensor, labels: Tensor, *, context: Any = None) -> Tensor:
+    r"""Average precision of ``scores`` against ``labels`` over the rows of ALL ranks, as
+    ``sklearn.metrics.average_precision_score`` on the concatenation:
+
+    .. math::
+        \mathrm{AP} = \sum_k (R_k - R_{k-1})\, P_k
+        = \frac{1}{|P|} \sum_{p \in P} \frac{|\{q \in P : s_q \ge s_p\}|}
+          {|\{q \in P \cup N : s_q \ge s_p\}|}
+
+    (precision and recall at each distinct score taken as a threshold; tied scores form one
+    threshold). Every rank's positive and negative scores are gathered on every rank (memory
+    and traffic O(total rows): meant for evaluation sets), sorted, and the sum taken over the
+    sorted positives: the same value, bit for bit, on every rank and for every number of ranks.
+
+    Args:
+        scores: ``[n]`` scores of this rank's pairs (only their order matters).
+        labels: ``[n]`` 0/1 labels (bool, integer or float).
+        context: the ranks (see the module docstring).
+
+    Returns:
+        0-dim float64 tensor, the same on every rank.
+
+    Raises:
+        ValueError: shapes differ, a label is not 0 or 1, a score is NaN, or all ranks together
+            have no positive (the AP is undefined).
+    """
+    name = "average_precision"
+    comm = _comm(context)
+    if scores.dim() != 1 or labels.shape != scores.shape:
+        problem = (f"{name}: scores and labels must be 1-d of the same length (got shapes "
+                   f"{tuple(scores.shape)} and {tuple(labels.shape)})")
+    else:
+        problem = _float_problem(name, "scores", scores)
+        bad = (labels != 0) & (labels != 1)
+        if problem is None and bool(bad.any()):
+            i = int(bad.nonzero()[0, 0])
+            problem = f"{name}: labels must be 0 or 1 (got {labels[i].item()!r} at index {i})"
+    _agree(comm, name, problem, scores.device)
+    s = scores.detach().to(torch.float64)
+    positive = labels.detach() == 1
+    pos = _allgather_rows(s[positive], comm, name).sort().values
+    neg = _allgather_rows(s[~positive], comm, name).sort().values
+    if pos.numel() == 0:
+        raise ValueError(f"{name}: the labels of all ranks hold no positive; the average "
+                         f"precision needs one")
+    # rows scoring at least each positive's score (the threshold it ends the recall step at)
+    tp = pos.numel() - torch.searchsorted(pos, pos, right=False)
+    fp = neg.numel() - torch.searchsorted(neg, pos, right=False)
+    precision = tp.to(torch.float64) / (tp + fp).to(torch.float64)
+    return (precision.sum() / pos.numel()).to(s.device)
 
 
 # ---- MRR and Hits@K ---------------------------------------------------------------------

@@ -13,6 +13,7 @@ from pyg_sar.compression.interface import resolve
 from pyg_sar.config import SARConfig
 from pyg_sar.distributed import grad_sync
 from pyg_sar.nn import registry
+from pyg_sar.nn.autoencoder import convert_autoencoders
 from pyg_sar.nn.converted import LayerState, SARAttentionLayer, SARLayer, converted_class
 from pyg_sar.nn.hetero import check_hetero_call
 from pyg_sar.nn.hetero_bases import check_basis_conv, prepare_bases
@@ -109,6 +110,7 @@ def convert(model: torch.nn.Module, config: Optional[SARConfig] = None) -> torch
                                        compressors[name])
     _replace_batch_norms(model)
     convert_lightgcn(model)  # sharded embedding table, pairs by gather (nn/lightgcn.py)
+    convert_autoencoders(model)  # GAE / VGAE / ARGA / ARGVA: global losses (nn/autoencoder.py)
     # Global attention and the like: forwards replaced (registry.MODULE_FORWARDS).
     convert_module_forwards(model, registry.MODULE_FORWARDS, config)
     if not getattr(model, "_sar_binds_norms", False):

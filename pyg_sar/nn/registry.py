@@ -350,6 +350,12 @@ PASSTHROUGH_MODULES = frozenset({
     # Its embedding table is sharded by owner rank and its pair methods gather the pairs'
     # ends (pyg_sar.nn.lightgcn); LGConv is checked as a layer.
     "torch_geometric.nn.models.lightgcn.LightGCN",
+    # Graph auto-encoders: forward / encode run the encoder (checked layers); the pair
+    # methods gather the pairs' ends and the losses and metrics are global
+    # (pyg_sar.nn.autoencoder); the decoder scores the gathered rows, renumbered.
+    "torch_geometric.nn.models.autoencoder.GAE", "torch_geometric.nn.models.autoencoder.VGAE",
+    "torch_geometric.nn.models.autoencoder.ARGA", "torch_geometric.nn.models.autoencoder.ARGVA",
+    "torch_geometric.nn.models.autoencoder.InnerProductDecoder",
     # SGFormer's GNN branch: GCNConvs and batch norms, node-wise in between.
     "torch_geometric.nn.models.sgformer.GraphModule",
 })
