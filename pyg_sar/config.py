@@ -50,22 +50,29 @@ class SARConfig:
             codec sends raw, are not cast either (see :mod:`pyg_sar.core.exchange`). Applies in
             training and eval mode; one process sends nothing, so ``P = 1`` is unchanged.
             float16 is refused (values beyond 65504 would arrive as infinities).
-        sync_gradients: after every backward pass through the converted model, sum each
+        sync_gradients: after every backward pass that reaches the converted model's
+            parameters (through ``forward`` or any other method or submodule), sum each
             parameter's new gradient over ranks (bucketed all-reduce at the end of the pass,
             as torch DDP does), so ``.grad`` holds the single-process gradient and no
             :func:`~pyg_sar.all_reduce_gradients` call is needed (an explicit one is then a
             no-op). Gradient accumulation over several backward passes stays exact. ``False``:
             gradients stay per rank (call :func:`~pyg_sar.all_reduce_gradients` yourself, or
             wrap the model in DDP).
-        broadcast_parameters: copy rank 0's parameters and buffers to every rank on the
-            model's first forward over a :class:`~pyg_sar.DistGraph` (harmless next to an
-            explicit :func:`~pyg_sar.broadcast_parameters`).
-        check_parameters_every: in training mode, check that every rank holds bit-identical
-            parameters on the first 10 forwards and then on every ``check_parameters_every``-th
-            one (one small all-reduce of per-parameter fingerprints); parameters that drifted
-            apart raise a ``RuntimeError`` naming them. ``0`` turns the check off.
+        broadcast_parameters: copy rank 0's parameters and buffers to every rank at
+            :func:`pyg_sar.convert` when the job's context exists (made by
+            :func:`pyg_sar.init` or :func:`pyg_sar.distribute`, as in every script that runs on
+            several ranks), else on the model's first call over a
+            :class:`~pyg_sar.DistGraph` (harmless next to an explicit
+            :func:`~pyg_sar.broadcast_parameters`).
+        check_parameters_every: check that every rank holds bit-identical parameters at the
+            end of the first 10 synchronised backward passes and then of every
+            ``check_parameters_every``-th one, whichever method ran (and likewise on
+            training forwards over a DistGraph); one small all-reduce of per-parameter
+            fingerprints. Parameters that drifted apart raise a ``RuntimeError`` naming them.
+            ``0`` turns the check off.
         check_loss: on more than one rank, raise a ``RuntimeError`` when a backward pass
-            through the model's output does not come from a global loss of
+            through the model's output, or one that reaches its parameters through any other
+            method, does not come from a global loss of
             :mod:`pyg_sar.nn.functional` (a per-rank loss such as PyG's
             ``F.cross_entropy(out[mask], y[mask])`` trains a different model, silently). A
             custom reduction that already is this rank's share of a global loss passes

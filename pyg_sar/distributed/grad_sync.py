@@ -14,15 +14,24 @@ r"""What a converted model does around each training step, registered once by
   several backward passes is therefore exact, ``torch.autograd.grad`` (which accumulates
   nothing) leaves ``.grad`` as it was, and :func:`pyg_sar.all_reduce_gradients` skips the
   gradients summed here.
-* **Broadcast** of rank 0's parameters and buffers on the first forward over a
-  :class:`~pyg_sar.DistGraph` of each communicator.
-* **Drift check.** On the first 10 training-mode forwards and then every
-  ``check_parameters_every``-th: one all-reduce of one integer per parameter (the sum of its
-  bit patterns) finds parameters that differ between ranks, and raises naming them.
-* **Loss check.** On more than one rank, a backward pass that reaches the model's output
-  without going through a global loss of :mod:`pyg_sar.nn.functional` (which marks the pass,
-  :func:`mark_global_loss`) raises: a per-rank loss such as ``F.cross_entropy(out[mask],
-  y[mask])`` would otherwise train a different model without a word.
+* **Broadcast** of rank 0's parameters and buffers at :func:`pyg_sar.convert` when the job's
+  context exists already, else on the first call over a :class:`~pyg_sar.DistGraph` of each
+  communicator (the model's forward, or a message-passing layer called through another method).
+* **Drift check.** At the end of the first 10 synchronised backward passes and then of every
+  ``check_parameters_every``-th (and likewise on training forwards over a DistGraph): the
+  per-parameter fingerprints (the sum of its bit patterns) ride on the pass's one small
+  all-reduce and find parameters that differ between ranks; it raises naming them.
+* **Loss check.** On more than one rank, a backward pass that reaches the model's output, or
+  its parameters through any method, without going through a global loss of
+  :mod:`pyg_sar.nn.functional` (which marks the pass, :func:`mark_global_loss`) raises on every
+  rank: a per-rank loss such as ``F.cross_entropy(out[mask], y[mask])`` would otherwise train a
+  different model without a word.
+
+The parameter hooks sit on the parameters themselves, so every use is covered: ``forward``,
+``model.encode(...)`` / ``model.decode(...)``, a submodule called alone, a model whose forward
+never sees the graph (an MLP on features). They are registered at :func:`pyg_sar.convert`
+when the job's context exists (as in every script that distributes its data first), else on
+the first call that sees a DistGraph.
 
 Rank-local parameters (a sharded embedding table, :func:`pyg_sar.shard_embedding`: each rank
 holds its own nodes' rows, whose gradient is complete on that rank) take part in none of the

@@ -58,3 +58,9 @@ def test_whole_graph_refused_while_training(ranks):
         assert err["type"] == "ValueError", err
         assert "plain edge_index" in err["message"] and "3 times" in err["message"]
         assert res["whole_graph_no_grad"] <= 1e-12
+
+
+def test_global_f1_equals_the_whole_graphs(ranks):
+    for res in ranks:
+        assert res["f1"]["macro"] <= 1e-12 and res["f1"]["micro"] <= 1e-12, res["f1"]
+        assert res["f1_micro_is_accuracy"] <= 1e-12

@@ -563,5 +563,28 @@ def entry_points(ctx, parts: str) -> dict:
     with torch.no_grad():
         out["whole_graph_no_grad"] = _rel(model.encode(data.x, data.edge_index),
                                           ref.encode(data.x, data.edge_index))
+
+    # Global F1 (macro, micro) over every rank's rows against the whole graph's.
+    with torch.no_grad():
+        ref = make_model(0)
+        want_out = ref(data.x, data.edge_index)
+        got_out = pyg_sar.convert(make_model(0))(x, graph)
+    mask_all, m = data.val_mask, part.val_mask
+    out["f1"] = {avg: abs(SF.f1_score(got_out, part.y, m, average=avg)
+                          - reference_f1(want_out.argmax(-1)[mask_all], data.y[mask_all], avg))
+                 for avg in ("macro", "micro")}
+    out["f1_micro_is_accuracy"] = abs(SF.f1_score(got_out, part.y, m, average="micro")
+                                      - SF.accuracy(got_out, part.y, m))
     pyg_sar.barrier()
     return out
+
+
+def reference_f1(pred: torch.Tensor, target: torch.Tensor, average: str) -> float:
+    """scikit-learn's f1_score on one process (labels: the classes of target or pred)."""
+    classes = torch.unique(torch.cat([pred, target]))
+    tp = torch.stack([((pred == c) & (target == c)).sum() for c in classes]).double()
+    fp = torch.stack([((pred == c) & (target != c)).sum() for c in classes]).double()
+    fn = torch.stack([((pred != c) & (target == c)).sum() for c in classes]).double()
+    if average == "micro":
+        return float(2 * tp.sum() / (2 * tp.sum() + fp.sum() + fn.sum()))
+    return float((2 * tp / (2 * tp + fp + fn)).mean())
