@@ -34,6 +34,7 @@ _LAZY = {
     "distribute": "pyg_sar.partition.distribute",
     "convert": "pyg_sar.nn.convert",
     "shard_embedding": "pyg_sar.nn.embedding",
+    "clip_grad_norm_": "pyg_sar.nn.clip",
     "unconvert": "pyg_sar.nn.unconvert",
     "print": "pyg_sar.distributed.rank_utils",
     "log": "pyg_sar.distributed.rank_utils",

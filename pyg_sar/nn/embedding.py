@@ -65,18 +65,29 @@ def _node_ids(part: Any) -> Tensor:
     return ids.long()
 
 
-def shard_embedding(embedding: torch.nn.Embedding, part: Any) -> torch.nn.Embedding:
+def shard_embedding(embedding: torch.nn.Embedding | torch.nn.Parameter,
+                    part: Any) -> torch.nn.Embedding | torch.nn.Parameter:
     r"""Keep the rows of this rank's nodes of a table indexed by original node ids.
 
     ``embedding`` is the single-process table (``num_embeddings`` = the whole graph's node
-    count, created identically on every rank, e.g. with the same seed); afterwards it holds
-    ``weight[part.node_ids]``, the rows of the rank's nodes in local order, and its weight is a
-    rank-local parameter (:mod:`pyg_sar.nn.embedding`). The change is in place: the
-    ``Parameter`` object stays the same, so an optimizer created before still updates it
-    (shard before its first step). Sharding again with the same ids does nothing.
+    count, created identically on every rank, e.g. with the same seed): a
+    ``torch.nn.Embedding``, or a ``torch.nn.Parameter`` with one row per node (PyG's
+    ``rgcn_link_pred.py`` keeps its node features as ``self.node_emb = Parameter(...)`` and
+    passes it whole as ``x``). Afterwards it holds ``weight[part.node_ids]``, the rows of the
+    rank's nodes in local order, and its weight is a rank-local parameter
+    (:mod:`pyg_sar.nn.embedding`). The change is in place: the ``Parameter`` object stays the
+    same, so an optimizer created before still updates it (shard before its first step).
+    Sharding again with the same ids does nothing.
+
+    Example::
+
+        data = pyg_sar.distribute(data)
+        model = pyg_sar.convert(GAE(RGCNEncoder(data.num_nodes, 500, num_relations), ...))
+        pyg_sar.shard_embedding(model.encoder.node_emb, data)   # the rank's rows of the table
 
     Args:
-        embedding: a ``torch.nn.Embedding`` indexed by original node ids.
+        embedding: a ``torch.nn.Embedding`` or a ``Parameter`` of ``[num_nodes, *]`` rows,
+            indexed by original node ids.
         part: the rank's :class:`~pyg_sar.PartitionData` (its ``node_ids``), a
             :class:`~pyg_sar.DistGraph` with ``node_ids``, or an int64 tensor of ids.
 
@@ -87,33 +98,37 @@ def shard_embedding(embedding: torch.nn.Embedding, part: Any) -> torch.nn.Embedd
         ValueError: no node ids, an id outside the table, a table sharded already for other
             ids, or ``padding_idx`` set (it names an original id).
     """
-    if not isinstance(embedding, torch.nn.Embedding):
-        raise ValueError(f"shard_embedding: expected a torch.nn.Embedding (got "
-                         f"{type(embedding).__name__})")
-    ids = _node_ids(part).to(embedding.weight.device)
-    done = getattr(embedding, SHARD_IDS, None)
+    if isinstance(embedding, torch.nn.Embedding):
+        weight, holder = embedding.weight, embedding
+        if embedding.padding_idx is not None:
+            raise ValueError(f"shard_embedding: padding_idx={embedding.padding_idx} names an "
+                             f"original node id, which has no meaning in a sharded table")
+    elif isinstance(embedding, torch.nn.Parameter) and embedding.dim() >= 1:
+        weight, holder = embedding, embedding
+    else:
+        raise ValueError(f"shard_embedding: expected a torch.nn.Embedding or a Parameter with "
+                         f"one row per node (got {type(embedding).__name__})")
+    ids = _node_ids(part).to(weight.device)
+    done = getattr(holder, SHARD_IDS, None)
     if done is not None:
         if done.shape == ids.shape and torch.equal(done, ids):
             return embedding
         raise ValueError(f"shard_embedding: this embedding was sharded already for "
                          f"{done.numel()} other node ids; build the table again to shard it "
                          f"for another partition")
-    if embedding.padding_idx is not None:
-        raise ValueError(f"shard_embedding: padding_idx={embedding.padding_idx} names an "
-                         f"original node id, which has no meaning in a sharded table")
-    n = embedding.num_embeddings
+    n = weight.shape[0]
     if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= n):
         bad = ids[(ids < 0) | (ids >= n)][0]
         raise ValueError(f"shard_embedding: node id {int(bad)} is outside the table of "
                          f"{n} rows (is the table indexed by the original ids of the whole "
                          f"graph?)")
-    weight = embedding.weight
     with torch.no_grad():
         weight.data = weight.data[ids].clone()
     if weight.grad is not None:
         weight.grad = None  # a gradient of the full table no longer fits
-    embedding.num_embeddings = ids.numel()
-    setattr(embedding, SHARD_IDS, ids)
+    if isinstance(embedding, torch.nn.Embedding):
+        embedding.num_embeddings = ids.numel()
+    setattr(holder, SHARD_IDS, ids)
     mark_rank_local(weight)
     return embedding
 

@@ -170,6 +170,40 @@ def global_loss(share: Tensor, *, context: Any = None) -> Tensor:
         accumulate_dtype(share.dtype)), comm))
 
 
+class _Replicated(torch.autograd.Function):
+    """Forward: the term itself. Backward: its gradient on rank 0 only (zeros elsewhere), and
+    the pass marked as one through a global loss."""
+
+    @staticmethod
+    def forward(ctx, term: Tensor, keep: bool) -> Tensor:
+        ctx.keep = keep
+        return term.clone()
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        mark_global_loss()
+        return (grad if ctx.keep else torch.zeros_like(grad)), None
+
+
+def replicated(term: Tensor, *, context: Any = None) -> Tensor:
+    r"""A loss term that every rank computes identically (a penalty on the parameters, such
+    as ``model.decoder.rel_emb.pow(2).mean()``), counted once.
+
+    The converted model sums the parameter gradients over ranks, so a term every rank adds
+    would reach the parameters once per rank. :func:`replicated` returns ``term`` unchanged
+    and lets its gradient through on rank 0 only, so the summed gradient is the
+    single-process one; the pass counts as one through a global loss.
+
+    Example::
+
+        reg = SF.global_mean(z.pow(2)) + SF.replicated(model.decoder.rel_emb.pow(2).mean())
+    """
+    comm = _comm(context)
+    if comm is None:
+        return term
+    return _Replicated.apply(term, comm.rank == 0)
+
+
 def global_mean(values: Tensor, mask: Optional[Tensor] = None, *, context: Any = None
                 ) -> Tensor:
     r"""Mean of ``values`` over the selected rows of ALL ranks: the way to make any per-node
