@@ -6,7 +6,6 @@ from typing import Any
 import torch
 from torch.utils.hooks import RemovableHandle
 
-from pyg_sar.nn.converted import SARLayer
 from pyg_sar.nn.forwards import AttentionNotKept
 from pyg_sar.nn.norm import DistributedBatchNorm, DistributedHeteroBatchNorm
 
@@ -44,13 +43,12 @@ def unconvert(model: torch.nn.Module) -> torch.nn.Module:
     for module in model.modules():
         _release_sar_state(module)
         _remove_hooks(module)
-        if isinstance(module, SARLayer):
-            module.__class__ = type(module)._sar_base
-        elif getattr(type(module), "_sar_embedding_model", False):
-            # LightGCN (pyg_sar.nn.lightgcn); a sharded table keeps this rank's rows
-            module.__class__ = type(module)._sar_base
-        elif getattr(type(module), "_sar_module_forward", None) is not None:
-            module.__class__ = type(module)._sar_base  # a replaced forward (module_forwards)
+        base = getattr(type(module), "_sar_base", None)
+        if base is not None and type(module) is not base:
+            # Every class convert generates names the PyG class it came from: converted
+            # layers (SARLayer), LightGCN (a sharded table keeps this rank's rows), replaced
+            # forwards (module_forwards), the auto-encoders and DeepGraphInfomax.
+            module.__class__ = base
         elif isinstance(module, DistributedBatchNorm):
             module.__class__ = torch.nn.BatchNorm1d
         elif isinstance(module, DistributedHeteroBatchNorm):

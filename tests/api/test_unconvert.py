@@ -257,3 +257,34 @@ def test_saved_unconverted_model_loads_without_pyg_sar(graph, tmp_path):
     result = subprocess.run([sys.executable, "-c", code], env=env, timeout=120,
                             capture_output=True, text=True)
     assert result.returncode != 0 and "pyg_sar is blocked" in result.stderr
+
+
+@pytest.mark.parametrize("kind", ["GAE", "VGAE", "ARGVA"])
+def test_unconvert_gives_back_pyg_auto_encoders(kind):
+    """The auto-encoders' converted classes go back to PyG's, and nothing of pyg_sar stays in
+    their attributes."""
+    from torch_geometric.nn import GCNConv
+    from torch_geometric.nn import models as pyg_models
+
+    class Encoder(torch.nn.Module):
+        def __init__(self, variational: bool) -> None:
+            super().__init__()
+            self.mu, self.variational = GCNConv(IN, 4), variational
+            self.logstd = GCNConv(IN, 4)
+
+        def forward(self, x, edge_index):
+            mu = self.mu(x, edge_index)
+            return (mu, self.logstd(x, edge_index)) if self.variational else mu
+
+    cls = getattr(pyg_models, kind)
+    encoder = Encoder(kind != "GAE")
+    args = (encoder, torch.nn.Linear(4, 1)) if kind == "ARGVA" else (encoder,)
+    model = pyg_sar.convert(cls(*args))
+    assert type(model) is not cls
+    pyg_sar.unconvert(model)
+    assert type(model) is cls
+    assert all(not type(m).__module__.startswith("pyg_sar") for m in model.modules())
+    for m in model.modules():
+        left = [k for k, v in vars(m).items()
+                if k.startswith("_sar_") or type(v).__module__.startswith("pyg_sar")]
+        assert not left, (type(m).__name__, left)
