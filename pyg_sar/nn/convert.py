@@ -17,6 +17,7 @@ from pyg_sar.nn.autoencoder import convert_autoencoders
 from pyg_sar.nn.converted import LayerState, SARAttentionLayer, SARLayer, converted_class
 from pyg_sar.nn.hetero import check_hetero_call
 from pyg_sar.nn.hetero_bases import check_basis_conv, prepare_bases
+from pyg_sar.nn.infomax import convert_infomax
 from pyg_sar.nn.layers import UnsupportedLayerError, inspect_layer
 from pyg_sar.nn.lightgcn import convert_lightgcn
 from pyg_sar.nn.module_forwards import (
@@ -110,6 +111,7 @@ def convert(model: torch.nn.Module, config: Optional[SARConfig] = None) -> torch
                                        compressors[name])
     _replace_batch_norms(model)
     convert_lightgcn(model)  # sharded embedding table, pairs by gather (nn/lightgcn.py)
+    convert_infomax(model)  # global summary, corruption, loss and test (nn/infomax.py)
     convert_autoencoders(model)  # GAE / VGAE / ARGA / ARGVA: global losses (nn/autoencoder.py)
     # Global attention and the like: forwards replaced (registry.MODULE_FORWARDS).
     convert_module_forwards(model, registry.MODULE_FORWARDS, config)

@@ -350,6 +350,9 @@ PASSTHROUGH_MODULES = frozenset({
     # Its embedding table is sharded by owner rank and its pair methods gather the pairs'
     # ends (pyg_sar.nn.lightgcn); LGConv is checked as a layer.
     "torch_geometric.nn.models.lightgcn.LightGCN",
+    # Its summary runs on the global node mean, its corruption permutes all nodes and its
+    # loss and test are global (pyg_sar.nn.infomax); the encoder is checked as usual.
+    "torch_geometric.nn.models.deep_graph_infomax.DeepGraphInfomax",
     # Graph auto-encoders: forward / encode run the encoder (checked layers); the pair
     # methods gather the pairs' ends and the losses and metrics are global
     # (pyg_sar.nn.autoencoder); the decoder scores the gathered rows, renumbered.
@@ -362,9 +365,6 @@ PASSTHROUGH_MODULES = frozenset({
 # Namespaces whose modules are checked elsewhere: norms (convert), aggregations (the layer).
 CHECKED_ELSEWHERE = ("torch_geometric.nn.norm.", "torch_geometric.nn.aggr.")
 MODULE_REFUSED = {
-    "DeepGraphInfomax": "its summary (e.g. z.mean(dim=0)) and corruption (by default a "
-                        "permutation of all nodes) span the whole graph but would see one "
-                        "rank's rows",
     "AttentiveFP": "its graph-level readout pools every node of a graph (global_add_pool and "
                    "a GRU over the batch)",
     "GraphUNet": "pooling coarsens the whole graph",

@@ -35,7 +35,8 @@ ROOT = HERE.parents[1]
 EXAMPLES = ROOT / "examples"
 RUNNER = HERE / "runner.py"
 DIFFS = HERE / "ported"
-PORTED = ("gcn", "gat", "tagcn", "sgc", "mixhop", "pmlp", "gcn2_cora", "link_pred")
+PORTED = ("gcn", "gat", "tagcn", "sgc", "mixhop", "pmlp", "gcn2_cora", "link_pred",
+          "infomax_transductive")
 LOADER = ("from torch_geometric.datasets import Planetoid\n",
           "from pyg_sar.datasets import Planetoid\n")
 # Further lines of a PyG original replaced to run here: scikit-learn is not installed, so
@@ -56,6 +57,7 @@ CASES = {
     "pmlp": ([], None),
     "gcn2_cora": ([], 200),
     "link_pred": ([], None),
+    "infomax_transductive": ([], None),
     "appnp": ([], None),
     "own_layer": ([], None),
     "compression": ([], None),
@@ -84,7 +86,7 @@ def original(pyg: Path, name: str) -> str:
 
 
 def final_test_accuracy(text: str) -> float | None:
-    values = re.findall(r"Test: (\d+\.\d+)", text)
+    values = re.findall(r"(?:Test|Accuracy): (\d+\.\d+)", text)  # infomax: "Accuracy:"
     return float(values[-1]) if values else None
 
 

@@ -264,3 +264,24 @@ def test_across_hosts_under_torchrun(tmp_path):
     assert final_test_accuracy(out.splitlines()) >= 0.55
     crossed = re.findall(r"Bytes that crossed the links: (\S+) MiB", out)
     assert crossed and float(crossed[0]) > 0.1, out[-2000:]
+
+
+@needs_mpi
+def test_infomax_transductive_one_process_and_two_ranks(tmp_path):
+    """infomax_transductive.py (PyG's DGI, ported): as one process and on 2 ranks, capped at
+    ``MAX_EPOCHS``, the same losses (the corruption permutes all nodes keyed by (seed, epoch),
+    the same at every P; float32, so to 1e-3) and a test accuracy over the floor. Its ``test``
+    fits scikit-learn's ``LogisticRegression`` (inside PyG's ``DeepGraphInfomax.test``)."""
+    pytest.importorskip("sklearn")
+    case = [(["infomax_transductive.py"], 0.60)]
+    runs = {}
+    for ranks in (1, 2):
+        (tmp_path / str(ranks)).mkdir()
+        out = launch(runner_command(case), tmp_path / str(ranks), ranks=ranks)
+        ((name, lines),) = sections(out)
+        losses = [float(v) for x in lines for v in re.findall(r"Loss: (\d+\.\d+)", x)]
+        accuracy = [float(v) for x in lines for v in re.findall(r"Accuracy: (\d+\.\d+)", x)]
+        assert len(losses) == MAX_EPOCHS and len(accuracy) == 1, out[-3000:]
+        assert accuracy[0] >= case[0][1], out[-3000:]
+        runs[ranks] = losses
+    assert max(abs(a - b) for a, b in zip(runs[1], runs[2])) <= 1e-3, runs
