@@ -40,7 +40,7 @@ class Net(torch.nn.Module):
         return self.conv2(x, edge_index)
 
     def decode(self, z, edge_label_index):
-        src, dst = pyg_sar.gather(z, edge_label_index.flatten()).chunk(2)
+        src, dst = pyg_sar.gather(z, edge_label_index.flatten(), ids="new").chunk(2)
         return (src * dst).sum(dim=-1)
 
     def decode_all(self, z):

@@ -72,7 +72,8 @@ graph = part.edge_index
 lo, hi = graph.node_offsets[ctx.rank], graph.node_offsets[ctx.rank + 1]
 # original id -> new id: rank r holds the new ids [node_offsets[r], node_offsets[r + 1]), its
 # nodes in local order (part.node_ids: their original ids)
-original = pyg_sar.gather(part.node_ids, torch.arange(data.num_nodes), node_offsets=graph)
+original = pyg_sar.gather(part.node_ids, torch.arange(data.num_nodes), ids="new",
+                          node_offsets=graph)
 new_of = torch.empty(data.num_nodes, dtype=torch.long)
 new_of[original] = torch.arange(data.num_nodes)
 # this rank is responsible for the pairs of the users it owns

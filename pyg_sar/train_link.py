@@ -145,7 +145,8 @@ def run(args: argparse.Namespace) -> dict:
     dtype = DTYPES[args.dtype]
     torch.manual_seed(args.seed)  # identical initial parameters on every rank
     encoder = build_model(args, train.x.shape[1], args.hidden).to(dtype)
-    pick = (lambda z, index: z[index]) if args.reference else pyg_sar.gather
+    pick = (lambda z, index: z[index]) if args.reference else \
+        (lambda z, index: pyg_sar.gather(z, index, ids="new"))  # the split's new global ids
     model = DotLinkPredictor(encoder, pick)
     if not args.reference:
         pyg_sar.convert(model, pyg_sar.SARConfig(mode=args.mode,

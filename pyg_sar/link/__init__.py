@@ -4,6 +4,17 @@ Node pairs whose ends live on different ranks (:func:`gather`), negatives drawn 
 graph and keyed by ``(seed, epoch)`` so that every number of ranks draws the same ones, and
 global ranking metrics. Global node ids here are the partition's new ids: rank ``r`` owns
 ``[node_offsets[r], node_offsets[r + 1])``.
+
+Which ids: the partition renumbers the nodes, so a pair is in NEW global ids (pairs from
+:func:`pyg_sar.distribute` / :func:`~pyg_sar.load_link_split` and from
+:func:`negative_sampling`) or in ORIGINAL ids (ids of the graph before partitioning, e.g.
+PyG's own ``RandomLinkSplit`` or ``negative_sampling`` on the whole graph). :func:`gather`
+is told which with ``ids=`` and refuses to guess wherever the two may differ::
+
+    src, dst = pyg_sar.gather(z, data.edge_label_index.flatten(), ids="new").chunk(2)
+    rows = pyg_sar.gather(z, pairs.flatten(), ids="original", graph=data.edge_index)
+
+:func:`to_new_ids` maps original ids to new ones.
 """
 from __future__ import annotations
 

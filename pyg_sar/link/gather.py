@@ -1,5 +1,29 @@
 r"""A differentiable distributed gather: rows of node embeddings by global node id.
 
+Which ids: a partition renumbers the nodes by rank, so a node has an ORIGINAL id (its id in
+the graph before partitioning, ``part.node_ids[i]`` for local row ``i``) and a NEW global id
+(rank ``r`` owns ``[node_offsets[r], node_offsets[r + 1])``). :func:`gather` says which ones
+``index`` holds with ``ids=``:
+
+* ``ids="new"``: pairs from :func:`pyg_sar.distribute` / :func:`~pyg_sar.load_link_split`
+  (``edge_label_index``, ``pos_edge_label_index``, ...) and from
+  :func:`pyg_sar.link.negative_sampling`;
+* ``ids="original"``: ids of the graph before partitioning, e.g. PyG's own
+  ``RandomLinkSplit`` or ``negative_sampling`` run on the whole graph; they are mapped with
+  :func:`pyg_sar.link.to_new_ids`, which needs the partition's graph (``graph=part.edge_index``,
+  or a DistGraph given as ``node_offsets`` / ``context``).
+
+The one way::
+
+    src, dst = pyg_sar.gather(z, data.edge_label_index.flatten(), ids="new").chunk(2)
+    rows = pyg_sar.gather(z, whole_graph_pairs.flatten(), ids="original",
+                          graph=data.edge_index)
+
+Left out, ``ids`` raises a ``ValueError`` wherever the two numberings may differ (more than one
+rank, or a graph whose ``node_ids`` are not the identity), never returning another node's rows;
+it may be left out with one process and no partition, and when ``node_offsets`` is given as a
+list or tensor (a plain layout of rows, no renumbering: new ids are the only ids).
+
 Each rank holds the rows of its own nodes (``z``, local order: row ``i`` is the node with new
 global id ``node_offsets[rank] + i``) and asks for any global ids (``index``, any order, any
 number per rank, repeats allowed, empty allowed). :func:`gather` returns ``z_global[index]``,
@@ -64,12 +88,58 @@ def row_offsets(num_rows: int, comm: Any) -> list[int]:
     return out
 
 
-def _resolve(z: Tensor, node_offsets: Offsets, context: Any, name: str):
+def _is_graph(x: Any) -> bool:
+    return hasattr(x, "blocks") and hasattr(x, "node_offsets")
+
+
+def _graph_arg(graph: Any, node_offsets: Offsets, context: Any, name: str) -> Any:
+    """The partition's DistGraph: ``graph`` (a DistGraph or a PartitionData), else
+    ``node_offsets`` or ``context`` when it is a DistGraph, else ``None``."""
+    if graph is not None:
+        if _is_graph(graph):
+            return graph
+        inner = getattr(graph, "edge_index", None)
+        if _is_graph(inner):
+            return inner
+        raise ValueError(f"{name}: graph must be the partition's DistGraph (part.edge_index) or "
+                         f"its PartitionData (got {type(graph).__name__})")
+    for candidate in (node_offsets, context):
+        if _is_graph(candidate):
+            return candidate
+    return None
+
+
+def _identity_ids(graph: Any) -> bool:
+    """Whether the graph's new ids are its original ids (on this rank)."""
+    node_ids = getattr(graph, "node_ids", None)
+    if node_ids is None:
+        return True
+    lo = graph.node_offsets[graph.rank]
+    return torch.equal(node_ids.long().cpu(),
+                       torch.arange(lo, lo + node_ids.numel(), dtype=torch.long))
+
+
+def _ids_problem(name: str, why: str) -> str:
+    return (f"{name}: say which node ids index holds ({why}): ids=\"new\" for the partition's "
+            f"new global ids (rank r owns [node_offsets[r], node_offsets[r + 1])): pairs from "
+            f"pyg_sar.distribute / pyg_sar.load_link_split (edge_label_index, "
+            f"pos_edge_label_index, ...) or pyg_sar.link.negative_sampling; ids=\"original\" "
+            f"for ids of the graph before partitioning, e.g. PyG's own RandomLinkSplit or "
+            f"negative_sampling on the whole graph (mapped with pyg_sar.link.to_new_ids; pass "
+            f"the partition's graph, graph=part.edge_index). A partition renumbers the nodes, so "
+            f"the two may differ: without ids= the gather could return other nodes' rows")
+
+
+def _resolve(z: Tensor, node_offsets: Offsets, context: Any, name: str, graph: Any = None):
     """``(comm or None, rank, offsets or None)``."""
     from pyg_sar.distributed.context import resolve_context
     where = context
     if where is None and hasattr(node_offsets, "node_offsets"):
         where = node_offsets
+    if where is None and graph is not None:
+        where = graph
+    if node_offsets is None and graph is not None:
+        node_offsets = graph
     if node_offsets is None and hasattr(context, "node_offsets"):
         node_offsets = context
     ctx = resolve_context(where, create=False)
@@ -160,9 +230,17 @@ class _Gather(torch.autograd.Function):
         return out, None
 
 
-def gather(z: Tensor, index: Tensor, *, node_offsets: Offsets = None, context: Any = None,
-           name: str = "gather") -> Tensor:
-    """``z_global[index]``: rows of node embeddings by new global node id, from every rank.
+def gather(z: Tensor, index: Tensor, *, ids: Optional[str] = None, graph: Any = None,
+           node_offsets: Offsets = None, context: Any = None, name: str = "gather") -> Tensor:
+    """``z_global[index]``: rows of node embeddings by global node id, from every rank.
+
+    ``index`` holds NEW global ids (``ids="new"``: pairs from :func:`pyg_sar.distribute`,
+    :func:`~pyg_sar.load_link_split`, :func:`pyg_sar.link.negative_sampling`) or ORIGINAL ids
+    (``ids="original"``: ids of the graph before partitioning, e.g. PyG's ``RandomLinkSplit``
+    or ``negative_sampling`` on the whole graph; needs the partition's graph)::
+
+        src, dst = pyg_sar.gather(z, data.edge_label_index.flatten(), ids="new").chunk(2)
+        rows = pyg_sar.gather(z, pairs.flatten(), ids="original", graph=data.edge_index)
 
     Collective: every rank calls it (with its own ``index``, possibly empty), and every rank
     backpropagates through the result when ``z`` requires grad.
@@ -170,10 +248,20 @@ def gather(z: Tensor, index: Tensor, *, node_offsets: Offsets = None, context: A
     Args:
         z: ``[num_local_nodes, *]`` this rank's rows in local order (any floating dtype,
             CPU or CUDA; any trailing shape).
-        index: ``[m]`` integer tensor of new global node ids in ``[0, N)``, any order,
-            repeats allowed.
+        index: ``[m]`` integer tensor of global node ids in ``[0, N)`` (new or original, as
+            ``ids`` says), any order, repeats allowed.
+        ids: ``"new"`` or ``"original"``. Required wherever the two may differ: with more than
+            one rank, or with a graph (``graph``, or a DistGraph as ``node_offsets`` /
+            ``context``) whose ``node_ids`` are not the identity; may be left out (meaning
+            ``"new"``) with one process and no partition, or when ``node_offsets`` is a list
+            or tensor (rows laid out by rank, no renumbering).
+        graph: the partition's :class:`~pyg_sar.DistGraph` (``part.edge_index``) or its
+            PartitionData; ``ids="original"`` maps through it with
+            :func:`pyg_sar.link.to_new_ids` (an extra collective). Default: ``node_offsets`` or
+            ``context`` when it is a DistGraph.
         node_offsets: ``P + 1`` boundaries of the ranks' ranges, or a DistGraph; ``None``:
-            from ``context`` when it is a DistGraph, else one all-gather of the row counts.
+            from ``graph`` or ``context`` when it is a DistGraph, else one all-gather of the
+            row counts.
         context: a DistContext or DistGraph to communicate in (default: :func:`pyg_sar.init`'s
             context; one process when there is none).
         name: the label of the traffic in ``comm.traffic``.
@@ -184,10 +272,31 @@ def gather(z: Tensor, index: Tensor, *, node_offsets: Offsets = None, context: A
     Raises:
         ValueError: on every rank when any rank's input is bad (index not a 1-d integer tensor,
             an id out of ``[0, N)``, ``z`` rows disagreeing with ``node_offsets``); the
-            offending rank's message names the value.
+            offending rank's message names the value. Also when ``ids`` is left out where the
+            new and original ids may differ, is not ``"new"`` / ``"original"``, or is
+            ``"original"`` with no partition graph to map through.
     """
-    comm, rank, offsets = _resolve(z, node_offsets, context, name)
+    part_graph = _graph_arg(graph, node_offsets, context, name)
+    comm, rank, offsets = _resolve(z, node_offsets, context, name, part_graph)
     world = 1 if comm is None else comm.world_size
+    if ids is None:
+        plain_layout = node_offsets is not None and not _is_graph(node_offsets)
+        if not plain_layout:
+            if world > 1:
+                raise ValueError(_ids_problem(name, f"{world} ranks"))
+            if part_graph is not None and not _identity_ids(part_graph):
+                raise ValueError(_ids_problem(name, "the graph's node_ids are not the "
+                                                    "identity"))
+    elif ids == "original":
+        if part_graph is None:
+            raise ValueError(f"{name}: ids=\"original\" needs the partition's graph to map "
+                             f"original ids to new ones: pass graph=part.edge_index (the "
+                             f"DistGraph of pyg_sar.distribute / load_partition), or a "
+                             f"DistGraph as node_offsets or context")
+        from pyg_sar.link.split import to_new_ids
+        index = to_new_ids(part_graph, index)
+    elif ids != "new":
+        raise ValueError(f"{name}: ids must be \"new\" or \"original\" (got {ids!r})")
     problem = _problem(z, index, offsets, world, rank, name)
     if comm is None:
         if problem is not None:

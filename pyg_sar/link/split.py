@@ -3,8 +3,9 @@
 :func:`~pyg_sar.partition.link_split.load_link_split` already gives every supervision pair in
 new ids; pairs made outside the partition (a user's own candidates, an OGB evaluation set) are
 in the ORIGINAL ids of the graph before partitioning. :func:`to_new_ids` maps them. The
-reverse map, new -> original, is ``pyg_sar.gather(part.node_ids, new_ids,
-node_offsets=part.edge_index)``.
+reverse map, new -> original, is ``pyg_sar.gather(part.node_ids, new_ids, ids="new",
+node_offsets=part.edge_index)``. :func:`pyg_sar.gather` maps original ids itself with
+``ids="original"`` (through :func:`to_new_ids`).
 """
 from __future__ import annotations
 

@@ -39,8 +39,8 @@ _CLASSES: dict[type, type] = {}
 
 def _gather(z: Tensor, index: Tensor, graph: Any) -> Tensor:
     from pyg_sar.link.gather import gather
-    return gather(z, index, node_offsets=graph.node_offsets, context=graph.context,
-                  name="lightgcn")
+    return gather(z, index, ids="new", node_offsets=graph.node_offsets,
+                  context=graph.context, name="lightgcn")
 
 
 def _check_graph(self, edge_index: DistGraph) -> None:

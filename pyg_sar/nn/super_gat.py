@@ -101,8 +101,8 @@ def positive_mask(src: Tensor, dst: Tensor, *, seed: int, epoch: int, ratio: flo
 
 def _gather(h: Tensor, index: Tensor, graph: DistGraph) -> Tensor:
     from pyg_sar.link.gather import gather
-    return gather(h, index, node_offsets=graph.node_offsets, context=graph.context,
-                  name="supergat")
+    return gather(h, index, ids="new", node_offsets=graph.node_offsets,
+                  context=graph.context, name="supergat")
 
 
 def _attention_pairs(self, h: Tensor, graph: DistGraph, pos: tuple[Tensor, Tensor],

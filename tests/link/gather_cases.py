@@ -6,6 +6,10 @@ rank 2 empty where P >= 3). The distributed gather's output and the gradient of 
 compared with the single-process ``z_global[index]`` (the oracle: the gradient of
 ``sum_r (z_global[index_r] * w_r).sum()``), the traffic ledger with the bytes the requests
 imply, and bad input on one rank must raise ``ValueError`` on every rank.
+
+``ids_cases``: on the random partition (new ids differ from original ids), ``ids="original"``
+returns the rows of those original nodes (``z`` encodes each row's original id), ``ids="new"``
+the rows of new ids, and ids left out where they may differ raise on every rank.
 """
 from __future__ import annotations
 
@@ -66,9 +70,9 @@ def exact_cases(ctx, graph) -> dict:
         sum((zref[i] * w).sum() for i, w in zip(idx, ws)).backward()
         for how in ("list", "tensor", "allgather"):
             z = zg[off[rank]:off[rank + 1]].clone().requires_grad_()
-            kw = {"list": {"node_offsets": off},
+            kw = {"list": {"node_offsets": off},  # a plain layout: ids may be left out
                   "tensor": {"node_offsets": torch.tensor(off)},
-                  "allgather": {}}[how]
+                  "allgather": {"ids": "new"}}[how]
             out = gather(z, idx[rank], **kw)
             (out * ws[rank]).sum().backward()
             res[f"shape{list(shape)}/{how}"] = [
@@ -86,7 +90,7 @@ def exact_cases(ctx, graph) -> dict:
     for how in ("graph_offsets", "graph_context"):
         z = zg[off[rank]:off[rank + 1]].clone().requires_grad_()
         kw = {"node_offsets": graph} if how == "graph_offsets" else {"context": graph}
-        out = gather(z, idx[rank], **kw)
+        out = gather(z, idx[rank], ids="new", **kw)
         (out * ws[rank]).sum().backward()
         res[how] = [rel(out.detach(), zg[idx[rank]]),
                     rel(z.grad, zref.grad[off[rank]:off[rank + 1]])]
@@ -179,8 +183,71 @@ def error_cases(ctx) -> dict:
     return out
 
 
+def _error(fn) -> str | None:
+    try:
+        fn()
+    except ValueError as e:
+        return str(e)
+    except Exception:  # noqa: BLE001 - reported to the test
+        return "WRONG: " + traceback.format_exc()
+    return None
+
+
+def ids_cases(ctx, part) -> dict:
+    """``ids="original"`` / ``"new"`` on a real partition; ``z``'s rows hold their original
+    ids (and 10x them), so a returned row names the node it belongs to."""
+    world, rank = ctx.world_size, ctx.rank
+    g = part.edge_index
+    n = g.num_global_nodes
+    everyone = torch.cat([torch.tensor(x, dtype=torch.long)
+                          for x in ctx.comm.allgather_object(part.node_ids.tolist())]) \
+        if ctx.comm is not None else part.node_ids  # new id -> original id
+    z0 = torch.stack([part.node_ids, 10 * part.node_ids], 1).to(F64)
+    gen = torch.Generator().manual_seed(40 + rank)
+    m = 0 if (world >= 3 and rank == 2) else 9 + 4 * rank
+    orig = torch.randint(0, n, (m,), generator=gen)
+    if m > 3:
+        orig[1] = orig[0]
+    out = {"renumbered": any(ctx.comm.allgather_object(
+        not torch.equal(part.node_ids, torch.arange(g.node_offsets[rank],
+                                                   g.node_offsets[rank + 1])))
+        if ctx.comm is not None else False)}
+    all_orig = torch.cat([torch.tensor(x, dtype=torch.long)
+                          for x in ctx.comm.allgather_object(orig.tolist())]) \
+        if ctx.comm is not None else orig
+    want_grad = torch.bincount(all_orig, minlength=n).to(F64)[part.node_ids]
+    # ids="original": the graph from graph= (DistGraph or PartitionData), node_offsets=, context=
+    for how, kw in (("graph", {"graph": g}), ("graph_part", {"graph": part}),
+                    ("node_offsets", {"node_offsets": g}), ("context", {"context": g})):
+        z = z0.clone().requires_grad_()
+        rows = gather(z, orig, ids="original", **kw)
+        rows.sum().backward()
+        out[f"original/{how}"] = bool(torch.equal(rows.detach()[:, 0].long(), orig)
+                                      and torch.equal(rows.detach()[:, 1].long(), 10 * orig)
+                                      and torch.equal(z.grad[:, 0], want_grad))
+    # ids="new": rows of new ids (whose original ids are everyone[new])
+    new = torch.randint(0, n, (m,), generator=gen)
+    for how, kw in (("node_offsets", {"node_offsets": g}), ("context", {"context": g}),
+                    ("graph", {"graph": g}), ("plain", {})):
+        rows = gather(z0, new, ids="new", **kw)
+        out[f"new/{how}"] = bool(torch.equal(rows[:, 0].long(), everyone[new]))
+    # original ids, ids left out: an error on every rank, never rows
+    for how, kw in (("node_offsets", {"node_offsets": g}), ("context", {"context": g}),
+                    ("graph", {"graph": g}), ("plain", {})):
+        out[f"left_out/{how}"] = _error(lambda kw=kw: gather(z0, orig, **kw))
+    out["original_without_graph"] = _error(lambda: gather(z0, orig, ids="original"))
+    out["original_list_offsets"] = _error(
+        lambda: gather(z0, orig, ids="original", node_offsets=list(g.node_offsets)))
+    out["bad_ids"] = _error(lambda: gather(z0, orig, ids="old", node_offsets=g))
+    bad = torch.tensor([0, n + 3]) if rank == 0 else orig
+    out["original_out_of_range"] = _error(lambda: gather(z0, bad, ids="original", graph=g))
+    return out
+
+
 def suite(ctx, parts: str) -> dict:
     from pyg_sar.partition import load_partition
-    graph = load_partition(parts, ctx.rank).edge_index
+    part = load_partition(parts, ctx.rank)
+    graph = part.edge_index
     return {"exact": exact_cases(ctx, graph), "dtypes": dtype_cases(ctx),
-            "ledger": ledger_case(ctx), "errors": error_cases(ctx)}
+            "ledger": ledger_case(ctx), "errors": error_cases(ctx),
+            "ids": ids_cases(ctx, part)}

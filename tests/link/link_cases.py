@@ -87,11 +87,17 @@ def _auc(scores: torch.Tensor, labels: torch.Tensor) -> float:
     return float(((diff > 0).double() + 0.5 * (diff == 0).double()).mean())
 
 
+def gather_new(z: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """``pyg_sar.gather`` of pairs in the partition's new global ids."""
+    return pyg_sar.gather(z, index, ids="new")
+
+
 def new_of(part) -> torch.Tensor:
     """The new global id of every original id (from the ranks' ``node_ids``)."""
     graph = part.edge_index
     n = graph.num_global_nodes
-    original = pyg_sar.gather(part.node_ids.double(), torch.arange(n), node_offsets=graph).long()
+    original = pyg_sar.gather(part.node_ids.double(), torch.arange(n), ids="new",
+                              node_offsets=graph).long()
     out = torch.empty_like(original)
     out[original] = torch.arange(n)
     return out
@@ -149,7 +155,7 @@ def _bce_dist(model: LinkNet, part: tuple, epoch: int):
     neg = _dist_negatives(train, epoch)
     pairs = torch.cat([train.edge_label_index, neg], dim=1)
     labels = torch.cat([train.edge_label, train.edge_label.new_zeros(neg.shape[1])]).double()
-    out = model.decode(z, pairs, pyg_sar.gather)
+    out = model.decode(z, pairs, gather_new)
     loss = pyg_sar.nn.functional.binary_cross_entropy_with_logits(out, labels)
     return z, neg, out, loss
 
@@ -194,7 +200,7 @@ def one_case(ctx, triple: tuple, part: tuple, encoder: str, decoder: str, mode: 
             s_ref = ref.decode(ref.encode(split_ref.x, split_ref.edge_index),
                                split_ref.edge_label_index, _take)
             s = dist.decode(dist.encode(split.x.double(), split.edge_index),
-                            split.edge_label_index, pyg_sar.gather)
+                            split.edge_label_index, gather_new)
         errs[f"{name}:scores"] = _rel(s, s_ref[split.edge_label_ids])
         auc = float(pyg_sar.link.roc_auc(s, split.edge_label))
         errs[f"{name}:auc"] = abs(auc - _auc(s_ref, split_ref.edge_label))

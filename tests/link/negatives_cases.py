@@ -69,7 +69,7 @@ def suite(ctx, parts: str) -> dict:
         kw = dict(seed=11, epoch=c["epoch"], num_neg=c["num_neg"], method=c["method"],
                   reject_existing=c["reject_existing"])
         neg = negative_sampling(g, keys, src=new_of[srcs[keys]] if c["kept"] else None, **kw)
-        orig = gather(part.node_ids, neg.reshape(-1), node_offsets=g).reshape(2, -1)
+        orig = gather(part.node_ids, neg.reshape(-1), ids="new", node_offsets=g).reshape(2, -1)
         ref = reference_negative_sampling(ei, torch.arange(K), num_nodes=N,
                                           src=srcs if c["kept"] else None, **kw)
         cols = (keys[:, None] * c["num_neg"] + torch.arange(c["num_neg"])).reshape(-1)
