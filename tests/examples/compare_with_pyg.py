@@ -36,7 +36,7 @@ EXAMPLES = ROOT / "examples"
 RUNNER = HERE / "runner.py"
 DIFFS = HERE / "ported"
 PORTED = ("gcn", "gat", "tagcn", "sgc", "mixhop", "pmlp", "gcn2_cora", "link_pred",
-          "infomax_transductive")
+          "infomax_transductive", "autoencoder")
 LOADER = ("from torch_geometric.datasets import Planetoid\n",
           "from pyg_sar.datasets import Planetoid\n")
 # Further lines of a PyG original replaced to run here: scikit-learn is not installed, so
@@ -58,6 +58,7 @@ CASES = {
     "gcn2_cora": ([], 200),
     "link_pred": ([], None),
     "infomax_transductive": ([], None),
+    "autoencoder": ([], 50),
     "appnp": ([], None),
     "own_layer": ([], None),
     "compression": ([], None),

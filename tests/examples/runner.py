@@ -111,7 +111,8 @@ def main(argv: list[str] | None = None) -> None:
             result = runpy.run_path(path, init_globals=init_globals, run_name="__main__")
             if args.save_params is not None:
                 state = {k: v.detach().cpu() for k, v in result["model"].state_dict().items()}
-                name = os.path.splitext(os.path.basename(path))[0]
+                name = "_".join([os.path.splitext(os.path.basename(path))[0],
+                                 *(a.lstrip("-") for a in script_args)])
                 torch.save(state, f"{args.save_params}{name}.rank{rank}.pt")
         finally:
             sys.path.pop(0)

@@ -16,7 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 DIFFS = Path(__file__).with_name("ported")
 PORTED = ("gcn", "gat", "tagcn", "sgc", "mixhop", "pmlp", "gcn2_cora", "link_pred",
-          "infomax_transductive")
+          "infomax_transductive", "autoencoder")
 # link_pred.py changes more: its pair decoder (gather), negatives, loss and AUC lines, and two
 # imports without a replacement (scikit-learn's AUC, PyG's negative_sampling).
 LIMITS = {"link_pred": 22}

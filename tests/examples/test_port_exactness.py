@@ -3,7 +3,9 @@ P = 1, 2 and 3 (``tests/examples/runner.py --float64 --save-params``), their fin
 parameters agree to 1e-10 (relative to each tensor's largest entry).
 
 One launch per P runs every script of ``PORTS`` (torch, PyG and MPI start once per launch).
-These scripts call their models through methods other than ``forward`` (``model.encode``,
+``autoencoder.py`` runs as GAE and as VGAE (``--variational``: keyed reparametrization noise,
+the KL term scaled by the whole graph's node count). These scripts call their models through
+methods other than ``forward`` (``model.encode``,
 ``model.decode``, ``model.recon_loss``, ``model.test``), draw negatives with
 ``pyg_sar.link.negative_sampling`` (the same at every P) and use no dropout, so nothing but
 the number of ranks differs between the runs.
@@ -21,18 +23,20 @@ from test_examples import EXAMPLES, RUNNER, TIMEOUT_S, _has_mpi, launch  # noqa:
 
 EPOCHS = 4
 TOL = 1e-10
-PORTS = [name for name in ("link_pred", "autoencoder", "infomax_transductive")
-         if (EXAMPLES / f"{name}.py").exists()]
+# (script, its arguments): the saved parameters are named "<script>[_<argument>...]".
+PORTS = [("link_pred", []), ("autoencoder", []), ("autoencoder", ["--variational"]),
+         ("infomax_transductive", [])]
+NAMES = ["_".join([script, *(a.lstrip("-") for a in args)]) for script, args in PORTS]
 
 
 def _run(tmp: Path, ranks: int) -> dict[str, dict[str, torch.Tensor]]:
     prefix = str(tmp / f"p{ranks}_")
     cmd = [sys.executable, str(RUNNER), "--max-epochs", str(EPOCHS), "--float64",
            "--save-params", prefix]
-    for i, name in enumerate(PORTS):
-        cmd += ([":::"] if i else []) + [str(EXAMPLES / f"{name}.py")]
+    for i, (script, args) in enumerate(PORTS):
+        cmd += ([":::"] if i else []) + [str(EXAMPLES / f"{script}.py"), *args]
     launch(cmd, tmp, ranks=ranks, timeout=TIMEOUT_S)
-    return {name: torch.load(f"{prefix}{name}.rank0.pt", weights_only=True) for name in PORTS}
+    return {name: torch.load(f"{prefix}{name}.rank0.pt", weights_only=True) for name in NAMES}
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +55,7 @@ def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
 
 
 @pytest.mark.parametrize("p", [2, 3])
-@pytest.mark.parametrize("name", PORTS)
+@pytest.mark.parametrize("name", NAMES)
 def test_port_trains_as_one_process(runs, name, p):
     if p not in runs:
         pytest.skip("needs mpiexec and mpi4py")
