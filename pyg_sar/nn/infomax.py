@@ -126,10 +126,11 @@ class NodePermutation:
     * over a plain tensor ``edge_index``: ``x[perm]`` with ``N = x.size(0)`` (the rows are the
       original nodes);
     * over a :class:`~pyg_sar.DistGraph`: rank ``r``'s row of original id ``o`` receives the
-      row of original id ``perm[o]``, mapped to its new global id
-      (:func:`pyg_sar.link.to_new_ids`, the graph's distributed directory: two all-to-alls)
-      and fetched from its owner (:func:`pyg_sar.gather`: three all-to-alls forward, one
-      backward, counted under ``"infomax"``). Nothing of size ``N`` is built on a rank.
+      row of original id ``perm[o]``, fetched from its owner by
+      :func:`pyg_sar.gather` with ``ids="original"`` (mapped to new global ids through the
+      graph's distributed directory, :func:`pyg_sar.link.to_new_ids`, then three
+      all-to-alls forward and one backward, counted under ``"infomax"``). Nothing of size
+      ``N`` is built on a rank.
 
     Collective over a DistGraph: every rank calls it in the same order (DGI's forward does).
     """
@@ -166,7 +167,6 @@ def corruption(seed: int = 0, start_epoch: int = 0) -> NodePermutation:
 
 def _permute_rows(x: Tensor, graph: DistGraph, seed: int, epoch: int) -> Tensor:
     from pyg_sar.link.gather import gather
-    from pyg_sar.link.split import to_new_ids
     if graph.is_bipartite:
         raise ValueError("pyg_sar.nn.infomax.corruption: the graph is bipartite (two node "
                          "sets); DGI permutes the nodes of one node set")
@@ -178,9 +178,7 @@ def _permute_rows(x: Tensor, graph: DistGraph, seed: int, epoch: int) -> Tensor:
     own = (torch.arange(lo, lo + graph.num_nodes, device=x.device) if ids is None
            else ids.to(x.device))
     target = permute_ids(own, graph.num_global_nodes, seed, epoch)
-    new = target if ids is None else to_new_ids(graph, target)
-    return gather(x, new.to(x.device), node_offsets=graph.node_offsets,
-                  context=graph.context, name="infomax")
+    return gather(x, target, ids="original", graph=graph, name="infomax")
 
 
 # ---- the summary --------------------------------------------------------------------------
