@@ -157,6 +157,11 @@ def _check_module(where: str, module: torch.nn.Module, trusted: tuple[type, ...]
             f"every node of the graph and is replaced by pyg_sar "
             f"(registry.MODULE_FORWARDS), and overrides forward; derive without overriding "
             f"forward, or SARConfig(trusted_layers=...) to run it as it is")
+    if base is not None and base is not cls:  # pyg_sar's forward replaces the PyG class's
+        from pyg_sar.nn import fingerprints  # verified by content
+        changed = fingerprints.refusal(base)
+        if changed is not None:
+            raise UnsupportedLayerError(f"{where} ({cls.__name__}): {changed}")
     if not cls.__module__.startswith("torch_geometric"):
         return
     reason = registry.module_refusal(module)

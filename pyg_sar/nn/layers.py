@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-import torch_geometric
 from torch import Tensor
 from torch_geometric.nn import aggr as pyg_aggr
 from torch_geometric.nn.conv import MessagePassing
@@ -155,13 +154,11 @@ def _adapter(layer: MessagePassing, name: str, trusted: tuple[type, ...]) -> reg
         raise UnsupportedLayerError(f"{name}: {structural}")
     base, adapter, overridden = registry.verified_adapter(cls)
     if adapter is not None and not issubclass(cls, trusted):
-        version = torch_geometric.__version__
-        if not registry.pyg_version_supported(version):
-            low, high = registry.PYG_RANGE
-            raise UnsupportedLayerError(
-                f"{name}: pyg_sar verified {base.__name__} with torch_geometric >= {low}, "
-                f"< {high}, not {version}; list the class in SARConfig(trusted_layers=...) "
-                f"to run it anyway")
+        # Verified by content, on any torch_geometric release (pyg_sar.nn.fingerprints).
+        from pyg_sar.nn import fingerprints
+        changed = fingerprints.refusal(base)
+        if changed is not None:
+            raise UnsupportedLayerError(f"{name}: {changed}")
     if adapter is not None:
         if overridden and not issubclass(cls, trusted):
             raise UnsupportedLayerError(

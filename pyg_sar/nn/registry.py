@@ -16,7 +16,6 @@ are accepted by a conservative static rule (:func:`static_rule_violation`), or w
 """
 from __future__ import annotations
 
-import re
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -43,17 +42,9 @@ from pyg_sar.nn import (
 from pyg_sar.nn.families import Prepare
 from pyg_sar.nn.sage import sage_forward
 
-# The torch_geometric releases the table was verified against (the zoo test runs on the one
-# installed; pyproject.toml declares the same range). Outside it, PyG classes are refused:
-# their forward or message may have changed.
-PYG_RANGE = ("2.8", "2.9")  # >= first, < second
-
-
-def pyg_version_supported(version: str) -> bool:
-    """Whether torch_geometric ``version`` lies in :data:`PYG_RANGE`."""
-    def key(v: str) -> tuple[int, ...]:
-        return tuple(int(p) for p in re.findall(r"\d+", v)[:3])
-    return key(PYG_RANGE[0]) <= key(version) < key(PYG_RANGE[1])
+# The classes below, PASSTHROUGH_MODULES and MODULE_FORWARDS are run on any torch_geometric
+# release whose code of them is the code the zoo verified (pyg_sar.nn.fingerprints, checked by
+# convert); a class whose code changed is refused, naming the function that changed.
 
 
 # What a layer's message computes, as far as the engine needs to know.
@@ -408,6 +399,11 @@ def module_refusal(module) -> Optional[str]:
     path = f"{cls.__module__}.{cls.__qualname__}"
     if (path in PASSTHROUGH_MODULES or path in MODULE_FORWARDS
             or cls.__module__.startswith(CHECKED_ELSEWHERE)):
+        if path in PASSTHROUGH_MODULES or path in MODULE_FORWARDS:
+            from pyg_sar.nn import fingerprints  # verified by content
+            changed = fingerprints.refusal(cls)
+            if changed is not None:
+                return changed
         option = MODULE_OPTIONS.get(path)
         reason = None if option is None else option(module)
         return None if reason is None else reason + " (SARConfig(trusted_layers=...) overrides)"
