@@ -496,8 +496,8 @@ def f1_score(out: Tensor, target: Tensor, mask: Optional[Tensor] = None, *,
 
 # Link-prediction losses and ranking metrics live in pyg_sar.link.metrics (which imports this
 # module); re-exported here lazily, on first use, to keep the import order one-way.
-_LINK_METRICS = ("roc_auc", "average_precision", "mrr", "hits_at_k", "bpr_loss", "recall_at_k", "precision_at_k",
-                 "ndcg_at_k")
+_LINK_METRICS = ("roc_auc", "average_precision", "mrr", "hits_at_k", "bpr_loss", "recall_at_k",
+                 "precision_at_k", "ndcg_at_k")
 
 
 def __getattr__(name: str) -> Any:
