@@ -7,13 +7,21 @@ GPU architectures compiled for (``.ci/gpu`` sets the present GPU's).
 ``PYG_SAR_NO_EXTENSION=1`` installs the Python package alone (``.ci/setup`` builds the extension
 itself, incrementally). Metadata lives in pyproject.toml.
 
-Built wheels leave out the repository's own test harness (:data:`HARNESS_MODULES`); a source
-checkout and an editable install keep it, since the tests run there.
+The build is a release build: ``-O3`` without debug information (Python's own ``CFLAGS`` carry
+``-g``, overridden here); ``PYG_SAR_DEBUG=1`` builds with ``-g -Og`` instead. The sources compile
+in parallel through ninja (a build requirement; ``MAX_JOBS`` sets the jobs).
+
+Built wheels leave out the repository's own test harness: the modules matched by
+``[tool.pyg_sar] wheel-exclude`` in pyproject.toml (setuptools has no declarative exclusion of
+single modules, only of data files). A source checkout and an editable install keep them, since
+the tests run there.
 """
 from __future__ import annotations
 
+import fnmatch
 import os
 import sys
+import tomllib
 from pathlib import Path
 
 from setuptools import setup
@@ -22,21 +30,22 @@ from setuptools.command.build_py import build_py
 ROOT = Path(__file__).resolve().parent
 SOURCES_FILE = "csrc/sources.txt"
 KINDS = ("cpu", "cuda", "python")
-# The layer/model zoo: the recipes, driver, rank side and report behind tests/zoo and the
-# supported-layers page. It is the project's own exactness suite, not API; the public testing
-# helpers (pyg_sar.testing: run_on_ranks, its worker, the namespace hosts) stay in the wheel.
-HARNESS_MODULES = frozenset(("pyg_sar.testing", name) for name in
-                            ("zoo", "zoo_models", "zoo_rank", "zoo_recipes", "zoo_report",
-                             "zoo_precision", "zoo_precision_rank", "zoo_hetero",
-                             "zoo_hetero_rank", "zoo_hetero_recipes"))
+
+
+def wheel_exclude() -> tuple[str, ...]:
+    """The module name globs of ``[tool.pyg_sar] wheel-exclude`` (pyproject.toml)."""
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        return tuple(tomllib.load(f).get("tool", {}).get("pyg_sar", {}).get("wheel-exclude", ()))
 
 
 class BuildPyWithoutHarness(build_py):
-    """``build_py`` that leaves :data:`HARNESS_MODULES` out of the build (hence the wheel)."""
+    """``build_py`` that leaves the modules of :func:`wheel_exclude` out of the build (hence
+    the wheel)."""
 
     def find_package_modules(self, package, package_dir):
+        excluded = wheel_exclude()
         return [m for m in super().find_package_modules(package, package_dir)
-                if (m[0], m[1]) not in HARNESS_MODULES]
+                if not any(fnmatch.fnmatchcase(f"{m[0]}.{m[1]}", g) for g in excluded)]
 
 
 def read_sources(path: Path) -> dict[str, list[str]]:
@@ -80,7 +89,12 @@ def build_extensions() -> tuple[list, dict]:
         archs = os.environ.get("TORCH_CUDA_ARCH_LIST") or "torch's default (the visible GPUs)"
         print(f"pyg_sar: CUDA architectures: {archs}", file=sys.stderr)
 
-    cxx_flags = ["-O3", "-std=c++20", "-fopenmp"]
+    # Release: -O3 and no debug information; -g0 comes after Python's CFLAGS (which carry -g)
+    # and wins. PYG_SAR_DEBUG=1: debug information, light optimisation.
+    debug = env_flag("PYG_SAR_DEBUG")
+    opt = ["-g", "-Og"] if debug else ["-O3", "-g0"]
+    cxx_flags = [*opt, "-std=c++20", "-fopenmp"]
+    nvcc_flags = ["-g", "-lineinfo", "-O1"] if debug else ["-O3"]
     link_flags = ["-fopenmp"]
     if sys.platform == "darwin":  # Apple clang has no -fopenmp; torch's parallel_for stays serial
         cxx_flags.remove("-fopenmp")
@@ -93,11 +107,11 @@ def build_extensions() -> tuple[list, dict]:
         files,
         include_dirs=[str(ROOT / "csrc")],
         define_macros=define_macros,
-        extra_compile_args={"cxx": cxx_flags, "nvcc": ["-O3", "-std=c++20"]},
+        extra_compile_args={"cxx": cxx_flags, "nvcc": [*nvcc_flags, "-std=c++20"]},
         extra_link_args=link_flags,
     )
     print(f"pyg_sar: building pyg_sar._C ({'CPU+CUDA' if with_cuda else 'CPU only'}, "
-          f"{len(files)} sources)", file=sys.stderr)
+          f"{len(files)} sources, {'debug' if debug else 'release'})", file=sys.stderr)
     return [ext], {"build_ext": BuildExtension}
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from pyg_sar.config import SARConfig
 from pyg_sar.graph import Block, DistGraph
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _LAZY = {
     "init": "pyg_sar.distributed.context",

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import torch
 
+from pyg_sar._extras import install_hint, is_missing
 from pyg_sar.distributed import address
 from pyg_sar.distributed.transport import (
     Communicator,
@@ -276,6 +277,10 @@ def _import_mpi(reason: str, seconds: Optional[float] = None):
             return import_mpi_with_deadline(seconds, rank, size)
         from mpi4py import MPI
     except Exception as e:  # noqa: BLE001 - ImportError or a broken MPI library
+        if isinstance(e, ImportError) and is_missing(e, "mpi4py"):
+            raise RuntimeError(f"pyg_sar: {reason}, but mpi4py is not installed: "
+                               f"{install_hint('mpi4py')} (or launch with torchrun, or run one "
+                               f"process)") from e
         raise RuntimeError(f"pyg_sar: {reason}, but mpi4py could not be imported: {e}") from e
     return MPI
 

@@ -24,7 +24,7 @@ mean of nodes, in-edges and halo rows over the parts.
 ``--source DIR`` partitions a graph on disk without loading it
 (:func:`pyg_sar.partition.stream.write_partition_streaming`): a folder with ``edge_index.npy``
 and ``source.json`` (``--format npy``) or edge chunks with ``manifest.json`` (``--format
-chunks``); ``--method kaminpar`` (``pip install kaminpar``) is available there.
+chunks``); ``--method kaminpar`` (``pip install 'pyg_sar[large]'``) is available there.
 
 The parts hold the tensors as loaded: preprocessing the training script would do (PyG's
 examples use ``T.NormalizeFeatures()``) must happen here, before partitioning.
@@ -43,6 +43,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pyg_sar._extras import MissingExtraError
 from pyg_sar.cli_types import positive_int
 from pyg_sar.partition.assign import BALANCES, EDGE_BALANCE_MIN_PARTS, METHODS, resolve_balance
 
@@ -59,7 +60,8 @@ def _parse_arg(text: str) -> tuple[str, Any]:
 
 def _for_cli(err: Exception) -> str:
     """The library's message with its keyword argument spelt as this CLI's flag."""
-    return str(err).replace("pass overwrite=True", "pass --overwrite")
+    return (str(err).replace("pass overwrite=True", "pass --overwrite")
+            .replace("use method='random'", "use --method random"))
 
 
 def load_data(dataset: str, kwargs: dict[str, Any]):
@@ -186,7 +188,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         report = write_partition(data, args.num_parts, args.out, method=args.method,
                                  seed=args.seed, overwrite=args.overwrite,
                                  balance=args.balance)
-    except ValueError as err:  # e.g. the folder filled up meanwhile, or bad data
+    except (ValueError, MissingExtraError) as err:  # e.g. bad data, or no pymetis
         print(f"{parser.prog}: error: {_for_cli(err)}", file=sys.stderr)
         return 2
     print(f"loaded dataset {args.dataset!r} in {load_time:.2f} s"
@@ -240,7 +242,7 @@ def _write_link_split(parser: argparse.ArgumentParser, args: argparse.Namespace,
         t = time.perf_counter()
         write_link_split(triple, args.num_parts, args.out, method=args.method, seed=args.seed,
                          overwrite=args.overwrite)
-    except ValueError as err:
+    except (ValueError, MissingExtraError) as err:
         print(f"{parser.prog}: error: {_for_cli(err)}", file=sys.stderr)
         return 2
     pairs = ", ".join(f"{name} {d.edge_label_index.size(1)}"

@@ -61,9 +61,8 @@ def assign_hetero_parts(num_nodes: list[int], edges: list[tuple[int, int, np.nda
 def _metis_homogeneous(offsets: np.ndarray, edges: list[tuple[int, int, np.ndarray]],
                        total: int, num_parts: int, seed: int
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    import pymetis
-
-    from pyg_sar.partition.metis import symmetric_csr
+    from pyg_sar.partition.metis import pymetis_module, symmetric_csr
+    pymetis = pymetis_module()
     if edges:
         homog = np.concatenate([np.stack([e[0] + offsets[s], e[1] + offsets[d]])
                                 for s, d, e in edges], axis=1)

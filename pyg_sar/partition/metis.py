@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from pyg_sar._extras import require
+
 _METIS_OK = 1
 _METIS_NOPTIONS = 40
 _METIS_ERRORS = {-2: "METIS_ERROR_INPUT", -3: "METIS_ERROR_MEMORY", -4: "METIS_ERROR"}
@@ -94,10 +96,15 @@ def check_ubvec(ubvec: Any) -> tuple[float, float] | None:
     return values
 
 
+def pymetis_module() -> Any:
+    """``pymetis``, or an ImportError naming the extra that installs it (``pyg_sar[metis]``)."""
+    return require("pymetis", "method='metis'", "use method='random'")
+
+
 @cache
 def _metis_lib() -> ctypes.CDLL:
     """The METIS library inside ``pymetis``'s extension module, argument types set once."""
-    import pymetis._internal as internal
+    internal = require("pymetis._internal", "method='metis'", "use method='random'")
     if internal._idx_type_width() != 64:  # pragma: no cover - every pymetis wheel has 64
         raise RuntimeError(f"pymetis was built with {internal._idx_type_width()}-bit METIS "
                            f"indices; pyg_sar's balance='edges' needs the 64-bit build")
@@ -127,8 +134,8 @@ def _part_graph_c(xadj: np.ndarray, adjncy: np.ndarray, vwgt: np.ndarray | None,
     ``ubvec`` is passed to METIS as given (``None``: METIS's default tolerance). With
     ``ncon == 1`` and no weights this is exactly what ``pymetis.part_graph`` computes.
     """
-    from pymetis._internal import options_indices
     lib = _metis_lib()
+    from pymetis._internal import options_indices
     num_nodes = int(xadj.shape[0]) - 1
     xadj = np.ascontiguousarray(xadj, dtype=np.int64)
     adjncy = np.ascontiguousarray(adjncy, dtype=np.int64)
@@ -206,7 +213,7 @@ def metis_parts(edge_index: np.ndarray, num_nodes: int, num_parts: int, seed: in
         if balance == "edges" else None
     xadj, adjncy = symmetric_csr(edge_index, num_nodes)
     if balance == "nodes" and ubvec is None:
-        import pymetis
+        pymetis = pymetis_module()
         options = pymetis.Options(seed=int(seed))
         result = pymetis.part_graph(num_parts, adjacency=pymetis.CSRAdjacency(xadj, adjncy),
                                     options=options, recursive=recursive)

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from pyg_sar._extras import require
 from pyg_sar.partition import format as fmt
 from pyg_sar.partition.assign import (
     check_balance_arg,
@@ -119,12 +120,8 @@ def estimate_memory(num_nodes: int, num_edges: int, num_parts: int, method: str,
 
 
 def _kaminpar() -> Any:
-    try:
-        import kaminpar
-    except ImportError as err:
-        raise ImportError("method='kaminpar' needs the KaMinPar partitioner: "
-                          "pip install kaminpar (or pip install pyg_sar[large])") from err
-    return kaminpar
+    return require("kaminpar", "method='kaminpar'", "use method='metis' on a graph that fits "
+                   "in memory")
 
 
 def _check_arguments(source: Any, num_parts: Any, method: str, balance: Any, seed: Any,
@@ -151,6 +148,9 @@ def _check_arguments(source: Any, num_parts: Any, method: str, balance: Any, see
         raise ValueError(f"threads must be a positive integer or None (got {threads!r})")
     if method == "kaminpar":
         _kaminpar()
+    elif method == "metis" and int(num_parts) > 1:  # before the passes over the source
+        from pyg_sar.partition.metis import pymetis_module
+        pymetis_module()
     if isinstance(source, (str, Path)):
         source = open_source(source)
     num_parts = int(num_parts)
@@ -300,7 +300,7 @@ def _metis_on_csr(xadj: np.ndarray, adjncy: np.ndarray, in_degree: np.ndarray,
     recursive = metis.is_recursive(num_parts)
     adjncy = np.asarray(adjncy, dtype=np.int64)
     if balance == "nodes" and ubvec is None:
-        import pymetis
+        pymetis = metis.pymetis_module()
         result = pymetis.part_graph(num_parts, adjacency=pymetis.CSRAdjacency(xadj, adjncy),
                                     options=pymetis.Options(seed=int(seed)),
                                     recursive=recursive)
@@ -396,9 +396,9 @@ def write_partition_streaming(source: EdgeSource | str | Path, num_parts: int,
             :class:`~pyg_sar.partition.sources.ChunkSource` or its folder.
         num_parts: ``P``.
         out_dir: target folder; may exist if empty.
-        method: ``"kaminpar"`` (needs ``pip install kaminpar``; shared-memory parallel, far
-            less memory than METIS), ``"metis"`` (on the symmetric graph memory-mapped from
-            scratch), ``"random"`` or ``"contiguous"``.
+        method: ``"kaminpar"`` (needs ``pip install 'pyg_sar[large]'``; shared-memory
+            parallel, far less memory than METIS), ``"metis"`` (``pyg_sar[metis]``; on the
+            symmetric graph memory-mapped from scratch), ``"random"`` or ``"contiguous"``.
         balance: ``"nodes"`` or ``"edges"`` (nodes and in-edges; for KaMinPar node weights
             ``1 + in_degree``); ``None``:
             :func:`~pyg_sar.partition.assign.default_balance` (KaMinPar as METIS: edges from

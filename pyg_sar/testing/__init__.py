@@ -10,12 +10,13 @@
 * :mod:`pyg_sar.testing.devices` parametrises tests over devices (``with_devices``,
   ``only_cuda``: CPU always, CUDA where present, skipped with the reason otherwise).
 * :mod:`pyg_sar.testing.netns` makes "hosts" out of Linux network namespaces on one machine
-  (real TCP between ranks, rate-limited links), to rehearse a multi-host run; it needs root.
+  (real TCP between ranks, rate-limited links), to rehearse a multi-host run; it needs root
+  and a source checkout (with :mod:`pyg_sar.testing.cgroup`, it is left out of wheels).
 
 The repository's layer/model zoo (``pyg_sar/testing/zoo*.py``: the recipes and runner behind
 ``tests/zoo`` and the supported-layers page) lives next to these in a source checkout, because
 its rank processes import it by module name, but it is the project's own exactness suite, not
-API: built wheels leave it out (see ``setup.py``).
+API: built wheels leave it out (``[tool.pyg_sar] wheel-exclude`` in pyproject.toml).
 """
 from pyg_sar.testing.launcher import (
     LAUNCHERS,

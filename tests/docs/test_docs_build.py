@@ -90,11 +90,16 @@ def test_readme_is_a_short_front_page():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     lines = text.splitlines()
     assert len(lines) <= 150, f"README.md has {len(lines)} lines (at most 150)"
-    # The two commands come first, exactly as the getting-started page gives them.
+    # First how a user installs the package and launches the main job; then the two
+    # development commands, exactly as the getting-started page gives them.
     start = (DOCS / "getting_started.md").read_text(encoding="utf-8")
     commands = re.search(r"```bash\n(# 1\..*?# 2\..*?)```", start, re.S).group(1)
-    assert re.search(r"```bash\n(.*?)```", text, re.S).group(1) == commands
-    assert text.index("```bash") < 200
+    blocks = re.findall(r"```bash\n(.*?)```", text, re.S)
+    assert text.index("```bash") < 300
+    install = blocks[0]
+    assert install.index("pip install torch") < install.index("pip install 'pyg_sar[all]'")
+    assert "mpiexec -n 2 python -m pyg_sar.train" in install
+    assert blocks[1] == commands
     # Every relative link resolves to a file of the repository.
     for target in re.findall(r"\]\((?!https?://|#)([^)#\s]+)", text):
         assert (ROOT / target).exists(), f"README.md links to a missing file: {target}"
