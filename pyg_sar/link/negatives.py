@@ -27,6 +27,13 @@ Draws (``u`` a uniform double of 53 random bits):
   graph, or a self-loop, is drawn again with the next try counter, up to ``max_tries`` draws;
   after the last one the last candidate is kept (no error: with a sparse graph this is rare;
   test with :func:`reference_negative_sampling` if it matters).
+* Typed pairs (one edge type between two node types, e.g. ``("user", "rates", "movie")`` of a
+  heterogeneous partition or link split, ``negative_sampling(part, keys,
+  edge_type=...)``; ``reference_negative_sampling(..., num_nodes=(num_src, num_dst))``): the
+  source is drawn among the ``num_src`` nodes of the source type (``floor(u * num_src)``, its
+  original ids), the destination among the ``num_dst`` of the destination type as above (the
+  degree: in-edges of that edge type); there are no self-loops to reject. With equal draws
+  for every P, as for one node set.
 
 Distributed cost (no O(N) structure on any rank): original ids are spread over the ranks in
 ``P`` blocks (``[N * d // P, N * (d + 1) // P)`` on "directory" rank ``d``), which hold, for
@@ -69,6 +76,7 @@ def _check_args(name: str, method: str, num_neg: int, max_tries: int, seed: int,
 
 
 def _keys_problem(name: str, keys: Any, src: Optional[Tensor], num_ids: int) -> Optional[str]:
+    """What is wrong with ``keys`` / ``src`` (``num_ids``: the number of source ids)."""
     if not isinstance(keys, Tensor) or keys.dim() != 1 or keys.dtype.is_floating_point \
             or keys.dtype.is_complex or keys.dtype == torch.bool:
         what = (f"dtype {keys.dtype}, shape {tuple(keys.shape)}" if isinstance(keys, Tensor)
@@ -102,9 +110,12 @@ def _locate(cumulative: Tensor, offsets: Tensor) -> Tensor:
 def _sample(keys: Tensor, src: Optional[Tensor], *, seed: int, epoch: int, num_neg: int,
             method: str, reject: bool, max_tries: int, num_nodes: int, num_edges: int,
             lookup: Lookup, is_edge: Callable[[Tensor, Tensor], Tensor],
-            any_left: Callable[[int], bool]) -> Tensor:
+            any_left: Callable[[int], bool], num_src: Optional[int] = None) -> Tensor:
     """The sampling loop; ``lookup`` / ``is_edge`` / ``any_left`` are the only differences
-    between one process and many (they are collective in the distributed sampler)."""
+    between one process and many (they are collective in the distributed sampler).
+    ``num_src`` given: typed pairs, sources among ``num_src`` nodes of another node set
+    (looked up with kind ``"src"``), destinations among ``num_nodes``, no self-loops."""
+    bipartite = num_src is not None
     device = keys.device
     base = torch.tensor(make_key(_TAG, seed, epoch), dtype=torch.long, device=device)
     m = keys.numel() * num_neg
@@ -124,11 +135,13 @@ def _sample(keys: Tensor, src: Optional[Tensor], *, seed: int, epoch: int, num_n
             d = lookup(_positions(u_d, num_edges), "deg")
         out_d[pending] = d
         if src is None:
-            out_s[pending] = lookup(_positions(dart_tensor(kk, 2 * tt), num_nodes), "id")
+            u_s = dart_tensor(kk, 2 * tt)
+            out_s[pending] = (lookup(_positions(u_s, num_src), "src") if bipartite
+                              else lookup(_positions(u_s, num_nodes), "id"))
         if not reject:
             break
         s = out_s[pending]
-        bad = is_edge(s, d) | (s == d)
+        bad = is_edge(s, d) if bipartite else is_edge(s, d) | (s == d)
         pending = pending[bad]
         if not any_left(int(pending.numel())):
             break
@@ -136,8 +149,9 @@ def _sample(keys: Tensor, src: Optional[Tensor], *, seed: int, epoch: int, num_n
 
 
 # ---- single process ----------------------------------------------------------------------
-def reference_negative_sampling(edge_index: Tensor, keys: Tensor, *, num_nodes: int, seed: int,
-                                epoch: int, num_neg: int = 1, method: str = "uniform",
+def reference_negative_sampling(edge_index: Tensor, keys: Tensor, *,
+                                num_nodes: int | tuple[int, int], seed: int, epoch: int,
+                                num_neg: int = 1, method: str = "uniform",
                                 src: Optional[Tensor] = None, reject_existing: bool = False,
                                 max_tries: int = 20) -> Tensor:
     """The negatives of :func:`negative_sampling` from the whole graph in one process.
@@ -145,9 +159,13 @@ def reference_negative_sampling(edge_index: Tensor, keys: Tensor, *, num_nodes: 
     The arguments not listed below are those of :func:`negative_sampling`.
 
     Args:
-        edge_index: ``[2, E]`` the whole message-passing graph in ORIGINAL node ids.
+        edge_index: ``[2, E]`` the whole message-passing graph in ORIGINAL node ids (for typed
+            pairs, the edge type's edges: sources of the source type, destinations of the
+            destination type, each in its type's ids).
         keys: ``[n]`` the keys (all of them, e.g. ``arange(num_pairs)``).
-        num_nodes: ``N``.
+        num_nodes: ``N``; or ``(num_src, num_dst)`` for typed pairs between two node types
+            (as :func:`negative_sampling` with ``edge_type=`` of a bipartite edge type draws
+            them).
         src: ``[n]`` original ids of kept sources, or ``None``.
 
     Returns:
@@ -155,7 +173,16 @@ def reference_negative_sampling(edge_index: Tensor, keys: Tensor, *, num_nodes: 
     """
     name = "reference_negative_sampling"
     _check_args(name, method, num_neg, max_tries, seed, epoch)
-    problem = _keys_problem(name, keys, src, num_nodes)
+    bipartite = isinstance(num_nodes, (tuple, list))
+    if bipartite:
+        if len(num_nodes) != 2 or any(isinstance(n, bool) or not isinstance(n, int) or n < 0
+                                      for n in num_nodes):
+            raise ValueError(f"{name}: num_nodes must be an integer or a pair (num_src, "
+                             f"num_dst) of integers (got {num_nodes!r})")
+        num_src, num_dst = int(num_nodes[0]), int(num_nodes[1])
+    else:
+        num_src = num_dst = num_nodes
+    problem = _keys_problem(name, keys, src, num_src)
     if problem is not None:
         raise ValueError(problem)
     if edge_index.dim() != 2 or edge_index.shape[0] != 2:
@@ -165,36 +192,48 @@ def reference_negative_sampling(edge_index: Tensor, keys: Tensor, *, num_nodes: 
     num_edges = int(edge_index.shape[1])
     if method == "degree" and num_edges == 0:
         raise ValueError(f"{name}: method='degree' needs a graph with edges")
-    cumulative = torch.bincount(edge_index[1], minlength=num_nodes).cumsum(0)
-    codes = torch.unique(edge_index[0] * num_nodes + edge_index[1]) if reject_existing \
+    cumulative = torch.bincount(edge_index[1], minlength=num_dst).cumsum(0)
+    codes = torch.unique(edge_index[0] * num_dst + edge_index[1]) if reject_existing \
         else None
 
     def lookup(pos: Tensor, kind: str) -> Tensor:
-        return pos if kind == "id" else _locate(cumulative, pos)
+        return _locate(cumulative, pos) if kind == "deg" else pos
 
     def is_edge(s: Tensor, d: Tensor) -> Tensor:
-        q = s * num_nodes + d
+        q = s * num_dst + d
         at = torch.searchsorted(codes, q).clamp_(max=max(codes.numel() - 1, 0))
         return codes[at] == q if codes.numel() else torch.zeros_like(q, dtype=torch.bool)
 
     return _sample(keys, src, seed=seed, epoch=epoch, num_neg=num_neg, method=method,
-                   reject=reject_existing, max_tries=max_tries, num_nodes=num_nodes,
+                   reject=reject_existing, max_tries=max_tries, num_nodes=num_dst,
                    num_edges=num_edges, lookup=lookup, is_edge=is_edge,
-                   any_left=lambda n: n > 0)
+                   any_left=lambda n: n > 0, num_src=num_src if bipartite else None)
 
 
 # ---- distributed -------------------------------------------------------------------------
 def negative_sampling(graph: Any, keys: Tensor, *, seed: int, epoch: int, num_neg: int = 1,
                       method: str = "uniform", src: Optional[Tensor] = None,
-                      reject_existing: bool = False, max_tries: int = 20) -> Tensor:
+                      reject_existing: bool = False, max_tries: int = 20,
+                      edge_type: Any = None) -> Tensor:
     """Negative pairs for this rank's ``keys``, drawn from the whole graph.
 
     Collective: every rank calls it with the same ``seed``, ``epoch``, ``num_neg``, ``method``,
-    ``reject_existing`` and ``max_tries`` (its own ``keys``, possibly none).
+    ``reject_existing``, ``max_tries`` and ``edge_type`` (its own ``keys``, possibly none).
+
+    Typed pairs of a heterogeneous graph: ``negative_sampling(part, keys,
+    edge_type=("user", "rates", "movie"), ...)`` with ``part`` a
+    :class:`~pyg_sar.HeteroPartition` (e.g. a split of a heterogeneous
+    :func:`~pyg_sar.load_link_split`) draws sources among all nodes of the source type and
+    destinations among those of the destination type, and returns them in the new ids of
+    each type (row 0 source type, row 1 destination type); ``method="degree"`` and
+    ``reject_existing`` use that edge type's message-passing edges.
+    :func:`reference_negative_sampling` with ``num_nodes=(num_src, num_dst)`` draws the same
+    pairs in original ids.
 
     Args:
         graph: the rank's message-passing :class:`~pyg_sar.DistGraph` (not bipartite), or a
-            :class:`~pyg_sar.PartitionData` holding it.
+            :class:`~pyg_sar.PartitionData` holding it; or a
+            :class:`~pyg_sar.HeteroPartition` with ``edge_type``.
         keys: ``[n]`` non-negative int64 keys, global ids of what the negatives belong to (a
             pair's ``edge_label_ids`` entry): the same key gives the same negatives on every
             number of ranks.
@@ -205,6 +244,9 @@ def negative_sampling(graph: Any, keys: Tensor, *, seed: int, epoch: int, num_ne
             (both ends drawn, the source uniformly).
         reject_existing: redraw candidates that are edges of ``graph`` or self-loops, up to
             ``max_tries`` draws in all (then the last candidate is kept).
+        edge_type: with a :class:`~pyg_sar.HeteroPartition`: the edge type (``(src, rel,
+            dst)``, or what ``part[...]`` accepts) whose pairs are drawn; ``src`` then holds
+            new ids of its source type.
 
     Returns:
         ``int64 [2, n * num_neg]`` NEW global ids (row 0 sources, row 1 destinations):
@@ -216,15 +258,29 @@ def negative_sampling(graph: Any, keys: Tensor, *, seed: int, epoch: int, num_ne
     from pyg_sar.link.negatives_comm import DirectoryComm
     name = "negative_sampling"
     _check_args(name, method, num_neg, max_tries, seed, epoch)
+    src_ids = None
+    if hasattr(graph, "edge_index_dict") and hasattr(graph, "node_ids_dict"):  # hetero
+        if edge_type is None:
+            raise ValueError(f"{name}: a heterogeneous partition needs edge_type= (one of "
+                             f"{list(graph.edge_types)}): the edge type whose pairs are drawn")
+        et = graph.edge_type_of(edge_type)
+        src_ids = graph.node_ids_dict[et[0]]
+        graph = graph.edge_index_dict[et]
+    elif edge_type is not None:
+        raise ValueError(f"{name}: edge_type= needs a heterogeneous partition "
+                         f"(HeteroPartition) as graph (got {type(graph).__name__})")
     if not hasattr(graph, "blocks") and hasattr(graph, "graph"):  # a PartitionData
         graph = graph.graph
-    if getattr(graph, "is_bipartite", False):
+    bipartite = getattr(graph, "is_bipartite", False)
+    if bipartite and src_ids is None:
         raise ValueError(f"{name}: a bipartite graph (one edge type between two node types) "
-                         f"is not supported; sample its destination ids directly")
+                         f"needs its source type's ids: pass the HeteroPartition and the "
+                         f"edge type, negative_sampling(part, keys, edge_type=(src, rel, dst), "
+                         f"...)")
     if not hasattr(graph, "node_offsets") or not hasattr(graph, "blocks"):
         raise ValueError(f"{name}: graph must be a DistGraph (got {type(graph).__name__})")
-    dc = DirectoryComm.of(graph)
-    dc.agree(name, _keys_problem(name, keys, src, dc.num_nodes))
+    dc = DirectoryComm.of(graph, src_ids if bipartite else None)
+    dc.agree(name, _keys_problem(name, keys, src, dc.num_src))
     keys = keys.to(dc.device)
     src = None if src is None else src.to(dc.device)
     if method == "degree" and dc.num_edges == 0:
@@ -232,4 +288,4 @@ def negative_sampling(graph: Any, keys: Tensor, *, seed: int, epoch: int, num_ne
     return _sample(keys, src, seed=seed, epoch=epoch, num_neg=num_neg, method=method,
                    reject=reject_existing, max_tries=max_tries, num_nodes=dc.num_nodes,
                    num_edges=dc.num_edges, lookup=dc.lookup, is_edge=dc.is_edge,
-                   any_left=dc.any_left)
+                   any_left=dc.any_left, num_src=dc.num_src if bipartite else None)

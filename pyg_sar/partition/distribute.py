@@ -97,8 +97,8 @@ def distribute(data: Any, num_parts: Optional[int] = None, *, method: str = "met
             the ``(train_data, val_data, test_data)`` triple of PyG's ``RandomLinkSplit`` on a
             ``Data`` (any ``split_labels``, ``add_negative_train_samples``,
             ``neg_sampling_ratio``, ``disjoint_train_ratio``; see
-            :func:`~pyg_sar.partition.partition_graph`). A ``RandomLinkSplit`` triple of
-            ``HeteroData`` is refused with a ``ValueError``.
+            :func:`~pyg_sar.partition.partition_graph`), or on a ``HeteroData``
+            (``RandomLinkSplit(edge_types=..., rev_edge_types=...)``).
         num_parts: the number of parts; must equal the world size (default).
         method: ``"metis"``, ``"random"`` or ``"contiguous"``.
         seed: seed of METIS / the random assignment.
@@ -115,7 +115,10 @@ def distribute(data: Any, num_parts: Optional[int] = None, *, method: str = "met
         :func:`~pyg_sar.partition.link_split.load_link_split`: each split's
         ``edge_label_index`` (or, with ``split_labels=True``, ``pos_edge_label_index`` and
         ``neg_edge_label_index``) holds the pairs whose source this rank owns, in NEW global
-        ids, with their labels and their positions in the input split (``*_ids``)).
+        ids, with their labels and their positions in the input split (``*_ids``); for a
+        heterogeneous split three :class:`~pyg_sar.partition.HeteroPartition` whose
+        ``part[edge_type].edge_label_index`` etc. hold them in the new ids of the edge type's
+        source and destination node types).
 
     Raises:
         ValueError: ``num_parts`` is not the world size or ``balance`` unknown, or rank 0

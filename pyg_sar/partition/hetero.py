@@ -17,8 +17,9 @@ order the rows they share by (node type, original id).
 """
 from __future__ import annotations
 
+import copy
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -41,6 +42,9 @@ class EdgeTypeArrays:
 
     ``rowptr`` is ``[P, n_dst + 1]``; ``col``, ``edge_ids`` are in stored edge order;
     ``recv_*`` by source rank (``recv_counts``); ``send_idx`` one tensor per target rank.
+    ``recv_in_degree`` / ``recv_total_in_degree`` are ``None`` in arrays restricted to some
+    of the edges (:meth:`HeteroPartition.masked_edges`): the received sources' degrees in
+    the restricted graph are known only to their owners (as in ``DistGraph.masked``).
     """
 
     in_degree: Tensor
@@ -48,11 +52,34 @@ class EdgeTypeArrays:
     col: Tensor
     edge_ids: Tensor
     recv_node_ids: Tensor
-    recv_in_degree: Tensor
-    recv_total_in_degree: Tensor
+    recv_in_degree: Optional[Tensor]
+    recv_total_in_degree: Optional[Tensor]
     send_idx: list[Tensor]
     block_num_edges: list[int]
     recv_counts: list[int]
+
+    def masked(self, mask: Tensor) -> EdgeTypeArrays:
+        """These arrays restricted to the stored edges where ``mask`` is true (stored order
+        kept; the same nodes and exchange lists; ``in_degree`` counts the kept edges)."""
+        n_dst = int(self.in_degree.numel())
+        rowptrs, cols, counts, start = [], [], [], 0
+        for s, count in enumerate(self.block_num_edges):
+            keep = mask[start:start + count]
+            ptr = self.rowptr[s]
+            row = torch.repeat_interleave(torch.arange(n_dst), ptr[1:] - ptr[:-1])[keep]
+            rowptr = torch.zeros(n_dst + 1, dtype=ptr.dtype)
+            rowptr[1:] = torch.cumsum(torch.bincount(row, minlength=n_dst), 0)
+            rowptrs.append(rowptr)
+            cols.append(self.col[start:start + count][keep])
+            counts.append(int(keep.sum()))
+            start += count
+        rowptr = torch.stack(rowptrs) if rowptrs else self.rowptr
+        in_degree = (rowptr[:, 1:] - rowptr[:, :-1]).sum(0).to(self.in_degree.dtype) \
+            if rowptrs else self.in_degree
+        return replace(self, in_degree=in_degree, rowptr=rowptr,
+                       col=torch.cat(cols) if cols else self.col, edge_ids=self.edge_ids[mask],
+                       recv_in_degree=None, recv_total_in_degree=None,
+                       block_num_edges=counts)
 
 
 class TypeView:
@@ -110,12 +137,22 @@ class HeteroPartition:
             number of stored edges; ``num_features_dict`` / ``num_classes_dict``: per node
             type, as recorded at partition time.
         edge_ids_dict: edge type -> input position (within the edge type) of every stored edge.
+        pair_data_dict: edge type -> the supervision pairs of a link split that this rank owns
+            (:func:`~pyg_sar.load_link_split` of a heterogeneous split: ``edge_label_index``,
+            ``edge_label``, ``edge_label_ids`` or the ``pos_`` / ``neg_`` sets, in the new ids
+            of the edge type's source and destination node types); also read as
+            ``part[edge_type].edge_label_index``. Empty for a plain partition.
         meta, fingerprint, path: the parsed ``meta.json``, its SHA-256, the folder.
+
+    Rows of node type ``t`` by new id from any rank (pair ends, e.g. ``z_dict["movie"]``'s):
+    ``pyg_sar.gather(z_dict[t], index, ids="new", node_offsets=part.node_offsets_dict[t])``;
+    each node type has its own new-id ranges.
 
     Methods: :meth:`metadata`; ``part[node_type]`` / ``part[edge_type]`` (a :class:`TypeView`);
     :meth:`to_homogeneous` (the typed homogeneous view, with :meth:`homogeneous_edge_map` and
     :meth:`homogeneous_edge_attr`); :meth:`global_edge_index` (an edge type's stored edges in
-    original ids); :meth:`to` (a device).
+    original ids); :meth:`masked_edges` (some edge types restricted to some of their edges);
+    :meth:`to` (a device).
     """
 
     def __init__(self, rank: int, world_size: int, node_types: list[str],
@@ -136,6 +173,7 @@ class HeteroPartition:
         self.fingerprint, self.path = fingerprint, path
         self._context = context
         self.edge_index_dict = {et: self._graph(et) for et in self.edge_types}
+        self.pair_data_dict: dict[EdgeType, dict[str, Tensor]] = {}
         self._homogeneous: Optional[tuple[DistGraph, Tensor, Tensor]] = None
         self._homogeneous_edges: Optional[tuple[Tensor, Tensor]] = None
 
@@ -226,8 +264,38 @@ class HeteroPartition:
         et = self.edge_type_of(key)
         return TypeView(et, {"edge_index": self.edge_index_dict[et],
                              **self.edge_data_dict[et],
+                             **self.pair_data_dict.get(et, {}),
                              "edge_ids": self.edge_arrays[et].edge_ids,
                              "num_edges": self.num_edges_dict[et]})
+
+    def masked_edges(self, masks: dict[Any, Optional[Tensor]]) -> HeteroPartition:
+        """A copy whose edge types in ``masks`` keep only the stored edges where their mask
+        (``bool [num_edges_dict[et]]``) is true, as ``DistGraph.masked`` (PyG's
+        ``edge_index[:, mask]``): the same nodes and exchange lists, the kept edges in stored
+        order, edge tensors ``t[mask]``. Node tensors, and the graphs of the edge types not in
+        ``masks`` (or with a ``None`` mask), are shared; ``pair_data_dict`` starts empty.
+        No communication."""
+        out = copy.copy(self)
+        out.edge_arrays, out.edge_data_dict = dict(self.edge_arrays), dict(self.edge_data_dict)
+        out.edge_index_dict = dict(self.edge_index_dict)
+        out.pair_data_dict = {}
+        out._homogeneous = out._homogeneous_edges = None
+        for key, mask in masks.items():
+            if mask is None:
+                continue
+            et = self.edge_type_of(key)
+            if mask.dtype != torch.bool or tuple(mask.shape) != (self.num_edges_dict[et],):
+                raise ValueError(f"masked_edges: the mask of edge type {et} must be a boolean "
+                                 f"tensor of shape [{self.num_edges_dict[et]}] (got "
+                                 f"{mask.dtype} {list(mask.shape)})")
+            mask = mask.cpu()
+            out.edge_arrays[et] = self.edge_arrays[et].masked(mask)
+            out.edge_data_dict[et] = {k: v[mask.to(v.device)]
+                                      for k, v in self.edge_data_dict[et].items()}
+            graph = out._graph(et)
+            device = self.edge_index_dict[et].device
+            out.edge_index_dict[et] = graph.to(device) if device.type != "cpu" else graph
+        return out
 
     def __repr__(self) -> str:
         return (f"HeteroPartition(rank={self.rank}, world_size={self.world_size}, "
@@ -248,7 +316,7 @@ class HeteroPartition:
                 degree = None if bipartite else a.in_degree
             else:
                 num_src = a.recv_counts[s]
-                degree = None if bipartite else \
+                degree = None if bipartite or a.recv_in_degree is None else \
                     a.recv_in_degree[recv_start:recv_start + num_src]
                 recv_start += num_src
             blocks.append(Block(s, a.rowptr[s], a.col[edge_start:edge_start + count],
@@ -324,6 +392,10 @@ class HeteroPartition:
         state["_context"] = None
         return state
 
+    def __setstate__(self, state: dict) -> None:
+        state.setdefault("pair_data_dict", {})  # pickled before link splits had pairs
+        self.__dict__.update(state)
+
     # ------------------------------------------------------------ device moves
     def to(self, device: Any) -> HeteroPartition:
         """Move every tensor and graph to ``device`` (in place; returns ``self``)."""
@@ -333,6 +405,8 @@ class HeteroPartition:
         self.edge_data_dict = {et: {k: v.to(device) for k, v in d.items()}
                                for et, d in self.edge_data_dict.items()}
         self.edge_index_dict = {et: g.to(device) for et, g in self.edge_index_dict.items()}
+        self.pair_data_dict = {et: {k: v.to(device) for k, v in d.items()}
+                               for et, d in self.pair_data_dict.items()}
         if self._homogeneous is not None:
             graph, node_type, edge_type = self._homogeneous
             self._homogeneous = (graph.to(device), node_type.to(device), edge_type.to(device))
@@ -378,6 +452,7 @@ def _homogeneous_view(part: HeteroPartition) -> tuple[DistGraph, Tensor, Tensor]
     for s in range(P):
         rows, cols, ets, pos = [], [], [], []
         recv_keys, recv_deg = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+        degrees_known = True
         recv_pos = {}
         for j, et in enumerate(part.edge_types):
             a = part.edge_arrays[et]
@@ -391,7 +466,10 @@ def _homogeneous_view(part: HeteroPartition) -> tuple[DistGraph, Tensor, Tensor]
                 k = key(et[0], a.recv_node_ids[lo:lo + a.recv_counts[s]].numpy())
                 recv_pos[j] = (len(recv_keys) - 1, k)
                 recv_keys.append(k)
-                recv_deg.append(a.recv_total_in_degree[lo:lo + a.recv_counts[s]].numpy())
+                if a.recv_total_in_degree is None:
+                    degrees_known = False
+                else:
+                    recv_deg.append(a.recv_total_in_degree[lo:lo + a.recv_counts[s]].numpy())
                 col = k[col]  # keys for now, positions below
             else:
                 col = col + start[tindex[et[0]]]
@@ -409,7 +487,8 @@ def _homogeneous_view(part: HeteroPartition) -> tuple[DistGraph, Tensor, Tensor]
             union, first = np.unique(np.concatenate(recv_keys), return_index=True)
             cols = np.searchsorted(union, cols)
             num_src = int(union.size)
-            src_degree = torch.from_numpy(np.concatenate(recv_deg)[first])
+            src_degree = torch.from_numpy(np.concatenate(recv_deg)[first]) \
+                if degrees_known else None
         order = np.lexsort((pos, ets, rows))
         rows, cols, ets, pos = rows[order], cols[order], ets[order], pos[order]
         rowptr = np.zeros(n + 1, dtype=np.int64)

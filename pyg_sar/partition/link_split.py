@@ -14,8 +14,10 @@ supervision edges) and its supervision pairs, as one or more *pair sets*:
   ``neg_edge_label`` (``split_labels=True``; a split without negatives, e.g. train with
   ``add_negative_train_samples=False``, has no ``neg_`` set).
 
-A triple of ``HeteroData`` (``RandomLinkSplit(edge_types=...)``) is refused with a
-``ValueError``: partition the ``HeteroData`` itself and split its pairs per rank.
+A triple of ``HeteroData`` (``RandomLinkSplit(edge_types=..., rev_edge_types=...)``) is
+partitioned by :mod:`pyg_sar.partition.hetero_link_split` with the helpers of this module: the
+same layout, one heterogeneous partition as ``graph/`` and pair sets per supervised edge type
+(``link.json`` version 3).
 
 On disk (one folder)::
 
@@ -42,8 +44,9 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import numpy as np
 import torch
@@ -58,17 +61,22 @@ GRAPH_DIR = "graph"
 LEVEL_KEY = "link_mp_level"
 LINK_FORMAT = "pyg_sar-link-split"
 LINK_VERSION = 2
-READS_VERSIONS = (1, 2)  # version 1: one pair set, "edge_label", described on the split
+HETERO_LINK_VERSION = 3  # a heterogeneous split: pair sets per edge type (hetero_link_split)
+# version 1: one pair set, "edge_label", described on the split; version 3: heterogeneous
+READS_VERSIONS = (1, 2, 3)
 # The pair sets a split may hold, by their label's name: RandomLinkSplit(split_labels=False)
 # gives "edge_label", split_labels=True "pos_edge_label" and (when it drew negatives for
 # that split) "neg_edge_label". Each set is "{set}_index" [2, n], "{set}" [n, *] and, once
 # partitioned, "{set}_ids" [n] (positions in the input split's "{set}_index").
 PAIR_SETS = ("edge_label", "pos_edge_label", "neg_edge_label")
 _SUPPORTED = ("the (train_data, val_data, test_data) triple of PyG's RandomLinkSplit on a "
-              "homogeneous Data (split_labels=False: edge_label_index / edge_label; "
+              "Data, or on a HeteroData with edge_types= (and rev_edge_types=) "
+              "(split_labels=False: edge_label_index / edge_label; "
               "split_labels=True: pos_edge_label_index / pos_edge_label and "
               "neg_edge_label_index / neg_edge_label; any add_negative_train_samples, "
               "neg_sampling_ratio, disjoint_train_ratio, is_undirected)")
+# Node counts of a pair set / edge set: N (one node set) or (N_src, N_dst) (two node types).
+Nodes = Union[int, tuple[int, int]]
 
 
 def _pair_keys(label: str) -> tuple[str, str, str]:
@@ -77,14 +85,14 @@ def _pair_keys(label: str) -> tuple[str, str, str]:
 
 
 def pair_sets_of(d: Any) -> list[str]:
-    """The pair sets (names in :data:`PAIR_SETS`) that one split ``d`` holds."""
+    """The pair sets (names in :data:`PAIR_SETS`) that one split ``d`` (a ``Data``, or one
+    edge type's store of a ``HeteroData``) holds."""
     return [s for s in PAIR_SETS if f"{s}_index" in d]
 
 
 def is_link_split(data: Any) -> bool:
     """Whether ``data`` looks like the ``(train, val, test)`` triple of PyG's
-    ``RandomLinkSplit``: three ``Data`` (or three ``HeteroData``, which
-    :func:`write_link_split` refuses, naming what is supported)."""
+    ``RandomLinkSplit``: three ``Data``, or three ``HeteroData``."""
     from torch_geometric.data import Data, HeteroData
     if not isinstance(data, (tuple, list)) or len(data) != 3:
         return False
@@ -94,15 +102,13 @@ def is_link_split(data: Any) -> bool:
 
 
 def check_link_split(triple: Any) -> None:
-    """Raise a ``ValueError`` naming what is supported unless ``triple`` is a supported link
-    split (see the module docstring)."""
+    """Raise a ``ValueError`` naming what is supported unless ``triple`` is a supported
+    homogeneous link split (see the module docstring; a heterogeneous one is checked by
+    :func:`~pyg_sar.partition.hetero_link_split.write_hetero_link_split`)."""
     from torch_geometric.data import HeteroData
     if any(isinstance(d, HeteroData) for d in triple):
-        raise ValueError(f"partition_graph: a heterogeneous link split (RandomLinkSplit of a "
-                         f"HeteroData with edge_types=...) is not supported; supported is "
-                         f"{_SUPPORTED}. For a heterogeneous graph, partition the HeteroData "
-                         f"itself (pyg_sar.distribute(hetero_data)) and map the pairs of "
-                         f"your split to the new ids of each node type")
+        raise ValueError(f"partition_graph: a link split mixing HeteroData and Data is not "
+                         f"supported; supported is {_SUPPORTED}")
     for split, d in zip(SPLITS, triple):
         if not pair_sets_of(d):
             raise ValueError(f"partition_graph: the {split} split has no supervision pairs "
@@ -118,6 +124,12 @@ def is_link_folder(path: str | Path) -> bool:
 def link_file(split: str, rank: int, name: str) -> str:
     """Relative path of one split's pair tensor for ``rank``."""
     return f"link/{split}/part{rank}/{name}.npy"
+
+
+def hetero_link_file(split: str, edge_type_index: int, rank: int, name: str) -> str:
+    """Relative path of one split's pair tensor of edge type ``edge_type_index`` (its position
+    in the graph's ``meta.json``) for ``rank``."""
+    return f"link/{split}/etype{edge_type_index}/part{rank}/{name}.npy"
 
 
 def random_link_split(data: Any, num_val: float = 0.1, num_test: float = 0.1, *,
@@ -148,26 +160,45 @@ def random_link_split(data: Any, num_val: float = 0.1, num_test: float = 0.1, *,
 
 # --- checks -------------------------------------------------------------------------------
 
-def _edges(t: Tensor, num_nodes: int, what: str) -> np.ndarray:
+def _dims(num_nodes: Nodes) -> tuple[int, int]:
+    """``(N_src, N_dst)`` of ``N`` (one node set) or of such a pair (two node types)."""
+    if isinstance(num_nodes, tuple):
+        return int(num_nodes[0]), int(num_nodes[1])
+    return int(num_nodes), int(num_nodes)
+
+
+def _nodes_text(num_nodes: Nodes) -> str:
+    if isinstance(num_nodes, tuple):
+        return f"{num_nodes[0]} source and {num_nodes[1]} destination nodes"
+    return f"{num_nodes} nodes"
+
+
+def _edges(t: Tensor, num_nodes: Nodes, what: str) -> np.ndarray:
     if not isinstance(t, Tensor) or t.dim() != 2 or t.size(0) != 2 or \
             t.dtype.is_floating_point or t.dtype == torch.bool:
         raise ValueError(f"partition_graph: {what} must be an integer tensor of shape [2, E] "
                          f"(got {getattr(t, 'dtype', type(t).__name__)} "
                          f"{list(getattr(t, 'shape', []))})")
     a = t.detach().cpu().numpy().astype(np.int64, copy=False)
+    n_src, n_dst = _dims(num_nodes)
     if a.size:
-        bad = np.flatnonzero((a < 0).any(0) | (a >= num_nodes).any(0))
+        bad = np.flatnonzero((a < 0).any(0) | (a[0] >= n_src) | (a[1] >= n_dst))
         if bad.size:
             i = int(bad[0])
             raise ValueError(f"partition_graph: {what} has the pair ({a[0, i]}, {a[1, i]}) at "
-                             f"column {i}, out of range for {num_nodes} nodes")
+                             f"column {i}, out of range for {_nodes_text(num_nodes)}")
     return a
 
 
-def _occurrence_keys(edges: np.ndarray, num_nodes: int, width: int) -> np.ndarray:
-    """One int64 per edge: (src * N + dst) * width + its occurrence number among equal edges,
-    so that multisets of edges compare as sets."""
-    key = edges[0] * num_nodes + edges[1]
+def _codes(src: np.ndarray, dst: np.ndarray, num_dst: int) -> np.ndarray:
+    """One int64 per pair: ``src * N_dst + dst``."""
+    return src * num_dst + dst
+
+
+def _occurrence_keys(edges: np.ndarray, num_nodes: Nodes, width: int) -> np.ndarray:
+    """One int64 per edge: (src * N_dst + dst) * width + its occurrence number among equal
+    edges, so that multisets of edges compare as sets."""
+    key = _codes(edges[0], edges[1], _dims(num_nodes)[1])
     order = np.argsort(key, kind="stable")
     sk = key[order]
     starts = np.r_[True, sk[1:] != sk[:-1]] if sk.size else np.zeros(0, bool)
@@ -177,21 +208,24 @@ def _occurrence_keys(edges: np.ndarray, num_nodes: int, width: int) -> np.ndarra
     return key * width + occ
 
 
-def _max_multiplicity(edges: np.ndarray, num_nodes: int) -> int:
+def _max_multiplicity(edges: np.ndarray, num_nodes: Nodes) -> int:
     if not edges.size:
         return 1
-    _, counts = np.unique(edges[0] * num_nodes + edges[1], return_counts=True)
+    _, counts = np.unique(_codes(edges[0], edges[1], _dims(num_nodes)[1]), return_counts=True)
     return int(counts.max())
 
 
 def mp_levels(train: np.ndarray, val: np.ndarray, test: np.ndarray,
-              num_nodes: int) -> np.ndarray:
+              num_nodes: Nodes, of: str = "") -> np.ndarray:
     """For every edge of ``test`` (stored order): 0 if it is one of train's edges, 1 if one
-    of val's only, 2 if test's only (multisets: a repeated edge counts once per copy)."""
+    of val's only, 2 if test's only (multisets: a repeated edge counts once per copy).
+    ``num_nodes``: ``N``, or ``(N_src, N_dst)`` for an edge type between two node types;
+    ``of`` names the edge type in errors."""
     width = _max_multiplicity(test, num_nodes) + 1
-    if num_nodes > 0 and float(num_nodes) ** 2 * width >= 2.0 ** 62:
-        raise ValueError(f"partition_graph: link split of {num_nodes} nodes is too large for "
-                         f"64-bit edge keys")
+    n_src, n_dst = _dims(num_nodes)
+    if n_src > 0 and n_dst > 0 and float(n_src) * n_dst * width >= 2.0 ** 62:
+        raise ValueError(f"partition_graph: link split of {_nodes_text(num_nodes)} is too "
+                         f"large for 64-bit edge keys")
     keys = {name: _occurrence_keys(e, num_nodes, width)
             for name, e in (("train", train), ("val", val), ("test", test))}
     level = np.full(test.shape[1], 2, dtype=np.int8)
@@ -199,8 +233,8 @@ def mp_levels(train: np.ndarray, val: np.ndarray, test: np.ndarray,
         inside = np.isin(keys[name], keys[sup])
         if not inside.all():
             i = int(np.flatnonzero(~inside)[0])
-            raise ValueError(f"partition_graph: the {name} split's message-passing edge "
-                             f"({sub[0, i]}, {sub[1, i]}) is not in the {sup} split's "
+            raise ValueError(f"partition_graph: the {name} split's {of}message-passing "
+                             f"edge ({sub[0, i]}, {sub[1, i]}) is not in the {sup} split's "
                              f"message-passing edges; a link split gives each split the "
                              f"edges of the one before it (train within val within test), "
                              f"as RandomLinkSplit does")
@@ -215,23 +249,31 @@ def _is_undirected(edges: np.ndarray, num_nodes: int) -> bool:
 
 
 def check_no_leakage(split: str, pairs: np.ndarray, labels: Tensor, mp: np.ndarray,
-                     num_nodes: int, undirected: bool) -> None:
-    """Refuse positive supervision pairs of ``split`` that are edges of its message passing."""
+                     num_nodes: Nodes, undirected: bool, reverse: Optional[np.ndarray] = None,
+                     of: str = "") -> None:
+    """Refuse positive supervision pairs of ``split`` that are edges of its message passing:
+    of ``mp`` (in either direction when ``undirected``), or, reversed, of ``reverse`` (the
+    edges of a reverse edge type, destination type to source type; ``num_nodes`` is then
+    ``(N_src, N_dst)``). ``of`` names the edge type in the error."""
     positive = (labels.detach().cpu().reshape(labels.size(0), -1) != 0).any(1).numpy()
     pos = pairs[:, positive]
     if not pos.size:
         return
-    mp_keys = mp[0] * num_nodes + mp[1]
-    leaked = np.isin(pos[0] * num_nodes + pos[1], mp_keys)
+    n_src, n_dst = _dims(num_nodes)
+    mp_keys = _codes(mp[0], mp[1], n_dst)
+    leaked = np.isin(_codes(pos[0], pos[1], n_dst), mp_keys)
     if undirected:
-        leaked |= np.isin(pos[1] * num_nodes + pos[0], mp_keys)
+        leaked |= np.isin(_codes(pos[1], pos[0], n_dst), mp_keys)
+    if reverse is not None and reverse.size:
+        leaked |= np.isin(_codes(pos[1], pos[0], n_src), _codes(reverse[0], reverse[1], n_src))
     if leaked.any():
         i = int(np.flatnonzero(leaked)[0])
+        where = "" if reverse is None else " (or, reversed, of its reverse edge type)"
         raise ValueError(f"partition_graph: the {split} split leaks supervision edges into "
-                         f"message passing: its positive pair ({pos[0, i]}, {pos[1, i]}) is an "
-                         f"edge of the {split} split's edge_index ({int(leaked.sum())} such "
-                         f"pairs); supervision edges must be held out of the graph the model "
-                         f"propagates over")
+                         f"message passing: its {of}positive pair ({pos[0, i]}, {pos[1, i]}) "
+                         f"is an edge of the {split} split's {of}edge_index{where} "
+                         f"({int(leaked.sum())} such pairs); supervision edges must be held "
+                         f"out of the graph the model propagates over")
 
 
 _PAIR_ATTRS = frozenset(k for s in PAIR_SETS for k in _pair_keys(s))
@@ -269,18 +311,18 @@ def _same_tensor(a: Any, b: Tensor) -> bool:
     return torch.equal(a, b)
 
 
-def _pairs(d: Any, split: str, num_nodes: int, label_key: str = "edge_label"
-           ) -> tuple[np.ndarray, Tensor]:
+def _pairs(d: Any, split: str, num_nodes: Nodes, label_key: str = "edge_label",
+           of: str = "") -> tuple[np.ndarray, Tensor]:
     index_key = _pair_keys(label_key)[0]
-    pairs = _edges(d[index_key], num_nodes, f"the {split} split's {index_key}")
+    pairs = _edges(d[index_key], num_nodes, f"the {split} split's {of}{index_key}")
     if label_key in d:
         label = d[label_key]
     else:  # RandomLinkSplit always sets the labels; a hand-made split may leave them out
         fill = torch.zeros if label_key.startswith("neg_") else torch.ones
         label = fill(pairs.shape[1])
     if not isinstance(label, Tensor) or label.dim() < 1 or label.size(0) != pairs.shape[1]:
-        raise ValueError(f"partition_graph: the {split} split's {label_key} must have one "
-                         f"row per pair ({pairs.shape[1]}), got "
+        raise ValueError(f"partition_graph: the {split} split's {of}{label_key} must have "
+                         f"one row per pair ({pairs.shape[1]}), got "
                          f"{list(getattr(label, 'shape', []))}")
     return pairs, label
 
@@ -297,12 +339,70 @@ def _positive(label_key: str, label: Tensor) -> Tensor:
 
 # --- writing ------------------------------------------------------------------------------
 
+PairSets = dict[tuple[str, str], tuple[np.ndarray, Tensor]]
+
+
+def checked_pair_sets(stores: Any, num_nodes: Nodes, mp: list[np.ndarray], undirected: bool,
+                      reverse: Optional[list[np.ndarray]] = None, of: str = "") -> PairSets:
+    """``{(split, set): (pairs [2, n], labels)}`` of the three splits' ``stores`` (the
+    ``Data`` themselves, or one edge type's store of each ``HeteroData``), the validation and
+    test positives checked for leakage into their split's message-passing edges ``mp[i]``
+    (and, reversed, into ``reverse[i]``, a reverse edge type's)."""
+    pairs: PairSets = {}
+    for i, (split, d) in enumerate(zip(SPLITS, stores)):
+        for label_key in pair_sets_of(d):
+            pair, label = pairs[split, label_key] = _pairs(d, split, num_nodes, label_key, of)
+            if split != "train":
+                check_no_leakage(split, pair, _positive(label_key, label), mp[i], num_nodes,
+                                 undirected, None if reverse is None else reverse[i], of)
+    return pairs
+
+
+def write_pair_sets(tmp: Path, files: dict, pairs: PairSets, new_src: np.ndarray,
+                    new_dst: np.ndarray, src_offsets: np.ndarray,
+                    rel_of: Callable[[str, int, str], str]) -> dict[str, dict[str, dict]]:
+    """Write every pair set of ``pairs`` per owner rank (the rank owning the pair's source,
+    ``src_offsets`` the source set's new-id ranges) in new ids (``new_src`` / ``new_dst``:
+    new id of every original source / destination id) under ``tmp`` at ``rel_of(split, rank,
+    name)``, recording checksums in ``files``; return ``{split: {set: description}}``."""
+    out: dict[str, dict[str, dict]] = {}
+    for (split, label_key), (pair, label) in pairs.items():
+        index_key, _, ids_key = _pair_keys(label_key)
+        new_pairs = np.stack([new_src[pair[0]], new_dst[pair[1]]]).astype(np.int64)
+        owner = np.searchsorted(src_offsets, new_pairs[0], side="right") - 1
+        label_np = storage.to_storage(label.detach().cpu())
+        counts = []
+        for r in range(len(src_offsets) - 1):
+            ids = np.flatnonzero(owner == r).astype(np.int64)
+            arrays = {index_key: np.ascontiguousarray(new_pairs[:, ids]),
+                      label_key: np.ascontiguousarray(label_np[ids]),
+                      ids_key: ids}
+            for name, array in arrays.items():
+                rel = rel_of(split, r, name)
+                (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+                files[rel] = storage.save_npy(tmp / rel, array)
+            counts.append(int(ids.size))
+        out.setdefault(split, {})[label_key] = {
+            "num_pairs": int(pair.shape[1]), "part_num_pairs": counts,
+            "label_dtype": storage.dtype_name(label.dtype),
+            "label_shape": list(label.shape[1:])}
+    return out
+
+
 def write_link_split(triple: tuple, num_parts: int, out_dir: str | Path,
                      method: str = "metis", seed: int = 0, overwrite: bool = False,
                      on_nonfinite: str = "warn") -> Path:
     """Write the partitioned link split ``triple`` to ``out_dir`` (see the module docstring);
-    called by :func:`~pyg_sar.partition.partition_graph` for such a triple."""
+    called by :func:`~pyg_sar.partition.partition_graph` for such a triple (a triple of
+    ``HeteroData`` goes to
+    :func:`~pyg_sar.partition.hetero_link_split.write_hetero_link_split`)."""
+    from torch_geometric.data import HeteroData
+
     from pyg_sar.partition.writer import write_partition
+    if all(isinstance(d, HeteroData) for d in triple):
+        from pyg_sar.partition.hetero_link_split import write_hetero_link_split
+        return write_hetero_link_split(triple, num_parts, out_dir, method, seed, overwrite,
+                                       on_nonfinite)
     out_dir = Path(out_dir)
     check_link_split(triple)
     num_nodes = _check_same_nodes(triple)
@@ -310,13 +410,7 @@ def write_link_split(triple: tuple, num_parts: int, out_dir: str | Path,
           for s, d in zip(SPLITS, triple)]
     level = mp_levels(*mp, num_nodes)
     undirected = _is_undirected(mp[2], num_nodes)
-    pairs: dict[tuple[str, str], tuple[np.ndarray, Tensor]] = {}
-    for i, (split, d) in enumerate(zip(SPLITS, triple)):
-        for label_key in pair_sets_of(d):
-            pair, label = pairs[split, label_key] = _pairs(d, split, num_nodes, label_key)
-            if split != "train":
-                check_no_leakage(split, pair, _positive(label_key, label), mp[i], num_nodes,
-                                 undirected)
+    pairs = checked_pair_sets(triple, num_nodes, mp, undirected)
 
     graph = copy.copy(triple[2])
     for key in _PAIR_ATTRS:
@@ -336,28 +430,10 @@ def write_link_split(triple: tuple, num_parts: int, out_dir: str | Path,
                      "same_graph": {"train_val": bool((level != 1).all()),
                                     "val_test": bool((level != 2).all())},
                      "files": {}, "splits": {}}
+        sets = write_pair_sets(tmp, link_meta["files"], pairs, new_id, new_id, offsets,
+                               link_file)
         for split in SPLITS:
-            link_meta["splits"][split] = {"pair_sets": {}}
-        for (split, label_key), (pair, label) in pairs.items():
-            index_key, _, ids_key = _pair_keys(label_key)
-            new_pairs = new_id[pair] if pair.size else pair
-            owner = np.searchsorted(offsets, new_pairs[0], side="right") - 1
-            label_np = storage.to_storage(label.detach().cpu())
-            counts = []
-            for r in range(len(offsets) - 1):
-                ids = np.flatnonzero(owner == r).astype(np.int64)
-                arrays = {index_key: np.ascontiguousarray(new_pairs[:, ids]),
-                          label_key: np.ascontiguousarray(label_np[ids]),
-                          ids_key: ids}
-                for name, array in arrays.items():
-                    rel = link_file(split, r, name)
-                    (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
-                    link_meta["files"][rel] = storage.save_npy(tmp / rel, array)
-                counts.append(int(ids.size))
-            link_meta["splits"][split]["pair_sets"][label_key] = {
-                "num_pairs": int(pair.shape[1]), "part_num_pairs": counts,
-                "label_dtype": storage.dtype_name(label.dtype),
-                "label_shape": list(label.shape[1:])}
+            link_meta["splits"][split] = {"pair_sets": sets.get(split, {})}
         storage.write_file_atomic(tmp / LINK_META,
                                   json.dumps(link_meta, indent=1).encode())
     return out_dir
@@ -386,37 +462,56 @@ def read_link_meta(root: Path) -> dict:
     if meta["version"] == 1:  # one pair set, described on the split itself
         meta["splits"] = {s: {"pair_sets": {"edge_label": info}}
                           for s, info in meta["splits"].items()}
+    hetero = meta["version"] == HETERO_LINK_VERSION
     for split, info in meta["splits"].items():
-        sets = info.get("pair_sets") if isinstance(info, dict) else None
-        if not isinstance(sets, dict) or not set(sets) <= set(PAIR_SETS):
-            raise ValueError(f"'{path}' describes the pair sets of the {split} split as "
-                             f"{sets!r}; expected a dict keyed by some of {PAIR_SETS}")
+        groups = info.get("edge_types") if hetero and isinstance(info, dict) else [info]
+        if not isinstance(groups, list):
+            raise ValueError(f"'{path}' describes the edge types of the {split} split as "
+                             f"{groups!r}; expected a list")
+        for group in groups:
+            sets = group.get("pair_sets") if isinstance(group, dict) else None
+            if not isinstance(sets, dict) or not set(sets) <= set(PAIR_SETS):
+                raise ValueError(f"'{path}' describes the pair sets of the {split} split as "
+                                 f"{sets!r}; expected a dict keyed by some of {PAIR_SETS}")
     return meta
 
 
-def _read_pairs(root: Path, meta: dict, split: str, label_key: str,
-                rank: int) -> dict[str, Tensor]:
-    info = meta["splits"][split]["pair_sets"][label_key]
+def read_pairs(root: Path, files: dict, info: dict, label_key: str, rank: int,
+               rel_of: Callable[[str], str], num_nodes: Nodes) -> dict[str, Tensor]:
+    """Rank ``rank``'s pairs of one pair set (``info``: its description in ``link.json``;
+    ``rel_of(name)``: the relative path of its tensor ``name``; ``num_nodes``: ``N`` or
+    ``(N_src, N_dst)``, the range of the ids): ``{set}_index``, ``{set}``, ``{set}_ids``."""
     index_key, _, ids_key = _pair_keys(label_key)
     n = int(info["part_num_pairs"][rank])
     label_dtype = storage.parse_dtype(info["label_dtype"])
     shapes = {index_key: (2, n), label_key: (n, *info["label_shape"]), ids_key: (n,)}
     out = {}
     for name in (index_key, label_key, ids_key):
-        rel = link_file(split, rank, name)
-        if rel not in meta["files"]:
+        rel = rel_of(name)
+        if rel not in files:
             raise ValueError(f"'{root / LINK_META}' lists no checksum for {rel}")
-        array = storage.load_npy(root / rel, meta["files"][rel])
+        array = storage.load_npy(root / rel, files[rel])
         if tuple(array.shape) != shapes[name]:
             raise ValueError(f"'{root / rel}' has shape {list(array.shape)}, expected "
                              f"{list(shapes[name])}")
         out[name] = (storage.from_storage(array, label_dtype) if name == label_key
                      else torch.from_numpy(np.asarray(array, dtype=np.int64)))
     ids = out[index_key]
-    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= meta["num_nodes"]):
-        raise ValueError(f"'{root / link_file(split, rank, index_key)}' holds node ids "
-                         f"outside [0, {meta['num_nodes']})")
+    for row, high in enumerate(_dims(num_nodes)):
+        if ids.numel() and (int(ids[row].min()) < 0 or int(ids[row].max()) >= high):
+            raise ValueError(f"'{root / rel_of(index_key)}' holds node ids outside "
+                             f"[0, {high})")
     return out
+
+
+def split_masks(level: Tensor, same_graph: dict) -> dict[str, Optional[Tensor]]:
+    """Which of test's stored edges (by their ``LEVEL_KEY`` tensor ``level``) the graphs of
+    val and train keep: ``{"val": level <= 1, "train": level == 0}``, each ``None`` where the
+    split's graph is the next split's (val's is test's when ``same_graph["val_test"]``,
+    train's is val's when ``same_graph["train_val"]``; ``link.json`` records both)."""
+    level = level.to(torch.int64)
+    return {"val": None if same_graph["val_test"] else level <= 1,
+            "train": None if same_graph["train_val"] else level == 0}
 
 
 def _split_part(base: PartitionData, mask: Optional[Tensor], graph: Any) -> PartitionData:
@@ -456,9 +551,18 @@ def load_link_split(path: str | Path, rank: int, world_size: Optional[int] = Non
 
     Node tensors (``x``, ``y``, ...) are shared by the three. Arguments and errors as for
     :func:`~pyg_sar.partition.load_partition`.
+
+    A heterogeneous split (``RandomLinkSplit(edge_types=...)`` of a ``HeteroData``) loads as
+    three :class:`~pyg_sar.partition.HeteroPartition` (see
+    :func:`~pyg_sar.partition.hetero_link_split.load_hetero_link_split`): the pairs of each
+    supervised edge type are ``part[edge_type].edge_label_index`` etc., their ends in the new
+    ids of the edge type's source and destination node types.
     """
     root = Path(path)
     meta = read_link_meta(root)
+    if meta["version"] == HETERO_LINK_VERSION:
+        from pyg_sar.partition.hetero_link_split import load_hetero_link_split
+        return load_hetero_link_split(root, meta, rank, world_size, context)
     base = load_partition(root / GRAPH_DIR, rank, world_size=world_size, context=context)
     if base.num_parts != meta["num_parts"]:
         raise ValueError(f"'{root / LINK_META}' describes {meta['num_parts']} parts, its graph "
@@ -469,21 +573,23 @@ def load_link_split(path: str | Path, rank: int, world_size: Optional[int] = Non
         raise ValueError(f"the graph of the link split at '{root}' has no edge tensor "
                          f"{LEVEL_KEY!r}")
     base.edge_data = {k: v for k, v in base.edge_data.items() if k != LEVEL_KEY}
-    level = level.to(torch.int64)
+    keep = split_masks(level, meta["same_graph"])
     test_graph = base.edge_index
-    val_mask = level <= 1
-    val_graph = test_graph if meta["same_graph"]["val_test"] else test_graph.masked(val_mask)
-    train_mask = level == 0
-    train_graph = val_graph if meta["same_graph"]["train_val"] else test_graph.masked(train_mask)
+    val_graph = test_graph if keep["val"] is None else test_graph.masked(keep["val"])
+    train_graph = val_graph if keep["train"] is None else test_graph.masked(keep["train"])
     graphs = {"train": train_graph, "val": val_graph, "test": test_graph}
-    masks = {"train": None if train_graph is test_graph else train_mask,
-             "val": None if val_graph is test_graph else val_mask, "test": None}
+    masks = {"train": keep["val"] if keep["train"] is None else keep["train"],
+             "val": keep["val"], "test": None}
     out = []
     for split in SPLITS:
         part = _split_part(base, masks[split], graphs[split])
         for label_key in PAIR_SETS:
             if label_key in meta["splits"][split]["pair_sets"]:
-                for name, value in _read_pairs(root, meta, split, label_key, rank).items():
+                info = meta["splits"][split]["pair_sets"][label_key]
+                for name, value in read_pairs(
+                        root, meta["files"], info, label_key, rank,
+                        lambda name, split=split: link_file(split, rank, name),
+                        meta["num_nodes"]).items():
                     part[name] = value
         out.append(part)
     return tuple(out)

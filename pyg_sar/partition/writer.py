@@ -522,12 +522,15 @@ def partition_graph(data: Any, num_parts: int, out_dir: str | Path, method: str 
     with each split's message-passing edges and supervision pairs kept apart;
     :func:`~pyg_sar.partition.link_split.load_link_split` loads it as such a triple
     (:mod:`pyg_sar.partition.link_split`). A validation or test positive that is an edge of
-    its split's graph raises a ``ValueError`` (leakage). It uses the default balance.
+    its split's graph raises a ``ValueError`` (leakage). It uses the default balance. The
+    triple of a ``HeteroData`` (``RandomLinkSplit(edge_types=..., rev_edge_types=...)``) is
+    written as one heterogeneous partition with pairs per supervised edge type
+    (:mod:`pyg_sar.partition.hetero_link_split`).
 
     Args:
         data: a ``torch_geometric.data.Data`` with ``edge_index`` (``[2, E]``, integer) or a
             sparse ``adj_t``; or a ``torch_geometric.data.HeteroData`` (an ``edge_index`` per
-            edge type); or a ``RandomLinkSplit`` triple.
+            edge type); or a ``RandomLinkSplit`` triple (of ``Data`` or of ``HeteroData``).
         num_parts: number of parts ``P`` (``1 <= P <= num_nodes``).
         out_dir: target folder; may exist if empty.
         method: ``"metis"``, ``"random"`` or ``"contiguous"``.

@@ -3,8 +3,8 @@ pair sets, as PyG's examples/autoencoder.py), with and without training negative
 ``neg_sampling_ratio`` and ``disjoint_train_ratio``. At P = 1 and 3 (``pyg_sar.distribute``
 on real ranks, and ``partition_graph`` + ``load_link_split`` in one process) the pairs of all
 ranks, mapped back to original ids, are PyG's, as multisets with their labels; each pair sits
-on the rank owning its source. A heterogeneous ``RandomLinkSplit`` triple is refused with a
-``ValueError`` naming what is supported."""
+on the rank owning its source. (The heterogeneous ``RandomLinkSplit`` triple:
+tests/partition/test_hetero_link_split.py.)"""
 from __future__ import annotations
 
 import json
@@ -141,27 +141,3 @@ def test_version_1_folders_still_load(tmp_path):
             for k in ("edge_label_index", "edge_label", "edge_label_ids"):
                 assert torch.equal(a[k], b[k])
 
-
-def _hetero_triple():
-    import torch_geometric.transforms as T
-    from torch_geometric.data import HeteroData
-    gen = torch.Generator().manual_seed(0)
-    data = HeteroData()
-    data["user"].x = torch.randn(30, 4, generator=gen)
-    data["item"].x = torch.randn(20, 4, generator=gen)
-    data["user", "buys", "item"].edge_index = torch.stack(
-        [torch.randint(0, 30, (120,), generator=gen), torch.randint(0, 20, (120,), generator=gen)])
-    data = T.ToUndirected()(data)
-    torch.manual_seed(0)
-    return T.RandomLinkSplit(edge_types=("user", "buys", "item"),
-                             rev_edge_types=("item", "rev_buys", "user"))(data)
-
-
-def test_heterogeneous_link_split_is_refused_naming_what_is_supported(tmp_path):
-    triple = _hetero_triple()
-    for call in (lambda: pyg_sar.partition_graph(triple, 2, tmp_path / "h"),
-                 lambda: pyg_sar.distribute(triple)):
-        with pytest.raises(ValueError, match="heterogeneous link split .* is not supported; "
-                                             "supported is .*split_labels=True"):
-            call()
-    assert not (tmp_path / "h").exists()
