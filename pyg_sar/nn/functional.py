@@ -434,7 +434,7 @@ def f1_score(out: Tensor, target: Tensor, mask: Optional[Tensor] = None, *,
 
     Per class :math:`c`, the true positives, false positives and false negatives are counted
     on each rank and summed over ranks (one all-reduce of ``3 C`` counts), then
-    :math:`F_1^c = rac{2 TP_c}{2 TP_c + FP_c + FN_c}`. ``"macro"`` averages it over the
+    :math:`F_1^c = \frac{2 TP_c}{2 TP_c + FP_c + FN_c}`. ``"macro"`` averages it over the
     classes that occur in the targets or the predictions of some rank (scikit-learn's labels;
     a class with no positive anywhere scores 0, scikit-learn's ``zero_division=0``);
     ``"micro"`` pools the counts (for single-label data it equals the accuracy). F1 on one
