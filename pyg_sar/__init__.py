@@ -44,6 +44,8 @@ _LAZY = {
     "gather": "pyg_sar.link.gather",
     "save_checkpoint": "pyg_sar.checkpoint",
     "load_checkpoint": "pyg_sar.checkpoint",
+    "predict": "pyg_sar.predict",
+    "predict_pairs": "pyg_sar.predict",
     "nn": "pyg_sar.nn",
     "link": "pyg_sar.link",
     "datasets": "pyg_sar.datasets",
