@@ -14,6 +14,47 @@ os.environ.setdefault("PYG_SAR_REQUIRE_NATIVE", "1")
 
 import pytest  # noqa: E402 - after the path is set
 
+# The second tier: the exhaustive and slow cases (the full zoo per dtype, the example scripts
+# end to end, namespace hosts, failure injection, the CLIs' long runs). The README's test
+# command runs the first tier (`pytest -m "not full"`, a few minutes on 2 cores); `.ci/run`
+# runs it, then this one (`pytest -m full`). A file or folder is listed whole, so a launch
+# shared by the tests of one file never runs in both tiers.
+FULL_TIER = (
+    "tests/zoo/test_zoo_bf16.py",           # the whole zoo again in bfloat16
+    "tests/zoo/test_zoo_hetero.py",         # the heterogeneous zoo
+    "tests/examples/test_examples.py",      # every example script end to end, 1 and 2 ranks
+    "tests/examples/test_port_exactness.py",
+    "tests/examples/test_link_examples.py",
+    "tests/examples/test_hetero_example.py",
+    "tests/examples/test_graph_transformer_example.py",
+    "tests/train/test_train_cli_errors.py",  # the CLI's many failing launches
+    "tests/train/test_train_interrupt.py",
+    "tests/train/test_train_progress.py",
+    "tests/netns/",                         # namespace hosts, tc-limited links
+    "tests/reliability/",                   # failure injection
+    "tests/distributed/test_gloo_clean_exit.py",
+    "tests/distributed/test_watchdog_hosts.py",
+    "tests/distributed/test_memory_cgroup.py",
+    "tests/distributed/test_slurm_env.py",
+    "tests/docs/",                          # the Sphinx build and the documented scripts
+    "tests/bench/",
+    "tests/plan/",
+    "tests/precision/",
+    "tests/setup_script/",
+    "tests/test_wheel_contents.py",         # builds and runs the package outside the tree
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    root = Path(ROOT)
+    for item in items:
+        try:
+            rel = Path(str(item.fspath)).resolve().relative_to(root).as_posix()
+        except ValueError:
+            continue
+        if rel.startswith(FULL_TIER):
+            item.add_marker(pytest.mark.full)
+
 
 @pytest.fixture(autouse=True)
 def _no_context_leaks_between_tests():

@@ -90,16 +90,19 @@ def test_readme_is_a_short_front_page():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     lines = text.splitlines()
     assert len(lines) <= 150, f"README.md has {len(lines)} lines (at most 150)"
-    # First how a user installs the package and launches the main job; then the two
-    # development commands, exactly as the getting-started page gives them.
+    # First the two commands that work on a fresh machine (set up and run the main job; run
+    # the tests), exactly as the getting-started page gives them and as .ci/run runs the
+    # second; then how a user installs the package into an environment of their own.
     start = (DOCS / "getting_started.md").read_text(encoding="utf-8")
     commands = re.search(r"```bash\n(# 1\..*?# 2\..*?)```", start, re.S).group(1)
     blocks = re.findall(r"```bash\n(.*?)```", text, re.S)
     assert text.index("```bash") < 300
-    install = blocks[0]
-    assert install.index("pip install torch") < install.index("pip install 'pyg_sar[all]'")
+    assert blocks[0] == commands
+    test_command = commands.split("# 2.", 1)[1].split("\n", 1)[1].strip()
+    assert test_command in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    install = blocks[1]
+    assert install.index("pip install torch") < install.index("pip install '.[all]'")
     assert "mpiexec -n 2 python -m pyg_sar.train" in install
-    assert blocks[1] == commands
     # Every relative link resolves to a file of the repository.
     for target in re.findall(r"\]\((?!https?://|#)([^)#\s]+)", text):
         assert (ROOT / target).exists(), f"README.md links to a missing file: {target}"
