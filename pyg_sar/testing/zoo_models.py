@@ -151,10 +151,18 @@ def _infomax(m, d: Inputs):
                         m.discriminate(neg_z, summary, sigmoid=False)], dim=-1)
 
 
+def _mean_summary(z, *args, **kwargs):
+    return z.mean(dim=0).sigmoid()
+
+
+def _negate(x, edge_index):
+    return -x, edge_index
+
+
 def _infomax_model() -> DeepGraphInfomax:
+    # Module-level functions, not lambdas: the model pickles (tests/api/test_save_load.py).
     return DeepGraphInfomax(HIDDEN, encoder=GCN(IN, HIDDEN, num_layers=1),
-                            summary=lambda z, *args, **kwargs: z.mean(dim=0).sigmoid(),
-                            corruption=lambda x, edge_index: (-x, edge_index))
+                            summary=_mean_summary, corruption=_negate)
 
 
 def _pna(graph: GraphInfo) -> PNA:

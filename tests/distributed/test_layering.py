@@ -17,8 +17,8 @@ EDGE = {"distributed/context.py", "distributed/sync.py", "checkpoint.py", "graph
         # A user's call of a converted SGFormer / Polynormer / GPSConv without a DistGraph:
         # refused in a run of several ranks (its forward spans every node), read from init's.
         "nn/module_forwards.py",
-        # A public function with an optional context, as the losses of nn/functional.py.
-        "nn/clip.py",
+        # Public functions with an optional context, as the losses of nn/functional.py.
+        "nn/clip.py", "predict.py",
         # A converted layer given a plain edge_index while training: refused in a run of
         # several ranks (every rank would count the whole graph), read from init's.
         "nn/converted.py"}
