@@ -66,10 +66,13 @@ def convert(model: torch.nn.Module, config: Optional[SARConfig] = None) -> torch
 
     The converted model also looks after its training step (:mod:`pyg_sar.distributed.grad_sync`,
     each part a ``SARConfig`` field): it sums parameter gradients over ranks after every
-    backward pass (``sync_gradients``), copies rank 0's parameters and buffers on its first
-    forward over a DistGraph (``broadcast_parameters``), checks that parameters stay identical
-    across ranks (``check_parameters_every``), and refuses a backward pass from a loss not
-    reduced over ranks (``check_loss``; see :mod:`pyg_sar.nn.functional`).
+    backward pass that reaches them, through ``forward`` or any other method
+    (``sync_gradients``), copies rank 0's parameters and buffers here when the job's context
+    exists, else on its first call over a DistGraph (``broadcast_parameters``), checks that
+    parameters stay identical across ranks (``check_parameters_every``), and refuses a
+    backward pass from a loss not reduced over ranks (``check_loss``; see
+    :mod:`pyg_sar.nn.functional`). On several ranks ``convert`` is therefore collective:
+    every rank converts the same model, in the same order.
 
     Args:
         model: a PyG model (``torch_geometric.nn.models`` or a user module of PyG convs).
