@@ -55,7 +55,7 @@ def clip_grad_norm_(parameters: Params, max_norm: float, norm_type: float = 2.0,
         return torch.nn.utils.clip_grad_norm_(params, max_norm, norm_type)
     grads = [p.grad for p in params if p.grad is not None]
     local = [p.grad for p in params if p.grad is not None and is_rank_local(p)]
-    shared = [g for g in grads if not any(g is h for h in local)]
+    shared = [p.grad for p in params if p.grad is not None and not is_rank_local(p)]
     p = float(norm_type)
     device = grads[0].device if grads else ctx.device
     norms = [torch.linalg.vector_norm(g.detach(), p).to(device, torch.float64) for g in shared]
