@@ -476,7 +476,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     try:
         run(args)
     except KeyboardInterrupt as interrupt:  # Ctrl-C (or PeerInterrupted): one line per job
-        from pyg_sar.distributed.supervision import release_after_interrupt, report_interrupt
+        from pyg_sar.distributed.context import release_after_interrupt, report_interrupt
         report_interrupt()  # ranks not interrupted themselves stop too, quietly
         ctx = pyg_sar.get_context()
         if (ctx.rank if ctx is not None else _launch_rank()) == 0:

@@ -33,7 +33,8 @@ import torch
 from torch_geometric.data import HeteroData
 
 from pyg_sar.datasets.hetero_validate import check_hetero
-from pyg_sar.datasets.ogb import _find_split_dir, _read_csv
+from pyg_sar.datasets.ogb_files import find_split_dir as _find_split_dir
+from pyg_sar.datasets.ogb_files import read_csv as _read_csv
 
 _SEP = "___"
 

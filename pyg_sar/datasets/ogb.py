@@ -26,38 +26,9 @@ import numpy as np
 import torch
 from torch_geometric.data import Data, HeteroData
 
-
-def _read_csv(path: Path, dtype: type, ndmin: int) -> np.ndarray:
-    if not path.is_file():
-        raise ValueError(f"ogb: {path} is missing")
-    with gzip.open(path, "rt") as f:
-        try:
-            return np.loadtxt(f, delimiter=",", dtype=dtype, ndmin=ndmin)
-        except ValueError as e:
-            raise ValueError(f"ogb: cannot parse {path}: {e}") from e
-
-
-def _single_count(path: Path) -> int:
-    counts = _read_csv(path, np.int64, 1)
-    if counts.size != 1:
-        raise ValueError(f"ogb: {path} lists {counts.size} graphs; a node-property dataset has "
-                         f"exactly one")
-    return int(counts[0])
-
-
-def _find_split_dir(folder: Path, split_type: str | None) -> Path:
-    split_root = folder / "split"
-    if split_type is not None:
-        path = split_root / split_type
-        if not path.is_dir():
-            raise ValueError(f"ogb: split folder {path} is missing")
-        return path
-    kinds = sorted(p.name for p in split_root.iterdir() if p.is_dir()) \
-        if split_root.is_dir() else []
-    if len(kinds) != 1:
-        raise ValueError(f"ogb: expected exactly one split type under {split_root} (found "
-                         f"{kinds}); pass split_type")
-    return split_root / kinds[0]
+from pyg_sar.datasets.ogb_files import find_split_dir as _find_split_dir
+from pyg_sar.datasets.ogb_files import read_csv as _read_csv
+from pyg_sar.datasets.ogb_files import single_count as _single_count
 
 
 def ogb_node_dataset(folder: str | os.PathLike, split_type: str | None = None,

@@ -637,3 +637,37 @@ def shutdown() -> None:
         import torch.distributed as dist
         if dist.is_initialized():
             dist.destroy_process_group()
+
+
+# ------------------------------------------------- for programs: no-ops without supervision
+# They act on the supervisor of the context :func:`init` made, so they live here, above
+# :mod:`pyg_sar.distributed.supervision` (which never reads the process-wide context).
+def _current_supervisor() -> Optional[Supervisor]:
+    ctx = get_context()
+    return ctx.supervisor if ctx is not None else None
+
+
+def report_failure(exc: BaseException) -> None:
+    """Tell every rank that this one failed with ``exc`` (done for uncaught exceptions under
+    supervision; harnesses that catch a rank's exception themselves call it). A no-op without
+    supervision."""
+    supervisor = _current_supervisor()
+    if supervisor is not None:
+        supervisor.report_failure(exc)
+
+
+def report_interrupt() -> None:
+    """Tell every rank that this one was interrupted (see
+    :meth:`~pyg_sar.distributed.supervision.Supervisor.report_interrupt`); a no-op without
+    supervision."""
+    supervisor = _current_supervisor()
+    if supervisor is not None:
+        supervisor.report_interrupt()
+
+
+def release_after_interrupt() -> None:
+    """See :meth:`~pyg_sar.distributed.supervision.Supervisor.release_after_interrupt`; a no-op
+    without supervision."""
+    supervisor = _current_supervisor()
+    if supervisor is not None:
+        supervisor.release_after_interrupt()

@@ -43,8 +43,7 @@ from pyg_sar.distributed.transport.base import CommError, CommTimeout, Communica
 from pyg_sar.distributed.witness_link import Witness, witness_wanted
 
 __all__ = ["Supervisor", "SupervisedCommunicator", "supervise", "supervision_requested",
-           "PeerFailure", "PeerInterrupted", "report_failure", "report_interrupt",
-           "release_after_interrupt"]
+           "PeerFailure", "PeerInterrupted"]
 
 ENV = "PYG_SAR_SUPERVISE"
 LEGACY_ENV = "PYG_SAR_WATCHDOG"  # its old name, still read
@@ -309,35 +308,3 @@ def supervise(comm: Communicator, hub_address: str,
         grace=_env_seconds("PYG_SAR_FAILURE_GRACE_S", GRACE_S))
     supervisor.start(comm, hub_address, comm.timeout if timeout is None else float(timeout))
     return SupervisedCommunicator(comm, supervisor)
-
-
-# ------------------------------------------------- for programs: no-ops without supervision
-def _current() -> Optional[Supervisor]:
-    from pyg_sar.distributed.context import get_context
-    ctx = get_context()
-    return ctx.supervisor if ctx is not None else None
-
-
-def report_failure(exc: BaseException) -> None:
-    """Tell every rank that this one failed with ``exc`` (done for uncaught exceptions under
-    supervision; harnesses that catch a rank's exception themselves call it). A no-op without
-    supervision."""
-    supervisor = _current()
-    if supervisor is not None:
-        supervisor.report_failure(exc)
-
-
-def report_interrupt() -> None:
-    """Tell every rank that this one was interrupted (see :meth:`Supervisor.report_interrupt`);
-    a no-op without supervision."""
-    supervisor = _current()
-    if supervisor is not None:
-        supervisor.report_interrupt()
-
-
-def release_after_interrupt() -> None:
-    """See :meth:`Supervisor.release_after_interrupt`; a no-op without supervision."""
-    supervisor = _current()
-    if supervisor is not None:
-        supervisor.release_after_interrupt()
-

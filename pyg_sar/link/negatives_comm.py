@@ -154,8 +154,9 @@ class DirectoryComm:
         if kind != "deg":
             local = asked - self.dbounds[self.rank]
         else:
-            from pyg_sar.link.negatives import _locate
-            local = _locate(self.cumulative, asked - self.dprefix[self.rank])
+            # the node whose in-edge range holds each offset (cumulative is inclusive)
+            local = torch.searchsorted(self.cumulative, asked - self.dprefix[self.rank],
+                                       right=True)
         return reply(self.new_of[local])
 
     def is_edge(self, src: Tensor, dst: Tensor) -> Tensor:

@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> None:
         error = traceback.format_exc()
         sys.stderr.write(error)
         _write(result_path, {"ok": False, "error": error, "rank": rank, "time": time.time()})
-        from pyg_sar.distributed.supervision import report_failure
+        from pyg_sar.distributed.context import report_failure
         report_failure(exc)  # supervised peers stop at once with this error (else a no-op)
         sys.stdout.flush()
         sys.stderr.flush()
