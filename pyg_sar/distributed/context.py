@@ -243,6 +243,15 @@ def resolve_context(where: Any = None, *, create: bool = True) -> Optional[DistC
                     f"{type(where).__name__})")
 
 
+def communicator_of(context: Any = None):
+    """The communicator of ``context`` (a :class:`DistContext` or a
+    :class:`~pyg_sar.DistGraph`), or of the process's context when ``None``; ``None`` when
+    there is no context or it has one rank (no communication). Used by the global losses and
+    metrics (:mod:`pyg_sar.nn.functional`, :mod:`pyg_sar.link.metrics`)."""
+    ctx = resolve_context(context, create=False)
+    return ctx.comm if ctx is not None and ctx.world_size > 1 else None
+
+
 def _env_int(name: Optional[str]) -> Optional[int]:
     if name is None or name not in os.environ:
         return None

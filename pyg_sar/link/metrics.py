@@ -30,7 +30,9 @@ from torch import Tensor
 
 from pyg_sar.core.collectives import sum_over_ranks
 from pyg_sar.core.precision import accumulate_dtype, is_low_precision
-from pyg_sar.nn.functional import _check_reduction, _comm, _reduce
+from pyg_sar.distributed.context import communicator_of as _comm
+from pyg_sar.nn.reduction import check_reduction as _check_reduction
+from pyg_sar.nn.reduction import reduce_over_ranks as _reduce
 
 Pairs = Union[Tensor, tuple[Tensor, Tensor]]
 

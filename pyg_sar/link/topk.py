@@ -15,9 +15,9 @@ from typing import Any, Optional, Union
 import torch
 from torch import Tensor
 
+from pyg_sar.distributed.context import communicator_of as _comm
 from pyg_sar.link.gather import row_offsets
 from pyg_sar.link.metrics import _agree, _check_k
-from pyg_sar.nn.functional import _comm
 
 # Score at most this many (user, item) entries at once: bounds the scratch memory.
 _CHUNK_ENTRIES = 1 << 24

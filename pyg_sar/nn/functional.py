@@ -49,16 +49,16 @@ from torch import Tensor
 from pyg_sar.core.collectives import sum_over_ranks
 from pyg_sar.core.precision import accumulate_dtype, is_low_precision
 from pyg_sar.distributed.grad_sync import mark_global_loss
-
-REDUCTIONS = ("mean", "sum", "none")
+from pyg_sar.nn.reduction import REDUCTIONS
+from pyg_sar.nn.reduction import RankShare as _RankShare
+from pyg_sar.nn.reduction import check_reduction as _check_reduction
+from pyg_sar.nn.reduction import reduce_over_ranks as _reduce
 
 
 def _comm(context: Any):
-    """The communicator of ``context`` (a DistContext or a DistGraph), or of the process's
-    context when ``None`` (no communication when there is none, or one rank)."""
-    from pyg_sar.distributed.context import resolve_context
-    ctx = resolve_context(context, create=False)
-    return ctx.comm if ctx is not None and ctx.world_size > 1 else None
+    """See :func:`pyg_sar.distributed.context.communicator_of`."""
+    from pyg_sar.distributed.context import communicator_of
+    return communicator_of(context)
 
 
 def _check_mask(mask: Tensor, rows: int, name: str) -> None:
@@ -90,25 +90,6 @@ def _select_like(t: Optional[Tensor], like: Tensor, mask: Optional[Tensor]) -> O
     return t[mask]
 
 
-def _check_reduction(reduction: str, name: str, allowed: tuple = REDUCTIONS) -> None:
-    if reduction not in allowed:
-        raise ValueError(f"{name}: reduction must be one of {allowed} (got {reduction!r})")
-
-
-class _RankShare(torch.autograd.Function):
-    """Forward: the global value (computed by the caller). Backward: the gradient goes to this
-    rank's share unchanged, and the backward pass is marked as one through a global loss."""
-
-    @staticmethod
-    def forward(ctx, share: Tensor, value: Tensor) -> Tensor:
-        return value.to(dtype=share.dtype, device=share.device).reshape(share.shape).clone()
-
-    @staticmethod
-    def backward(ctx, grad: Tensor):
-        mark_global_loss()
-        return grad, None
-
-
 def _local_sum(fn, *args, **kwargs) -> tuple[Tensor, Optional[torch.dtype]]:
     """``fn(*args, reduction="sum")``; for low-precision per-element losses their sum in
     float32, with the dtype to return the loss in (``None``: the sum's own)."""
@@ -120,33 +101,6 @@ def _local_sum(fn, *args, **kwargs) -> tuple[Tensor, Optional[torch.dtype]]:
 
 def _low(t: Tensor) -> bool:
     return is_low_precision(t.dtype)
-
-
-def _reduce(local_sum: Tensor, count: Any, reduction: str, comm, name: str,
-            dtype: Optional[torch.dtype] = None) -> Tensor:
-    """The global loss from this rank's sum of per-element losses and its part ``count`` of
-    the denominator (ignored for ``"sum"``); its gradient is ``local_sum / D``. ``dtype``:
-    the dtype to return it in when ``local_sum`` is a float32 sum of low-precision losses."""
-    loss = _reduce_wide(local_sum, count, reduction, comm, name)
-    return loss if dtype is None else loss.to(dtype)
-
-
-def _reduce_wide(local_sum: Tensor, count: Any, reduction: str, comm, name: str) -> Tensor:
-    if reduction == "sum":
-        if comm is None:
-            return local_sum
-        total = sum_over_ranks(local_sum.detach().to(torch.float64), comm)
-        return _RankShare.apply(local_sum, total)
-    count = torch.as_tensor(count, dtype=torch.float64, device=local_sum.device)
-    stats = sum_over_ranks(torch.stack([local_sum.detach().to(torch.float64), count]), comm)
-    denominator = float(stats[1])
-    if denominator == 0:
-        raise ValueError(f"{name}: no element is selected on any rank (the mean over zero "
-                         f"elements is undefined); check the mask")
-    share = local_sum / denominator
-    if comm is None:
-        return share
-    return _RankShare.apply(share, stats[0] / denominator)
 
 
 def global_loss(share: Tensor, *, context: Any = None) -> Tensor:

@@ -191,7 +191,7 @@ def node_mean(z: Tensor, context: Any = None) -> Tensor:
     low-precision ``z``."""
     from pyg_sar.core.collectives import sum_over_ranks, sum_over_ranks_grad
     from pyg_sar.core.precision import accumulate_dtype
-    from pyg_sar.nn.functional import _comm
+    from pyg_sar.distributed.context import communicator_of as _comm
     comm = _comm(context)
     if isinstance(context, DistGraph) and z.shape[0] == context.num_nodes:
         total = context.num_global_nodes
@@ -246,7 +246,7 @@ def _summary(self, pos_z: Tensor, graph: DistGraph, args: tuple, kwargs: dict) -
         return fn(pos_z, *args, **kwargs)
     if getattr(self, "_sar_probed", None) != id(fn):
         from pyg_sar.core.collectives import sum_over_ranks
-        from pyg_sar.nn.functional import _comm
+        from pyg_sar.distributed.context import communicator_of as _comm
         problem = _summary_problem(fn, pos_z, args, kwargs)
         flag = torch.tensor([0.0 if problem is None else 1.0], dtype=torch.float64)
         bad = int(sum_over_ranks(flag, _comm(graph.context))[0])
@@ -290,7 +290,7 @@ def _check_corruption(self, graph: DistGraph, args: tuple, cor: tuple) -> None:
                                                          None) == id(fn):
         return
     from pyg_sar.core.collectives import sum_over_ranks
-    from pyg_sar.nn.functional import _comm
+    from pyg_sar.distributed.context import communicator_of as _comm
     shuffled = bool(args) and bool(cor) and _local_shuffle(args[0], cor[0])
     flag = torch.tensor([1.0 if shuffled else 0.0], dtype=torch.float64)
     if int(sum_over_ranks(flag, _comm(graph.context))[0]):
@@ -350,7 +350,7 @@ def test(self, train_z: Tensor, train_y: Tensor, test_z: Tensor, test_y: Tensor,
     rank order), so every rank fits the same classifier on the whole graph's rows and
     returns the same accuracy. Collective."""
     ctx = self.__dict__.get("_sar_context")
-    from pyg_sar.nn.functional import _comm
+    from pyg_sar.distributed.context import communicator_of as _comm
     comm = _comm(ctx) if ctx is not None else None
     if comm is None:
         return self._sar_base.test(self, train_z, train_y, test_z, test_y, solver, *args,

@@ -107,8 +107,9 @@ def recommendation_loss(self, pos_edge_rank: Tensor, neg_edge_rank: Tensor,
         raise ValueError(f"pyg_sar: LightGCN.recommendation_loss over a partition takes no "
                          f"BPRLoss options (got {sorted(kwargs)})")
     from pyg_sar.core.collectives import sum_over_ranks
+    from pyg_sar.distributed.context import communicator_of as _comm
     from pyg_sar.link.metrics import bpr_loss
-    from pyg_sar.nn.functional import _comm, global_loss
+    from pyg_sar.nn.functional import global_loss
     ctx = getattr(self, "_sar_context", None)
     loss = bpr_loss(pos_edge_rank, neg_edge_rank, context=ctx)
     if lambda_reg == 0:
