@@ -1,18 +1,17 @@
-"""Shared pytest setup: make the repository's ``pyg_sar`` importable without installing it."""
+"""Shared pytest setup. The repository root is on ``sys.path`` through pytest's ``pythonpath``
+(pyproject.toml), so ``pyg_sar`` and the test helpers (``tests.<folder>.<module>``) import
+without installing anything."""
 import os
-import sys
 from pathlib import Path
 
 ROOT = str(Path(__file__).resolve().parents[1])
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
 
 # The suite runs against the built package: the native kernels must load (no silent fallback to
 # the pure-torch reference). Set PYG_SAR_REQUIRE_NATIVE=0 to run it without a build.
 os.environ.setdefault("PYG_SAR_REQUIRE_NATIVE", "1")
 
 
-import pytest  # noqa: E402 - after the path is set
+import pytest  # noqa: E402 - after the environment is set
 
 # The second tier: the exhaustive and slow cases (the full zoo per dtype, the example scripts
 # end to end, namespace hosts, failure injection, the CLIs' long runs). The README's test
