@@ -1,18 +1,14 @@
 """Addresses other ranks reach a rank by (pyg_sar.distributed.address), and the watchdog's
 set-up when a rank cannot reach the hub: named on every rank within the timeout."""
 import socket
-import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
 from pyg_sar.distributed import address
 from pyg_sar.distributed.hub import FailureHub
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from thread_allgather import ThreadComm  # noqa: E402 - tests/distributed
+from tests.distributed.thread_allgather import ThreadComm
 
 
 def test_interfaces_include_loopback_up():

@@ -2,14 +2,10 @@
 a cut link must end the job with an error naming the unreachable rank and host); ranks on
 this rank's own host are named as before. In-process: the failure hub's rendezvous between
 threads over loopback, with the host identities each rank publishes rewritten."""
-import sys
 import threading
-from pathlib import Path
 
 from pyg_sar.distributed.hub import FailureHub
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from thread_allgather import ThreadComm  # noqa: E402 - tests/distributed
+from tests.distributed.thread_allgather import ThreadComm
 
 
 def _separate_hosts(everyone):

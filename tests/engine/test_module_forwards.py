@@ -8,8 +8,6 @@ from __future__ import annotations
 import copy
 import importlib
 import io
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -19,10 +17,7 @@ import pyg_sar
 from pyg_sar.nn import registry
 from pyg_sar.nn.layers import UnsupportedLayerError
 from pyg_sar.nn.module_forwards import GRAPH, class_path, graph_of
-
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import linear_attention_cases as lac  # noqa: E402
+from tests.engine import linear_attention_cases as lac
 
 
 @pytest.fixture(scope="module")

@@ -3,16 +3,12 @@ from __future__ import annotations
 
 import copy
 import pickle
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
 from pyg_sar.graph import Block, DistGraph
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from hand_graphs import build_graph, even_offsets  # noqa: E402
+from tests.hetero.hand_graphs import build_graph, even_offsets
 
 
 def _edges(num_src=11, num_dst=7, num_edges=30, seed=0):

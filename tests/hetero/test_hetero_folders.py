@@ -8,8 +8,6 @@ the folder and pointing to the full-batch heterogeneous API; checkpoints record 
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -20,10 +18,7 @@ from pyg_sar import plan
 from pyg_sar.checkpoint import CheckpointError
 from pyg_sar.sampling import BulkNeighborLoader
 from pyg_sar.sampling.graph import SamplingGraph
-
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import typed_view_cases as tv  # noqa: E402
+from tests.hetero import typed_view_cases as tv
 
 WORLD = 3
 

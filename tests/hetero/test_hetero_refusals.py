@@ -6,8 +6,6 @@ refused thing is otherwise well formed (the same call without the mistake runs).
 from __future__ import annotations
 
 import copy
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -21,11 +19,8 @@ from torch_geometric.nn import (
 
 import pyg_sar
 from pyg_sar.nn.layers import UnsupportedLayerError
-
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import hetero_cases as hc  # noqa: E402
-from hand_graphs import build_graph  # noqa: E402
+from tests.hetero import hetero_cases as hc
+from tests.hetero.hand_graphs import build_graph
 
 
 @pytest.fixture()

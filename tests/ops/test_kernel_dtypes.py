@@ -31,6 +31,7 @@ from pyg_sar.ops._gat_attention import (
     gatv2_attention,
 )
 from pyg_sar.testing.devices import require_native, with_devices
+from tests.closeness import assert_close
 
 pytestmark = [
     pytest.mark.device,
@@ -50,10 +51,8 @@ SLOPE = 0.2
 
 def close(got: torch.Tensor, want: torch.Tensor, rtol: float, what: str = "") -> None:
     """``got`` within ``rtol`` of the float64 ``want``, relative to ``want``'s scale."""
-    want = want.detach().double().cpu()
-    scale = max(float(want.abs().max()), 1.0) if want.numel() else 1.0
-    torch.testing.assert_close(got.detach().double().cpu(), want, rtol=rtol, atol=rtol * scale,
-                               msg=lambda m: f"{what}: {m}")
+    scale = max(float(want.detach().abs().max()), 1.0) if want.numel() else 1.0
+    assert_close(got, want, atol=rtol * scale, rtol=rtol, what=what)
 
 
 def rand(*shape, dtype, seed, scale=1.0):

@@ -3,7 +3,6 @@ exchange of the cut edges (pyg_sar.partition.reverse). Compared with ``edge_inde
 the whole graph at P = 1 (in process) and P = 3 (real processes)."""
 from __future__ import annotations
 
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -12,11 +11,10 @@ import torch
 
 import pyg_sar
 from pyg_sar.testing import run_on_ranks
+from tests.partition import reverse_cases
+from tests.partition.conftest import random_graph
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import reverse_cases  # noqa: E402
-from conftest import random_graph  # noqa: E402
 
 
 def _graph():
