@@ -162,8 +162,6 @@ class DistGraph:
         self.edge_values = self._checked_values(edge_values)
         self._context = context
         self._cache: dict = {}
-        from pyg_sar.nn.guard import install
-        install()  # unconverted layers given a DistGraph fail naming pyg_sar.convert
 
     def _checked_values(self, values: Optional[Tensor]) -> Optional[Tensor]:
         if values is None:
@@ -342,8 +340,6 @@ class DistGraph:
         state.setdefault("src_node_offsets", None)  # pickled before bipartite graphs existed
         state.setdefault("_bipartite", False)
         self.__dict__.update(state)
-        from pyg_sar.nn.guard import install
-        install()
 
     def __deepcopy__(self, memo: dict) -> DistGraph:
         """A copy of the tensors sharing the communication context (which cannot be copied);
@@ -364,6 +360,21 @@ class DistGraph:
     # with a TypeError naming it (a source id may belong to another rank).
     _INDEXING_HELP = ("supported: graph[1] (local destination id of every stored edge) and "
                       "graph[:, mask] (a boolean mask over the rank's stored edges)")
+    # Said wherever a plain PyG layer first touches a DistGraph as it would a tensor: a model
+    # that was never converted reaches PyG's own code with the partition's graph, and the error
+    # it gets should name the fix, not only PyG's complaint about edge_index.
+    _UNCONVERTED_HELP = ("if a PyG layer raised this, the model was not converted: call "
+                         "pyg_sar.convert(model) before calling it with the partition's graph "
+                         "(data.edge_index of a PartitionData)")
+
+    def __getattr__(self, name: str):
+        # Only reached for names a DistGraph does not have: PyG reading edge_index as a tensor
+        # (edge_index.size(1), .dim(), .dtype, .t()) in a layer that was not converted.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise AttributeError(f"DistGraph has no attribute {name!r}: it is the rank's part of "
+                             f"a partitioned graph, not an edge_index tensor; "
+                             f"{DistGraph._UNCONVERTED_HELP}")
 
     def __getitem__(self, key):
         """``graph[1]``: :meth:`destinations`; ``graph[:, mask]``: :meth:`masked`."""
@@ -373,17 +384,19 @@ class DistGraph:
             if key in (0, -2):
                 raise TypeError(f"DistGraph[{key}]: the sources of a rank's edges may live on "
                                 f"other ranks, so they have no local ids; "
-                                f"{self._INDEXING_HELP}")
+                                f"{self._INDEXING_HELP}; {self._UNCONVERTED_HELP}")
             raise IndexError(f"DistGraph[{key}]: an edge_index has 2 rows")
         if (isinstance(key, tuple) and len(key) == 2 and isinstance(key[0], slice)
                 and key[0] == slice(None) and isinstance(key[1], Tensor)):
             return self.masked(key[1])
         raise TypeError(f"DistGraph[{_describe_key(key)}] is not an operation pyg_sar can run "
-                        f"exactly on a rank's part of the graph; {self._INDEXING_HELP}")
+                        f"exactly on a rank's part of the graph; {self._INDEXING_HELP}; "
+                        f"{self._UNCONVERTED_HELP}")
 
     def __iter__(self):
         raise TypeError(f"a DistGraph cannot be unpacked into (row, col): the sources of a "
-                        f"rank's edges may live on other ranks; {self._INDEXING_HELP}")
+                        f"rank's edges may live on other ranks; {self._INDEXING_HELP}; "
+                        f"{self._UNCONVERTED_HELP}")
 
     def destinations(self) -> Tensor:
         """Local destination id of every stored edge (``int64 [num_edges]``, stored order).

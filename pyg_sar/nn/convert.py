@@ -136,15 +136,31 @@ def _bind_norms_to_graph(model: torch.nn.Module, args: tuple, kwargs: dict) -> N
     whose forward pyg_sar replaces (:mod:`pyg_sar.nn.module_forwards`) get the call's
     DistGraph, or ``None``."""
     check_hetero_call(model, args, kwargs)  # a heterogeneous model's types and row counts
+    graph = find_graph(args, kwargs)
+    if graph is not None:
+        _refuse_layers_added_after_convert(model)
     # Modules with a replaced forward that takes no graph (SGFormerAttention(x, mask)) run
     # over the DistGraph of this call (None: PyG's forward, module_forwards).
-    bind_graph(model, find_graph(args, kwargs))
+    bind_graph(model, graph)
     context = grad_sync.find_context(args, kwargs)
     if context is None:
         return
     for module in model.modules():
         if isinstance(module, (DistributedBatchNorm, DistributedHeteroBatchNorm)):
             module.bind(context)
+
+
+def _refuse_layers_added_after_convert(model: torch.nn.Module) -> None:
+    """``convert`` converts every MessagePassing layer of a model or refuses it, so a plain
+    one found at call time was added afterwards: given the DistGraph, PyG's own ``propagate``
+    would fail with its generic complaint about ``edge_index``. Name the layer and the fix
+    instead (this check belongs to the converted model; nothing is hooked process-wide)."""
+    for name, module in model.named_modules():
+        if isinstance(module, MessagePassing) and not isinstance(module, SARLayer):
+            raise ValueError(
+                f"pyg_sar: layer '{name}' ({type(module).__name__}) of the converted model is "
+                f"not converted (added after pyg_sar.convert): call pyg_sar.convert(model) "
+                f"again before calling it with the partition's graph")
 
 
 def _check_module(where: str, module: torch.nn.Module, trusted: tuple[type, ...]) -> None:

@@ -1,5 +1,6 @@
-"""``pyg_sar.init()`` is a library call: under ``mpiexec -n 2`` a plain init installs no
-excepthook, starts no Python thread and no child process, and changes no signal handler;
+"""``pyg_sar`` is a library: under ``mpiexec -n 2``, importing it, a plain init and a converted
+model's training step install no torch global hook, no sys hook, no excepthook, start no Python
+thread and no child process, and change no signal handler;
 ``init(supervise=True)`` does (the watchdog thread, the witness process, the excepthook), and
 ``pyg_sar.shutdown()`` removes all of it. Native threads (MPI's own) are compared between the
 two runs: supervision adds exactly its own."""
@@ -44,11 +45,19 @@ def footprints(tmp_path_factory):
     return runs
 
 
+PROCESS_WIDE = ("torch_hooks", "sys_hooks", "meta_path", "path_hooks", "warning_filters")
+
+
 def test_plain_init_leaves_the_process_alone(footprints):
     for rank in footprints["0"]:
         before, after, ended = rank["before"], rank["after"], rank["shutdown"]
         assert rank["sum"] == [2.0, 2.0]
         assert not after["supervised"] and not after["has_supervisor"]
+        # No process-wide hook or patch, even while a converted model trains over a DistGraph.
+        assert all(n == 0 for n in before["torch_hooks"].values()), before["torch_hooks"]
+        for key in PROCESS_WIDE:
+            assert after[key] == before[key], key
+            assert ended[key] == before[key], key
         for state in (after, ended):
             assert state["excepthook_is_default"]
             assert state["python_threads"] == before["python_threads"] == ["MainThread"]
@@ -77,6 +86,8 @@ def test_supervised_init_installs_and_shutdown_removes(footprints):
         assert ended["tasks"] == plain["shutdown"]["tasks"]
         assert ended["exit_hooks_installed"] is False  # atexit handler unregistered
         assert ended["signals"] == before["signals"]
+        for key in PROCESS_WIDE:  # supervision's excepthook is sys.excepthook, checked above
+            assert ended[key] == before[key], key
 
 
 def test_single_process_init_leaves_the_process_alone():
