@@ -14,6 +14,7 @@
 * ``python -m pyg_sar.partition --dataset NAME --num-parts P --out DIR`` does it from the shell
   (``--source DIR`` for a graph on disk).
 """
+from pyg_sar.partition.api import partition_graph
 from pyg_sar.partition.format import FORMAT_VERSION, MetaError
 from pyg_sar.partition.hetero import HeteroPartition
 from pyg_sar.partition.link_split import load_link_split
@@ -27,7 +28,7 @@ from pyg_sar.partition.loader import (
 from pyg_sar.partition.sources import ChunkSource, NpySource
 from pyg_sar.partition.storage import ChecksumError
 from pyg_sar.partition.stream import write_partition_streaming
-from pyg_sar.partition.writer import PartitionReport, partition_graph, write_partition
+from pyg_sar.partition.writer import PartitionReport, write_partition
 
 __all__ = [
     "FORMAT_VERSION",

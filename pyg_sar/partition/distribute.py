@@ -145,7 +145,7 @@ def distribute(data: Any, num_parts: Optional[int] = None, *, method: str = "met
         manifest, error, own = None, None, None
         if rank == 0:
             try:
-                from pyg_sar.partition.writer import partition_graph
+                from pyg_sar.partition.api import partition_graph
                 partition_graph(data, world, workdir / "parts", method=method, seed=seed,
                                 balance=balance)
                 root = workdir / "parts"

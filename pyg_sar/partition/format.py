@@ -33,10 +33,11 @@ import re
 from itertools import pairwise
 from typing import Any
 
-import numpy as np
-import torch
-
-from pyg_sar.partition.storage import parse_dtype
+from pyg_sar.partition.meta_fields import KEY_PATTERN, MetaError  # noqa: F401 (format.KEY_PATTERN)
+from pyg_sar.partition.meta_fields import fail as _fail
+from pyg_sar.partition.meta_fields import int_field as _int
+from pyg_sar.partition.meta_fields import int_list as _int_list
+from pyg_sar.partition.meta_fields import tensor_keys as _keys
 
 FORMAT_VERSION = 2  # the newest version read; 2 = heterogeneous (hetero_format.py)
 HOMOGENEOUS_FORMAT_VERSION = 1  # what a homogeneous partition is written as
@@ -44,7 +45,6 @@ META_FILE = "meta.json"
 NODE_MAP_FILE = "node_map.npy"
 STRUCTURE_FILES = ("node_ids", "in_degree", "rowptr", "col", "edge_ids", "recv_node_ids",
                    "recv_in_degree", "send_idx")
-KEY_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 BALANCE_BY = ("nodes", "edges")
 _BALANCE_STATS = ("nodes", "in_edges", "halo_rows", "send_rows")
@@ -64,53 +64,6 @@ def node_file(rank: int, key: str) -> str:
 
 def edge_file(rank: int, key: str) -> str:
     return f"{part_dir(rank)}/edge/{key}.npy"
-
-
-class MetaError(ValueError):
-    """``meta.json`` is malformed or from an unsupported format version."""
-
-
-def _fail(path: Any, msg: str) -> MetaError:
-    return MetaError(f"malformed partition metadata '{path}': {msg}")
-
-
-def _int(meta: dict, key: str, path: Any, minimum: int = 0) -> int:
-    value = meta.get(key)
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise _fail(path, f"'{key}' must be an integer >= {minimum} (got {value!r})")
-    return value
-
-
-def _int_list(value: Any, length: int, what: str, path: Any) -> list[int]:
-    if (not isinstance(value, list) or len(value) != length
-            or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
-                       for v in value)):
-        raise _fail(path, f"'{what}' must be a list of {length} non-negative integers "
-                          f"(got {value!r:.200})")
-    return value
-
-
-def _keys(meta: dict, name: str, rows: int, path: Any) -> None:
-    keys = meta.get(name)
-    if not isinstance(keys, dict):
-        raise _fail(path, f"'{name}' must be an object (got {keys!r:.200})")
-    for key, spec in keys.items():
-        if not KEY_PATTERN.fullmatch(key):
-            raise _fail(path, f"invalid tensor key {key!r} in '{name}'")
-        if not isinstance(spec, dict) or not isinstance(spec.get("shape"), list):
-            raise _fail(path, f"'{name}.{key}' needs 'dtype', 'storage_dtype' and 'shape'")
-        if not isinstance(spec.get("storage_dtype"), str):
-            raise _fail(path, f"'{name}.{key}.storage_dtype' must be a string")
-        try:
-            dtype = parse_dtype(spec.get("dtype"))
-            storage = np.dtype(spec.get("storage_dtype"))
-        except (TypeError, ValueError) as err:
-            raise _fail(path, f"'{name}.{key}': bad dtype ({err})") from None
-        if storage.hasobject or storage.itemsize != torch.empty(0, dtype=dtype).element_size():
-            raise _fail(path, f"'{name}.{key}': cannot store {dtype} as {storage}")
-        shape = _int_list(spec["shape"], len(spec["shape"]), f"{name}.{key}.shape", path)
-        if not shape or shape[0] != rows:
-            raise _fail(path, f"'{name}.{key}' has shape {shape}, expected {rows} rows")
 
 
 def validate_meta(meta: Any, path: Any) -> dict:

@@ -29,7 +29,8 @@ from torch import Tensor
 
 from pyg_sar.graph import Block, DistGraph
 from pyg_sar.partition import hetero_format as hfmt
-from pyg_sar.partition.loader import _check_range, _Reader
+from pyg_sar.partition.reader import PartitionReader as _Reader
+from pyg_sar.partition.reader import check_range as _check_range
 from pyg_sar.partition.storage import from_storage, parse_dtype
 
 EdgeType = tuple[str, str, str]

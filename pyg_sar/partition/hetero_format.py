@@ -34,7 +34,10 @@ from __future__ import annotations
 from itertools import pairwise
 from typing import Any
 
-from pyg_sar.partition.format import _fail, _int, _int_list, _keys
+from pyg_sar.partition.meta_fields import fail as _fail
+from pyg_sar.partition.meta_fields import int_field as _int
+from pyg_sar.partition.meta_fields import int_list as _int_list
+from pyg_sar.partition.meta_fields import tensor_keys as _keys
 
 HETERO_FORMAT_VERSION = 2
 ETYPE_STRUCTURE_FILES = ("in_degree", "rowptr", "col", "edge_ids", "recv_node_ids",

@@ -42,7 +42,7 @@ import torch
 from torch import Tensor
 
 from pyg_sar.partition import storage
-from pyg_sar.partition.link_split import (
+from pyg_sar.partition.link_pairs import (
     _PAIR_ATTRS,
     _SUPPORTED,
     GRAPH_DIR,

@@ -25,7 +25,9 @@ from pyg_sar.partition.storage import (
     to_storage,
     write_file_atomic,
 )
-from pyg_sar.partition.writer import _key_spec, _num_classes, checked_arguments
+from pyg_sar.partition.write_common import checked_arguments
+from pyg_sar.partition.write_common import key_spec as _key_spec
+from pyg_sar.partition.write_common import num_classes as _num_classes
 
 
 @dataclass

@@ -18,7 +18,9 @@ from torch_geometric.data import Data
 
 from pyg_sar.graph import Block, DistGraph
 from pyg_sar.partition import format as fmt
-from pyg_sar.partition.storage import from_storage, load_npy, parse_dtype
+from pyg_sar.partition.reader import PartitionReader as _Reader
+from pyg_sar.partition.reader import check_range as _check_range
+from pyg_sar.partition.storage import from_storage, parse_dtype
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyg_sar.partition.hetero import HeteroPartition
@@ -261,34 +263,6 @@ def read_meta(path: str | Path) -> tuple[dict, bytes]:
         raise fmt.MetaError(f"malformed partition metadata '{meta_path}': not valid JSON "
                             f"({err})") from None
     return fmt.validate_meta(meta, meta_path), raw
-
-
-class _Reader:
-    """Reads meta-listed files of one partition, checking checksum, dtype and shape."""
-
-    def __init__(self, root: Path, meta: dict) -> None:
-        self.root = root
-        self.files = meta["files"]
-
-    def __call__(self, rel: str, shape: tuple, dtype: str | np.dtype = "int64"
-                 ) -> np.ndarray:
-        digest = self.files.get(rel)
-        if digest is None:
-            raise fmt.MetaError(f"malformed partition metadata '{self.root / fmt.META_FILE}': "
-                                f"no checksum listed for '{rel}'")
-        path = self.root / rel
-        if not path.is_file():
-            raise FileNotFoundError(f"partition file '{path}' is missing")
-        array = load_npy(path, digest)
-        if array.dtype != np.dtype(dtype) or array.shape != tuple(shape):
-            raise ValueError(f"partition file '{path}' holds {array.dtype} {list(array.shape)}, "
-                             f"expected {np.dtype(dtype)} {list(shape)}")
-        return array
-
-
-def _check_range(array: np.ndarray, high: int, what: str, path: Path) -> None:
-    if array.size and (int(array.min()) < 0 or int(array.max()) >= high):
-        raise ValueError(f"partition file '{path}': {what} has values outside [0, {high})")
 
 
 def load_node_map(path: str | Path, node_type: str | None = None) -> Tensor:

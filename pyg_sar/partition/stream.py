@@ -55,9 +55,9 @@ from pyg_sar.partition.storage import (
     storage_dtype_name,
     to_storage,
 )
+from pyg_sar.partition.write_common import num_classes as _num_classes
 from pyg_sar.partition.writer import (
     PartitionReport,
-    _num_classes,
     build_meta,
     report_from_meta,
     write_meta,

@@ -72,6 +72,7 @@ def test_killed_mid_write_leaves_nothing_loadable(tmp_path):
 import os, torch
 from torch_geometric.data import Data
 import pyg_sar.partition.writer as writer
+from pyg_sar.partition import partition_graph
 real = writer.save_npy
 count = [0]
 def save(path, array):
@@ -81,7 +82,7 @@ def save(path, array):
     return real(path, array)
 writer.save_npy = save
 data = Data(x=torch.randn(20, 2), edge_index=torch.randint(0, 20, (2, 60)))
-writer.partition_graph(data, 2, {str(tmp_path / "parts")!r}, method="random")
+partition_graph(data, 2, {str(tmp_path / "parts")!r}, method="random")
 """
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
