@@ -280,8 +280,17 @@ def _check_compression(saved: Any, model: torch.nn.Module, file: Path) -> None:
 
 def load_checkpoint(path: str | Path, model: torch.nn.Module,
                     optimizer: Optional[torch.optim.Optimizer] = None, *,
-                    partition: Any = None, restore_rng: bool = True, ctx=None) -> Checkpoint:
+                    partition: Any = None, restore_rng: bool = True, missing_ok: bool = False,
+                    ctx=None) -> Optional[Checkpoint]:
     """Restore this rank's model, optimizer and RNG states from the latest snapshot.
+
+    With ``missing_ok=True`` a folder without a committed checkpoint (none yet, or a run killed
+    before its first save) returns ``None`` and changes nothing, so one script both starts and
+    resumes a run, as a launcher that restarts failed jobs needs (``torchrun --max-restarts``,
+    a requeued Slurm job)::
+
+        state = pyg_sar.load_checkpoint(folder, model, optimizer, missing_ok=True)
+        first_epoch = 1 if state is None else state.epoch + 1
 
     Args:
         path: the checkpoint folder given to :func:`save_checkpoint`.
@@ -290,19 +299,33 @@ def load_checkpoint(path: str | Path, model: torch.nn.Module,
         partition: the rank's partition; refused unless it is the one the checkpoint was
             written for (same fingerprint).
         restore_rng: also restore torch / NumPy / Python RNG states (for bit-identical resume).
+        missing_ok: return ``None`` when ``path`` holds no committed checkpoint (the ranks
+            agree on it: collective), instead of raising ``FileNotFoundError``.
         ctx: the :class:`~pyg_sar.distributed.DistContext` (default: the current one).
 
     The step state of the model's compressors (:func:`pyg_sar.compression.compressors_of`)
     and this rank's error-feedback residuals are restored too; a checkpoint written with other
     compressors (codec, schedule, seed, error feedback or directions) is refused.
 
+    Returns:
+        What was restored, or ``None`` (``missing_ok`` and no checkpoint).
+
     Raises:
-        FileNotFoundError: no checkpoint at ``path``.
+        FileNotFoundError: no checkpoint at ``path`` (without ``missing_ok``).
         CheckpointError: (a ``ValueError``) malformed or newer-format metadata, a rank file
             that fails its checksum, another world size, partition or model.
     """
     ctx = _context(ctx)
     root = Path(path)
+    if missing_ok:
+        # Every rank must take the same branch: a folder seen by some ranks only is an error.
+        present = ctx.comm.allgather_object((root / LATEST).is_file())
+        if not any(present):
+            return None
+        if not all(present):
+            raise CheckpointError(f"checkpoint '{root / LATEST}' is visible to ranks "
+                                  f"{[r for r, p in enumerate(present) if p]} only; the folder "
+                                  f"must be shared by every rank")
     latest = read_latest(root)
     meta_file = root / LATEST
     if latest["world_size"] != ctx.world_size:

@@ -38,9 +38,11 @@ from pyg_sar.datasets.registry import KNOWN_NAMES, is_hetero_dataset, is_known_d
 from pyg_sar.distributed.terminal import terminal_columns, writes_to_terminal
 from pyg_sar.nn.functional import accuracy, cross_entropy
 from pyg_sar.partition.assign import BALANCES, METHODS
+from pyg_sar.train_common import DTYPES, build_model
+from pyg_sar.train_common import peak_rss_mb as _peak_rss_mb
+from pyg_sar.train_common import write_json as _write_json
 
 MODELS = ("gcn", "sage", "gin", "gat")
-DTYPES = {"float32": torch.float32, "float64": torch.float64}
 PRECISIONS = ("32", "bf16-mixed", "bf16-true")
 # --wire-dtype: SARConfig.wire_dtype ("float32": rows cross in their own dtype, no cast)
 WIRE_DTYPES = {"float32": None, "bfloat16": torch.bfloat16}
@@ -131,9 +133,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="checkpoint folder: save the training state there (see --resume)")
     p.add_argument("--checkpoint-every", type=positive_int, default=10,
                    help="save a checkpoint every N epochs (and after the last one)")
-    p.add_argument("--resume", action="store_true",
+    p.add_argument("--resume", nargs="?", const="latest", choices=("latest", "auto"),
+                   default=None, metavar="auto",
                    help="continue from the latest checkpoint in --checkpoint (bit-identical "
-                        "to a run that was never interrupted)")
+                        "to a run that was never interrupted; an error if there is none). "
+                        "--resume auto: continue when --checkpoint holds a checkpoint, else "
+                        "start fresh, so a launcher can restart the same command "
+                        "(torchrun --max-restarts, a requeued Slurm job)")
     p.add_argument("--reference", action="store_true",
                    help="train the plain, unconverted PyG model on the whole graph in this one "
                         "process instead (the single-process baseline)")
@@ -218,21 +224,6 @@ def _loss_input(args: argparse.Namespace, out: torch.Tensor) -> torch.Tensor:
     return out if args.precision == "32" else out.float()
 
 
-def build_model(args: argparse.Namespace, in_channels: int, num_classes: int) -> torch.nn.Module:
-    """A PyG BasicGNN (GCN/GraphSAGE/GIN/GAT) exactly as a single-process user would build it."""
-    from torch_geometric.nn import GAT, GCN, GIN, GraphSAGE
-    kwargs = dict(in_channels=in_channels, hidden_channels=args.hidden, num_layers=args.layers,
-                  out_channels=num_classes, dropout=args.dropout,
-                  norm=None if args.norm == "none" else args.norm)
-    if args.model == "gcn":
-        return GCN(**kwargs)
-    if args.model == "sage":
-        return GraphSAGE(**kwargs)
-    if args.model == "gin":
-        return GIN(**kwargs)
-    return GAT(heads=args.heads, **kwargs)
-
-
 def _dataset_kwargs(args: argparse.Namespace) -> dict:
     """``load_dataset`` keywords from ``--rmat-nodes`` / ``--rmat-edges`` (``--dataset rmat``)."""
     sizes = {"num_nodes": args.rmat_nodes, "num_edges": args.rmat_edges}
@@ -306,16 +297,6 @@ def _progress_bar(args: argparse.Namespace, lead: bool, first_epoch: int):
                 file=sys.stdout, ncols=ncols)
 
 
-def _peak_rss_mb() -> float:
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return float("nan")
-
-
 def run(args: argparse.Namespace) -> dict:
     """Train and evaluate; returns the metrics (rank 0 also prints and writes them)."""
     if args.task == "link":
@@ -358,12 +339,14 @@ def run(args: argparse.Namespace) -> dict:
         float("nan"), 1
     if args.resume:
         state = pyg_sar.load_checkpoint(args.checkpoint, model, optimizer,
-                                        partition=fingerprinted, ctx=ctx)
-        first_epoch = state.epoch + 1
-        history, best_val = state.extra["history"], state.extra["best_val"]
-        test_at_best, test_acc = state.extra["test_at_best"], state.extra["test_acc"]
+                                        partition=fingerprinted, ctx=ctx,
+                                        missing_ok=args.resume == "auto")
+        if state is not None:
+            first_epoch = state.epoch + 1
+            history, best_val = state.extra["history"], state.extra["best_val"]
+            test_at_best, test_acc = state.extra["test_at_best"], state.extra["test_acc"]
         if lead:
-            print(f"resumed from {state.path} after epoch {state.epoch}", flush=True)
+            print(_resumed_line(args.checkpoint, state), flush=True)
     if not args.reference:
         from pyg_sar.distributed.sync import check_parameters_equal
         check_parameters_equal(model, ctx)  # every rank must start from the same model
@@ -421,6 +404,8 @@ def run(args: argparse.Namespace) -> dict:
             elif lead and (epoch % args.log_every == 0 or epoch == 1 or epoch == args.epochs):
                 print(f"epoch {epoch:4d}/{args.epochs}  loss {record['loss']:.4f}{accs}  "
                       f"({step_time * 1e3:.1f} ms/step)", flush=True)
+            if args.checkpoint and lead:
+                _write_progress(args.checkpoint, epoch)
             if args.checkpoint and (epoch % args.checkpoint_every == 0 or epoch == args.epochs):
                 pyg_sar.save_checkpoint(args.checkpoint, model, optimizer, epoch, config=vars(args),
                                         partition=fingerprinted, ctx=ctx,
@@ -452,9 +437,31 @@ def run(args: argparse.Namespace) -> dict:
     return metrics
 
 
-def _write_json(path: Path, obj: dict) -> None:
+# Rank 0 records the last epoch it finished next to the checkpoints (advisory, not
+# durable): a restarted run then says how many epochs it computes again.
+PROGRESS_FILE = "progress.json"
+
+
+def _write_progress(folder: str, epoch: int) -> None:
     from pyg_sar.files import atomic_write
-    atomic_write(path, json.dumps(obj, indent=1))
+    atomic_write(Path(folder) / PROGRESS_FILE, json.dumps({"epoch": epoch}) + "\n")
+
+
+def _resumed_line(folder: str, state) -> str:
+    """What rank 0 prints on --resume: where it continues, and after a launcher's restart the
+    epochs that the failed attempt had finished and this one computes again."""
+    restart = os.environ.get("TORCHELASTIC_RESTART_COUNT") or os.environ.get(
+        "SLURM_RESTART_COUNT")
+    launcher = f" (restart {restart} by the launcher)" if restart not in (None, "0") else ""
+    saved = 0 if state is None else state.epoch
+    try:
+        reached = int(json.loads((Path(folder) / PROGRESS_FILE).read_text())["epoch"])
+    except (OSError, ValueError, KeyError, TypeError):
+        reached = saved
+    redone = f"; {max(0, reached - saved)} epoch(s) done before are computed again"
+    if state is None:
+        return f"no checkpoint in {folder} yet: starting at epoch 1{launcher}{redone}"
+    return f"resumed from {state.path} after epoch {state.epoch}{launcher}{redone}"
 
 
 def _interrupted(args: argparse.Namespace, epoch: Optional[int]) -> str:

@@ -88,6 +88,30 @@ def test_missing_checkpoint(tmp_path):
         pyg_sar.load_checkpoint(tmp_path / "nothing", _model())
 
 
+def test_missing_ok_returns_none_and_changes_nothing(tmp_path):
+    model = _model()
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    before = [p.detach().clone() for p in model.parameters()]
+    # No folder; an empty one; a snapshot written but never committed (killed before
+    # latest.json): nothing to resume from, so the run starts fresh.
+    assert pyg_sar.load_checkpoint(tmp_path / "none", model, opt, missing_ok=True) is None
+    (tmp_path / "empty").mkdir()
+    assert pyg_sar.load_checkpoint(tmp_path / "empty", model, opt, missing_ok=True) is None
+    half = tmp_path / "half" / "epoch-000005-abcd1234"
+    half.mkdir(parents=True)
+    (half / "rank0.pt").write_bytes(b"\x80\x02half")
+    assert pyg_sar.load_checkpoint(tmp_path / "half", model, opt, missing_ok=True) is None
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
+    assert not opt.state  # the optimizer is untouched
+    pyg_sar.save_checkpoint(tmp_path / "ck", model, opt, 4)
+    state = pyg_sar.load_checkpoint(tmp_path / "ck", _model(), missing_ok=True)
+    assert state is not None and state.epoch == 4
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "latest.json").write_text("{")
+    with pytest.raises(CheckpointError, match="not valid JSON"):  # damaged is not missing
+        pyg_sar.load_checkpoint(tmp_path / "bad", model, missing_ok=True)
+
+
 def test_other_partition_is_refused(tmp_path, part):
     model = _model()
     pyg_sar.save_checkpoint(tmp_path / "ck", model, None, 1, partition=part)
