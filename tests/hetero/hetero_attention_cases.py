@@ -8,17 +8,13 @@ modes sar and sa (SAR keeps no remote row), and bad input.
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Optional
 
 import torch
 from torch_geometric.nn import HANConv, HeteroDictLinear, HGTConv
 
 import pyg_sar
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import hetero_cases as hc  # noqa: E402
+from tests.hetero import hetero_cases as hc
 
 SKIPPED = ("author", "rev_employs", "inst")  # the "subset" cases leave it out
 

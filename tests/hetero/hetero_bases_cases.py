@@ -9,15 +9,12 @@ gradient and every parameter gradient (:func:`hetero_cases.compare`).
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Optional
 
 import torch
 from torch_geometric.nn import GINConv, GraphConv, Linear, SAGEConv, to_hetero_with_bases
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import hetero_cases as hc  # noqa: E402
+from tests.hetero import hetero_cases as hc
 
 
 class HomoWeighted(torch.nn.Module):

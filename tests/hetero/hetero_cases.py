@@ -14,8 +14,6 @@ random node order per type, contiguous ranges, each edge type a bipartite DistGr
 from __future__ import annotations
 
 import copy
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Optional
 
@@ -37,9 +35,8 @@ from torch_geometric.nn import (
 )
 
 import pyg_sar
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from hand_graphs import build_graph, even_offsets  # noqa: E402
+from tests.closeness import rel_error
+from tests.hetero.hand_graphs import build_graph, even_offsets
 
 NUM = {"paper": 40, "author": 26, "inst": 9}
 DIM = {"paper": 5, "author": 4, "inst": 3}
@@ -221,10 +218,6 @@ def _call(model, x_dict, graphs, attrs, with_edges: bool):
     return model(x_dict, graphs)
 
 
-def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
-    return float((a - b).abs().max() / b.abs().max().clamp(min=1e-300)) if b.numel() else 0.0
-
-
 def reference(data: HeteroData, ref: torch.nn.Module, run) -> tuple:
     """The oracle of model ``ref`` (seeded by the caller; lazy parameters initialised here on
     the whole graph, before any backward): ``(pristine copy, PyG's outputs per node type, the
@@ -263,16 +256,16 @@ def compare(part, oracle: tuple, mode: str, run) -> dict:
     x_loc = {t: part.x_dict[t].double().clone().requires_grad_() for t in x_grads}
     attrs = {k: v.double() for k, v in getattr(part, "edge_attr_dict", {}).items()}
     out, extra = run(dist, x_loc, part.edge_index_dict, attrs)
-    errs = {f"out:{t}": _rel(out[t].detach(), out_ref[t][ids[t]]) for t in out_ref}
+    errs = {f"out:{t}": rel_error(out[t].detach(), out_ref[t][ids[t]]) for t in out_ref}
     if set(out) != set(out_ref):
         errs["node_types"] = 1.0
     for k, a in (extra_ref or {}).items():
-        errs[f"attn:{k}"] = _rel(extra[k].detach(), a)
+        errs[f"attn:{k}"] = rel_error(extra[k].detach(), a)
     sum((out[t] * weights[t][ids[t]]).sum() for t in out_ref).backward()
     pyg_sar.all_reduce_gradients(dist)
     for t, g in x_grads.items():
         if g is not None:
-            errs[f"x_grad:{t}"] = _rel(x_loc[t].grad, g[ids[t]])
+            errs[f"x_grad:{t}"] = rel_error(x_loc[t].grad, g[ids[t]])
     scale = max(float(g.abs().max()) for g in grads.values() if g is not None)
     for (pname, p) in dist.named_parameters():
         g = grads[pname]

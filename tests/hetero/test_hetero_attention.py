@@ -10,18 +10,16 @@ One launch per P runs every case on a hand-built partition and on one written by
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
 from pyg_sar.testing import run_on_ranks
+from tests.hetero import hetero_attention_cases as hac
+from tests.hetero import hetero_cases as hc
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import hetero_attention_cases as hac  # noqa: E402
-import hetero_cases as hc  # noqa: E402
 
 TOL = 1e-10
 MODES = ("sar", "sa", "halo")

@@ -8,7 +8,6 @@ graph (``pyg_sar.datasets.mag_like``).
 from __future__ import annotations
 
 import copy
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,11 +15,10 @@ import torch
 from torch_geometric.nn import SAGEConv
 
 from pyg_sar.testing import run_on_ranks
+from tests.hetero import hetero_bases_cases as hbc
+from tests.hetero import hetero_cases as hc
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import hetero_bases_cases as hbc  # noqa: E402
-import hetero_cases as hc  # noqa: E402
 
 TOL = 1e-10
 MODES = ("sar", "sa", "halo")

@@ -6,18 +6,15 @@ parameter gradient), float64 where the device has it and float32. Part of the GP
 from __future__ import annotations
 
 import copy
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
 import pyg_sar
 from pyg_sar.testing.devices import require_native, supports_float64, with_devices
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import hetero_attention_cases as hac  # noqa: E402
-import hetero_cases as hc  # noqa: E402
+from tests.closeness import rel_error
+from tests.hetero import hetero_attention_cases as hac
+from tests.hetero import hetero_cases as hc
 
 pytestmark = pytest.mark.device
 
@@ -88,9 +85,9 @@ def test_hetero_model_matches_pyg_on_the_device(parts, device, name, dtype):
     errs = {}
     for t, o in out_ref.items():
         assert out[t].device.type == dev.type, (t, out[t].device)
-        errs[f"out:{t}"] = hc._rel(out[t].detach(), o.detach()[ids[t]])
+        errs[f"out:{t}"] = rel_error(out[t].detach(), o.detach()[ids[t]])
         if x_ref[t].grad is not None:
-            errs[f"x_grad:{t}"] = hc._rel(x[t].grad, x_ref[t].grad[ids[t]])
+            errs[f"x_grad:{t}"] = rel_error(x[t].grad, x_ref[t].grad[ids[t]])
     ref_grads = dict(ref.named_parameters())
     scale = max(float(p.grad.abs().max()) for p in ref_grads.values() if p.grad is not None)
     for pname, p in dist.named_parameters():

@@ -10,16 +10,14 @@ models on a graph with a node type of 2 nodes (one rank of 3 holds none of it).
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
 from pyg_sar.testing import run_on_ranks
+from tests.hetero import hetero_cases as hc
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import hetero_cases as hc  # noqa: E402
 
 TOL = 1e-10
 MODES = ("sar", "sa", "halo")

@@ -14,7 +14,6 @@ is refused naming the edge type.
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,10 +22,9 @@ from torch_geometric.nn import HeteroConv, SAGEConv, to_hetero
 
 import pyg_sar
 from pyg_sar.testing import run_on_ranks
+from tests.hetero import typed_view_cases as tv
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import typed_view_cases as tv  # noqa: E402
 
 TOL = 1e-10
 MODES = ("sar", "sa", "halo")

@@ -20,6 +20,7 @@ from torch_geometric.data import HeteroData
 from torch_geometric.nn import FiLMConv, HEATConv, HeteroBatchNorm, RGATConv, RGCNConv
 
 import pyg_sar
+from tests.closeness import rel_error
 
 DIM, EDGE_DIM = 4, 3
 # "venue" has 2 nodes: at P = 3 one rank holds none of them.
@@ -135,10 +136,6 @@ MODELS = {
 }
 
 
-def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
-    return float((a - b).abs().max() / b.abs().max().clamp(min=1e-300)) if b.numel() else 0.0
-
-
 def _oracle(homo, name: str):
     """The reference model of ``name`` (before any backward), PyG's output on the whole
     homogeneous graph, the loss weights and PyG's gradients (input, parameters)."""
@@ -168,13 +165,13 @@ def one_case(part, homo, oracle, mode: str) -> dict:
     dist = pyg_sar.convert(copy.deepcopy(pristine), pyg_sar.SARConfig(mode=mode, check_loss=False))
     x = homo.x[nid].clone().requires_grad_()
     out = dist(x, graph, node_type, edge_type, part.homogeneous_edge_attr())
-    errs = {"out": _rel(out.detach(), out_ref[nid])}
+    errs = {"out": rel_error(out.detach(), out_ref[nid])}
     (out * weight[nid]).sum().backward()
     pyg_sar.all_reduce_gradients(dist)
     if x_grad is None:  # the input is not used (featureless)
         errs["x_grad"] = 0.0 if x.grad is None else 1.0
     else:
-        errs["x_grad"] = _rel(x.grad, x_grad[nid])
+        errs["x_grad"] = rel_error(x.grad, x_grad[nid])
     scale = max(float(g.abs().max()) for g in grads.values() if g is not None)
     for pname, p in dist.named_parameters():
         g = grads[pname]
@@ -226,13 +223,13 @@ def hetero_batch_norm_case(part, homo) -> dict:
         (out * weight[nid]).sum().backward()
         pyg_sar.all_reduce_gradients(dist)
         opt_dist.step()
-        errs[f"train_out{step}"] = _rel(out.detach(), out_ref.detach()[nid])
-    errs["running_mean"] = _rel(dist.bn.running_mean, ref.bn.running_mean)
-    errs["running_var"] = _rel(dist.bn.running_var, ref.bn.running_var)
+        errs[f"train_out{step}"] = rel_error(out.detach(), out_ref.detach()[nid])
+    errs["running_mean"] = rel_error(dist.bn.running_mean, ref.bn.running_mean)
+    errs["running_var"] = rel_error(dist.bn.running_var, ref.bn.running_var)
     ref.eval()
     dist.eval()
     with torch.no_grad():
-        errs["eval_out"] = _rel(dist(homo.x[nid], graph, node_type, edge_type),
+        errs["eval_out"] = rel_error(dist(homo.x[nid], graph, node_type, edge_type),
                                 ref(homo.x, homo.edge_index, homo.node_type,
                                     homo.edge_type)[nid])
     errs["distributed"] = 0.0 if type(dist.bn).__name__ == "DistributedHeteroBatchNorm" else 1.0
