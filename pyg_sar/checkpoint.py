@@ -34,6 +34,7 @@ import torch
 
 from pyg_sar.compression.interface import compressors_of
 from pyg_sar.files import atomic_write
+from pyg_sar.reshard import ReshardError, rank_local_ids, reshard
 
 FORMAT_VERSION = 1
 LATEST = "latest.json"
@@ -53,6 +54,8 @@ class Checkpoint:
         extra: the ``extra`` given to :func:`save_checkpoint` (JSON), e.g. loop state.
         path: the snapshot's folder.
         fingerprint: the partition fingerprint it was written for (``None`` if none).
+        world_size: the number of ranks that wrote it (another than this job's: resumed on
+            another world size, see :func:`load_checkpoint`).
     """
 
     epoch: int
@@ -60,6 +63,7 @@ class Checkpoint:
     config: dict = field(default_factory=dict)
     extra: dict = field(default_factory=dict)
     fingerprint: Optional[str] = None
+    world_size: Optional[int] = None
 
 
 def _context(ctx):
@@ -118,6 +122,15 @@ def _fingerprint(partition: Any) -> Optional[str]:
     return fp
 
 
+def _graph_summary(partition: Any) -> Optional[dict]:
+    """Node and edge counts of the whole graph a partition was cut from (from its
+    ``meta.json``): what a checkpoint resumed on another partition of it must match."""
+    meta = getattr(partition, "meta", None)
+    if not isinstance(meta, dict) or "num_nodes" not in meta:
+        return None
+    return {"num_nodes": meta.get("num_nodes"), "num_edges": meta.get("num_edges")}
+
+
 def save_checkpoint(path: str | Path, model: torch.nn.Module,
                     optimizer: Optional[torch.optim.Optimizer] = None, epoch: int = 0, *,
                     config: Optional[dict] = None, partition: Any = None,
@@ -173,6 +186,9 @@ def save_checkpoint(path: str | Path, model: torch.nn.Module,
         # the compressors' schedule clocks and this rank's error-feedback residuals
         # (pyg_sar.compression; CPU tensors), by the first layer using each
         "compression": {name: comp.state_dict() for name, comp in compressors_of(model).items()},
+        # original node ids of the rows of every rank-local table: a job of another size
+        # re-shards them (pyg_sar.reshard)
+        "rank_local_ids": rank_local_ids(model),
     }
     buffer = io.BytesIO()
     torch.save(payload, buffer)
@@ -187,6 +203,7 @@ def save_checkpoint(path: str | Path, model: torch.nn.Module,
             "world_size": ctx.world_size, "fingerprint": fingerprint,
             "model": _signature(model), "has_optimizer": optimizer is not None,
             "config": json.loads(config_json), "sha256": digests,
+            "graph": _graph_summary(partition),
         }
         try:
             _write_atomic(root / LATEST, (json.dumps(latest, indent=1) + "\n").encode())
@@ -307,13 +324,23 @@ def load_checkpoint(path: str | Path, model: torch.nn.Module,
     and this rank's error-feedback residuals are restored too; a checkpoint written with other
     compressors (codec, schedule, seed, error feedback or directions) is refused.
 
+    **Another world size.** A checkpoint written by P ranks resumes on P' ranks (e.g. 4 -> 2
+    after losing a host), given the partition of the same graph for P' (``partition``: its
+    node and edge counts are checked; the fingerprint differs by nature). The parameters and
+    optimizer state, the same on every rank, come from rank 0's file; rank-local tables
+    (:func:`pyg_sar.shard_embedding`, sharded for this rank first) and the optimizer state of
+    their rows are re-sharded by original node id from every rank's file. RNG states belong to
+    the ranks that wrote them and are not restored (dropout masks differ from a run continued
+    at P), and a compressed model is refused (its error-feedback residuals are per rank).
+
     Returns:
         What was restored, or ``None`` (``missing_ok`` and no checkpoint).
 
     Raises:
         FileNotFoundError: no checkpoint at ``path`` (without ``missing_ok``).
         CheckpointError: (a ``ValueError``) malformed or newer-format metadata, a rank file
-            that fails its checksum, another world size, partition or model.
+            that fails its checksum, another partition (or, at another world size, another
+            graph) or model.
     """
     ctx = _context(ctx)
     root = Path(path)
@@ -329,8 +356,7 @@ def load_checkpoint(path: str | Path, model: torch.nn.Module,
     latest = read_latest(root)
     meta_file = root / LATEST
     if latest["world_size"] != ctx.world_size:
-        raise CheckpointError(f"checkpoint '{meta_file}' was written by {latest['world_size']} "
-                              f"ranks but this job has {ctx.world_size}")
+        return _load_on_another_world_size(root, latest, model, optimizer, partition, ctx)
     fingerprint = _fingerprint(partition)
     saved_fp = latest.get("fingerprint")
     if fingerprint is not None and saved_fp != fingerprint:
@@ -346,20 +372,7 @@ def load_checkpoint(path: str | Path, model: torch.nn.Module,
                               f"{len(latest['sha256'])} checksums for {ctx.world_size} ranks")
 
     file = root / latest["snapshot"] / f"rank{ctx.rank}.pt"
-    if not file.is_file():
-        raise FileNotFoundError(f"checkpoint file '{file}' is missing")
-    data = file.read_bytes()
-    if hashlib.sha256(data).hexdigest() != latest["sha256"][ctx.rank]:
-        raise CheckpointError(f"checkpoint file '{file}' is damaged: its SHA-256 does not match "
-                              f"'{meta_file}' (truncated or altered)")
-    try:
-        payload = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
-    except Exception as e:  # noqa: BLE001 - any refusal of the unpickler is a bad file
-        raise CheckpointError(f"checkpoint file '{file}' cannot be read safely: {e}") from None
-    if not isinstance(payload, dict) or payload.get("epoch") != latest["epoch"] or \
-            payload.get("rank") != ctx.rank:
-        raise CheckpointError(f"checkpoint file '{file}' does not belong to epoch "
-                              f"{latest['epoch']} / rank {ctx.rank}")
+    payload = _read_rank_file(root, latest, ctx.rank)
 
     _check_compression(payload.get("compression", {}), model, file)
     _check_rank_local_rows(payload["model"], model, file)
@@ -373,4 +386,70 @@ def load_checkpoint(path: str | Path, model: torch.nn.Module,
         _set_rng_state(payload["rng"])
     return Checkpoint(epoch=int(payload["epoch"]), path=root / latest["snapshot"],
                       config=json.loads(payload["config_json"]),
-                      extra=json.loads(payload["extra_json"]), fingerprint=saved_fp)
+                      extra=json.loads(payload["extra_json"]), fingerprint=saved_fp,
+                      world_size=latest["world_size"])
+
+
+def _read_rank_file(root: Path, latest: dict, rank: int) -> dict:
+    """Rank ``rank``'s file of the latest snapshot, checked against its SHA-256 and read with
+    ``weights_only=True``."""
+    meta_file = root / LATEST
+    file = root / latest["snapshot"] / f"rank{rank}.pt"
+    if not file.is_file():
+        raise FileNotFoundError(f"checkpoint file '{file}' is missing")
+    data = file.read_bytes()
+    if hashlib.sha256(data).hexdigest() != latest["sha256"][rank]:
+        raise CheckpointError(f"checkpoint file '{file}' is damaged: its SHA-256 does not match "
+                              f"'{meta_file}' (truncated or altered)")
+    try:
+        payload = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+    except Exception as e:  # noqa: BLE001 - any refusal of the unpickler is a bad file
+        raise CheckpointError(f"checkpoint file '{file}' cannot be read safely: {e}") from None
+    if not isinstance(payload, dict) or payload.get("epoch") != latest["epoch"] or \
+            payload.get("rank") != rank:
+        raise CheckpointError(f"checkpoint file '{file}' does not belong to epoch "
+                              f"{latest['epoch']} / rank {rank}")
+    return payload
+
+
+def _load_on_another_world_size(root: Path, latest: dict, model: torch.nn.Module,
+                                optimizer: Optional[torch.optim.Optimizer], partition: Any,
+                                ctx) -> Checkpoint:
+    """Resume a checkpoint of P ranks on this job's P' ranks, on a partition of the same graph
+    for P': the model and optimizer state every rank shares, rank-local tables re-sharded by
+    node id (:mod:`pyg_sar.reshard`). RNG states are per rank and are not restored, so only a
+    run without randomness continues exactly as it would have at P."""
+    meta_file = root / LATEST
+    saved = latest["world_size"]
+    if len(latest["sha256"]) != saved:
+        raise CheckpointError(f"malformed checkpoint metadata '{meta_file}': "
+                              f"{len(latest['sha256'])} checksums for {saved} ranks")
+    have = _graph_summary(partition)
+    if have is not None and latest.get("graph") not in (None, have):
+        raise CheckpointError(f"checkpoint '{meta_file}' was written for a graph of "
+                              f"{latest['graph']} but this run's partition is of {have}; "
+                              f"resume on a partition of the graph the run started with")
+    _check_model(latest, model, meta_file)
+    if optimizer is not None and not latest.get("has_optimizer", False):
+        raise CheckpointError(f"checkpoint '{meta_file}' holds no optimizer state")
+    if compressors_of(model):
+        raise CheckpointError(f"checkpoint '{meta_file}' was written by {saved} ranks but this "
+                              f"job has {ctx.world_size}: a compressed model's error-feedback "
+                              f"residuals belong to the ranks that wrote them; resume on "
+                              f"{saved} ranks")
+    payloads = [_read_rank_file(root, latest, r) for r in range(saved)]
+    try:
+        model_state, optimizer_state = reshard(payloads, model, optimizer)
+    except ReshardError as e:
+        raise CheckpointError(f"checkpoint '{meta_file}' (written by {saved} ranks) cannot be "
+                              f"resumed on {ctx.world_size}: {e}") from None
+    _check_rank_local_rows(model_state, model, root / latest["snapshot"])
+    with torch.no_grad():
+        model.load_state_dict(model_state, strict=True)
+    if optimizer is not None:
+        optimizer.load_state_dict(optimizer_state)
+    first = payloads[0]
+    return Checkpoint(epoch=int(first["epoch"]), path=root / latest["snapshot"],
+                      config=json.loads(first["config_json"]),
+                      extra=json.loads(first["extra_json"]), fingerprint=latest.get("fingerprint"),
+                      world_size=saved)
