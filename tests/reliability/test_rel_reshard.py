@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from pyg_sar.testing import has_mpi, run_on_ranks
+from tests.closeness import assert_close
 
 CASES = f"{Path(__file__).with_name('reshard_cases.py')}:train"
 SAVE_AT, LAST = 3, 7
@@ -23,9 +24,7 @@ def _by_id(results: list[dict], key: str) -> torch.Tensor:
 
 
 def _close(a: torch.Tensor, b: torch.Tensor, what: str) -> None:
-    assert a.shape == b.shape, what
-    diff = float((a - b).abs().max()) if a.numel() else 0.0
-    assert diff <= TOL, f"{what}: max |diff| {diff:.3g}"
+    assert_close(a, b, atol=TOL, what=what)
 
 
 @pytest.fixture(scope="module")
