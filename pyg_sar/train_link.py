@@ -139,7 +139,9 @@ def run(args: argparse.Namespace) -> dict:
     """Train and evaluate link prediction; returns the metrics (rank 0 prints and writes)."""
     from pyg_sar.distributed.supervision import supervision_requested
     from pyg_sar.nn.functional import binary_cross_entropy_with_logits
-    from pyg_sar.train import DTYPES, _peak_rss_mb, _write_json, build_model
+    from pyg_sar.train_common import DTYPES, build_model
+    from pyg_sar.train_common import peak_rss_mb as _peak_rss_mb
+    from pyg_sar.train_common import write_json as _write_json
     ctx = pyg_sar.init(backend=args.backend, supervise=supervision_requested(None, True))
     train, val, test = load_split(args, ctx)
     dtype = DTYPES[args.dtype]

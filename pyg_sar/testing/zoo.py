@@ -30,8 +30,8 @@ import torch_geometric
 
 import pyg_sar
 from pyg_sar.testing.launcher import RankFailure, run_on_ranks
-from pyg_sar.testing.zoo_models import MODEL_RECIPES
-from pyg_sar.testing.zoo_recipes import CONV_RECIPES, Recipe, package_available
+from pyg_sar.testing.zoo_models import recipe_table
+from pyg_sar.testing.zoo_recipes import package_available
 
 WORLD_SIZES = (1, 3)
 MODES = ("sar", "sa", "halo")
@@ -40,13 +40,6 @@ EXACT, REFUSED, FAIL = "EXACT", "REFUSED", "FAIL"
 LAUNCH_TIMEOUT_S = 900.0  # hang detector for one launch (the whole zoo takes a few minutes)
 COMM_TIMEOUT_S = 60.0  # a rank blocked this long in one wait raises (the zoo graph is tiny)
 _TARGET = "pyg_sar.testing.zoo_rank:run"
-
-
-def recipe_table(which: str = "all") -> dict[str, Recipe]:
-    """Recipes by name: ``"conv"``, ``"model"`` or ``"all"``."""
-    chosen = {"conv": CONV_RECIPES, "model": MODEL_RECIPES,
-              "all": CONV_RECIPES + MODEL_RECIPES}[which]
-    return {rec.name: rec for rec in chosen}
 
 
 def _cell_key(world_size: int, mode: str) -> str:

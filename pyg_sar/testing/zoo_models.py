@@ -42,6 +42,7 @@ from torch_geometric.nn.models import (
 from torch_geometric.utils import one_hot
 
 from pyg_sar.testing.zoo_recipes import (
+    CONV_RECIPES,
     EDGE_DIM,
     IN,
     NUM_CLASSES,
@@ -295,3 +296,10 @@ def unclassified_models(recipes: tuple[Recipe, ...] = MODEL_RECIPES) -> list[str
     """Names in ``torch_geometric.nn.models.__all__`` in neither the table nor NOT_IN_ZOO."""
     covered = {rec.cls.__name__ for rec in recipes} | set(NOT_IN_ZOO)
     return [name for name in pyg_models.__all__ if name not in covered]
+
+
+def recipe_table(which: str = "all") -> dict[str, Recipe]:
+    """Recipes by name: ``"conv"``, ``"model"`` or ``"all"``."""
+    chosen = {"conv": CONV_RECIPES, "model": MODEL_RECIPES,
+              "all": CONV_RECIPES + MODEL_RECIPES}[which]
+    return {rec.name: rec for rec in chosen}

@@ -374,7 +374,7 @@ def run(ctx, parts: str, cells: list, log_dir: str, recipes: str = "all",
     "mode:variant"], ...] in order (cells of one recipe share its oracle) and log every
     result. ``baselines``: a JSON-lines file of PyG's baselines (single-process, so the same
     for every P): rank 0 takes those it finds there and appends those it computes."""
-    from pyg_sar.testing.zoo import recipe_table
+    from pyg_sar.testing.zoo_models import recipe_table
 
     known = _load_baselines(baselines) if ctx.rank == 0 else {}
     store = open(baselines, "a", encoding="utf-8") if baselines and ctx.rank == 0 else None

@@ -328,7 +328,7 @@ def run_converted(ctx, recipe, pristine: torch.nn.Module, mode: str, oracle: Any
 def run(ctx, parts: str, cells: list, log_dir: str, recipes: str = "all") -> dict:
     """Rank target of :func:`pyg_sar.testing.run_on_ranks`: run ``cells`` = [[recipe, mode],
     ...] in order (cells of one recipe share its oracle) and log every result."""
-    from pyg_sar.testing.zoo import recipe_table
+    from pyg_sar.testing.zoo_models import recipe_table
 
     table = recipe_table(recipes)
     data = make_graph()
