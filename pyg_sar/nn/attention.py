@@ -50,6 +50,7 @@ from pyg_sar.core.halo import halo_offsets, with_halo
 from pyg_sar.core.sar import Propagation, sar_propagate
 from pyg_sar.core.views import GraphView, ViewBlock, self_loop_view, stored_view
 from pyg_sar.graph import DistGraph
+from pyg_sar.nn.edge_data import check_edge_data
 from pyg_sar.nn.wire import hold_wire, layer_wire
 from pyg_sar.ops._gat_attention import fused_attention_available
 
@@ -180,7 +181,6 @@ def _pair(data: Any, role: int) -> Optional[Tensor]:
 
 def dist_edge_updater(layer: MessagePassing, graph: DistGraph, size, kwargs: dict):
     """``layer.edge_updater`` of a converted GAT/GATv2 layer over a DistGraph."""
-    from pyg_sar.nn.propagate import check_edge_data
     check_edge_data(layer, graph, kwargs)
     view = attention_view(layer, graph)
     kwargs = dict(kwargs)

@@ -24,7 +24,7 @@ from torch_geometric.nn.attention.performer import PerformerProjection, generali
 from torch_geometric.nn.models.sgformer import SGModule
 
 from pyg_sar.nn import linear_attention as la
-from pyg_sar.nn.module_forwards import graph_of
+from pyg_sar.nn.call_graph import graph_of
 
 
 def sgmodule(self: SGModule, x: Tensor, batch: Optional[Tensor]) -> Tensor:

@@ -46,8 +46,8 @@ from pyg_sar.config import MODES
 from pyg_sar.core.exchange import Wire
 from pyg_sar.core.global_attention import ring_attention
 from pyg_sar.graph import DistGraph
+from pyg_sar.nn.call_graph import graph_of
 from pyg_sar.nn.linear_attention import _rows, performer_attention_forward
-from pyg_sar.nn.module_forwards import graph_of
 from pyg_sar.nn.norm import DistributedBatchNorm
 
 ATTN_TYPES = ("multihead", "performer")

@@ -155,7 +155,7 @@ def _adapter(layer: MessagePassing, name: str, trusted: tuple[type, ...]) -> reg
     base, adapter, overridden = registry.verified_adapter(cls)
     if adapter is not None and not issubclass(cls, trusted):
         # Verified by content, on any torch_geometric release (pyg_sar.nn.fingerprints).
-        from pyg_sar.nn import fingerprints
+        from pyg_sar.nn import fingerprint_check as fingerprints
         changed = fingerprints.refusal(base)
         if changed is not None:
             raise UnsupportedLayerError(f"{name}: {changed}")

@@ -36,11 +36,11 @@ import torch
 
 from pyg_sar.distributed.grad_sync import graph_candidates
 from pyg_sar.graph import DistGraph
+from pyg_sar.nn.call_graph import GRAPH, graph_of
 
 if TYPE_CHECKING:
     from pyg_sar.config import SARConfig
 
-GRAPH = "_sar_graph"  # the DistGraph of the current call (runtime state, never pickled)
 CONFIG = "_sar_config"  # the model's SARConfig, set by convert
 _CLASSES: dict[tuple[type, Callable], type] = {}
 
@@ -69,17 +69,6 @@ def find_graph(args: tuple, kwargs: dict) -> Optional[DistGraph]:
     partition passed whole), looked for where :func:`~pyg_sar.distributed.grad_sync.
     find_context` looks; ``None`` if there is none."""
     return next((g for g in graph_candidates(args, kwargs) if isinstance(g, DistGraph)), None)
-
-
-def graph_of(module: torch.nn.Module) -> DistGraph:
-    """The DistGraph of the current call of a converted module (for registered forwards
-    whose arguments carry no graph)."""
-    graph = module.__dict__.get(GRAPH)
-    if graph is None:
-        raise RuntimeError(f"pyg_sar: {type(module).__name__} has no DistGraph for this call: "
-                           f"call the converted model with the rank's DistGraph as its "
-                           f"edge_index")
-    return graph
 
 
 def bind_graph(model: torch.nn.Module, graph: Optional[DistGraph]) -> None:

@@ -20,6 +20,7 @@ from pyg_sar.core.views import BipartiteLoopsError, GraphView, ViewBlock
 from pyg_sar.graph import DistGraph
 from pyg_sar.nn.aggregation import StatsAggregation
 from pyg_sar.nn.custom_aggregate import CustomAggregateProgram
+from pyg_sar.nn.edge_data import check_edge_data
 from pyg_sar.nn.families import option
 from pyg_sar.nn.layers import (
     CUSTOM,
@@ -147,20 +148,6 @@ def _plan(layer: MessagePassing, view: GraphView, kwargs: dict):
             else:
                 plan.append((name, "const", value))
     return plan, src, dst, edge
-
-
-def check_edge_data(layer: MessagePassing, graph: DistGraph, kwargs: dict) -> None:
-    """Refuse edge tensors over a graph whose edges no user tensor describes (a reversed
-    graph): one of the rank's edge count would otherwise be taken as its edge data."""
-    reason = getattr(graph, "edge_data_refused", None)
-    if reason is None:
-        return
-    for name, value in kwargs.items():
-        values = value.kwargs.values() if hasattr(value, "kwargs") else [value]
-        for v in values:
-            if isinstance(v, Tensor) and v.dim() > 0 and v.shape[0] == graph.num_edges:
-                raise ValueError(f"pyg_sar: {type(layer).__name__} got {name!r} with one row "
-                                 f"per edge; {reason}")
 
 
 def dist_propagate(layer: MessagePassing, graph: DistGraph, size, kwargs: dict) -> Tensor:

@@ -400,7 +400,7 @@ def module_refusal(module) -> Optional[str]:
     if (path in PASSTHROUGH_MODULES or path in MODULE_FORWARDS
             or cls.__module__.startswith(CHECKED_ELSEWHERE)):
         if path in PASSTHROUGH_MODULES or path in MODULE_FORWARDS:
-            from pyg_sar.nn import fingerprints  # verified by content
+            from pyg_sar.nn import fingerprint_check as fingerprints  # verified by content
             changed = fingerprints.refusal(cls)
             if changed is not None:
                 return changed
