@@ -7,6 +7,10 @@
         --stop_after 60
     mpiexec -n 2 python examples/checkpoint_resume.py --checkpoint ckpt \
         --resume
+    # Restarted by the launcher after a failure: --resume auto continues when
+    # ckpt holds a checkpoint and starts fresh when it does not.
+    torchrun --standalone --nproc-per-node 2 --max-restarts 3 \
+        examples/checkpoint_resume.py --checkpoint ckpt --resume auto
 
 ``pyg_sar.save_checkpoint`` is collective: every rank writes its own model,
 optimizer and RNG states (atomically, with their SHA-256 in ``latest.json``).
@@ -28,8 +32,9 @@ from torch_geometric.nn import GCNConv
 parser = argparse.ArgumentParser()
 parser.add_argument('--checkpoint', type=str, required=True,
                     help='folder of the checkpoints')
-parser.add_argument('--resume', action='store_true',
-                    help='continue after the latest checkpoint')
+parser.add_argument('--resume', nargs='?', const='latest',
+                    choices=['latest', 'auto'],
+                    help='continue after the latest checkpoint (auto: if any)')
 parser.add_argument('--save_every', type=int, default=10)
 parser.add_argument('--stop_after', type=int, default=None,
                     help='stop after this epoch (to try --resume)')
@@ -62,9 +67,12 @@ model = pyg_sar.convert(GCN(dataset.num_features, 16, dataset.num_classes))
 optimizer = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4)
 
 start_epoch, best_val_acc, test_acc = 1, 0.0, 0.0
+ckpt = None
 if args.resume:
     ckpt = pyg_sar.load_checkpoint(args.checkpoint, model, optimizer,
-                                   partition=data)
+                                   partition=data,
+                                   missing_ok=args.resume == 'auto')
+if ckpt is not None:
     start_epoch = ckpt.epoch + 1
     best_val_acc, test_acc = ckpt.extra['best_val_acc'], ckpt.extra['test_acc']
     pyg_sar.print(f'Resumed after epoch {ckpt.epoch}')
