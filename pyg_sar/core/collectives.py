@@ -1,44 +1,7 @@
 """Sums over ranks for the engine's helpers (batch norm, global losses, global attention), on
-the communicator they are given: nothing here looks up a process-wide context."""
-from __future__ import annotations
-
-from typing import Optional
-
-import torch
-from torch import Tensor
-
-
-def sum_over_ranks(t: Tensor, comm: Optional[object]) -> Tensor:
-    """A new tensor: ``t`` summed over the ranks of ``comm`` (a copy of ``t`` when ``comm`` is
-    ``None`` or has one rank). Not differentiable."""
-    out = t.detach().clone().contiguous()
-    if comm is not None and comm.world_size > 1:
-        comm.all_reduce(out, op="sum")
-    return out
-
-
-class _SumOverRanks(torch.autograd.Function):
-    """Forward: ``t`` summed over ranks. Backward: the gradient summed over ranks (every rank
-    uses the sum, so the global loss's gradient w.r.t. one rank's partial is the sum of every
-    rank's gradient w.r.t. the total)."""
-
-    @staticmethod
-    def forward(ctx, t: Tensor, comm) -> Tensor:
-        ctx.comm = comm
-        return sum_over_ranks(t, comm)
-
-    @staticmethod
-    def backward(ctx, grad: Tensor):
-        return sum_over_ranks(grad.contiguous(), ctx.comm), None
-
-
-def sum_over_ranks_grad(t: Tensor, comm: Optional[object]) -> Tensor:
-    """``t`` summed over the ranks of ``comm`` (``None`` or one rank: ``t`` itself);
-    differentiable, its backward sums the gradient over ranks. Collective: every rank must
-    call it, in the same order, with the same shape."""
-    if comm is None or comm.world_size == 1:
-        return t
-    return _SumOverRanks.apply(t, comm)
-
+the communicator they are given: nothing here looks up a process-wide context. Defined in
+:mod:`pyg_sar.distributed.collectives` (below the engine, which :func:`pyg_sar.global_sum`
+uses too)."""
+from pyg_sar.distributed.collectives import sum_over_ranks, sum_over_ranks_grad
 
 __all__ = ["sum_over_ranks", "sum_over_ranks_grad"]

@@ -13,7 +13,7 @@ from typing import Any, Union
 import torch
 from torch import Tensor
 
-from pyg_sar.core.collectives import sum_over_ranks
+from pyg_sar.distributed.collectives import sum_over_ranks
 from pyg_sar.distributed.context import resolve_context
 
 

@@ -29,10 +29,10 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from pyg_sar.core.collectives import sum_over_ranks
+from pyg_sar.core.loss_reduction import check_reduction as _check_reduction
+from pyg_sar.core.loss_reduction import reduce_over_ranks as _reduce
 from pyg_sar.core.precision import accumulate_dtype, is_low_precision
 from pyg_sar.distributed.context import communicator_of as _comm
-from pyg_sar.nn.reduction import check_reduction as _check_reduction
-from pyg_sar.nn.reduction import reduce_over_ranks as _reduce
 
 Pairs = Union[Tensor, tuple[Tensor, Tensor]]
 

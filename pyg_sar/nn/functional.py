@@ -47,12 +47,12 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from pyg_sar.core.collectives import sum_over_ranks
+from pyg_sar.core.loss_reduction import REDUCTIONS
+from pyg_sar.core.loss_reduction import RankShare as _RankShare
+from pyg_sar.core.loss_reduction import check_reduction as _check_reduction
+from pyg_sar.core.loss_reduction import reduce_over_ranks as _reduce
 from pyg_sar.core.precision import accumulate_dtype, is_low_precision
 from pyg_sar.distributed.grad_sync import mark_global_loss
-from pyg_sar.nn.reduction import REDUCTIONS
-from pyg_sar.nn.reduction import RankShare as _RankShare
-from pyg_sar.nn.reduction import check_reduction as _check_reduction
-from pyg_sar.nn.reduction import reduce_over_ranks as _reduce
 
 
 def _comm(context: Any):

@@ -73,13 +73,13 @@ def evaluate(model: torch.nn.Module, loader, ctx, dtype: torch.dtype) -> float:
 
 def run_minibatch(args: argparse.Namespace, ctx, part, build_model, dtype: torch.dtype) -> dict:
     """Trains ``args.epochs`` epochs on sampled minibatches; returns the metrics."""
-    import pyg_sar
+    from pyg_sar.distributed.sync import all_reduce_gradients, broadcast_parameters
     sizes = parse_fanout(args.fanout)
     args.layers = len(sizes)
     num_classes = int(part.meta.get("num_classes") or int(part.y.max()) + 1)
     torch.manual_seed(args.seed)
     model = build_model(args, part.x.shape[1], num_classes).to(dtype)
-    pyg_sar.broadcast_parameters(model)
+    broadcast_parameters(model)
     torch.manual_seed(args.seed + 1 + ctx.rank)  # independent dropout masks per rank
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
     train = make_loader(args, part, sizes, part.train_mask, True, ctx)
@@ -102,7 +102,7 @@ def run_minibatch(args: argparse.Namespace, ctx, part, build_model, dtype: torch
             out = model(batch.x.to(dtype), batch.edge_index)[:batch.batch_size]
             loss = F.cross_entropy(out, batch.y[:batch.batch_size]) / ctx.world_size
             loss.backward()
-            pyg_sar.all_reduce_gradients(model)
+            all_reduce_gradients(model)
             optimizer.step()
             losses.append(float(loss) * ctx.world_size)
             steps += 1
@@ -110,7 +110,7 @@ def run_minibatch(args: argparse.Namespace, ctx, part, build_model, dtype: torch
             optimizer.zero_grad()
             for p in model.parameters():
                 p.grad = torch.zeros_like(p)
-            pyg_sar.all_reduce_gradients(model)
+            all_reduce_gradients(model)
             optimizer.step()
         epoch_time = time.perf_counter() - t0
         record = dict(epoch=epoch, loss=sum(losses) / max(len(losses), 1),

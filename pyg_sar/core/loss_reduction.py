@@ -1,5 +1,5 @@
-"""The global reduction of a loss (issue 37: owned here, below :mod:`pyg_sar.nn.functional` and
-:mod:`pyg_sar.link.metrics`, which both build their losses on it).
+"""The global reduction of a loss, owned by the engine, below :mod:`pyg_sar.nn.functional` and
+:mod:`pyg_sar.link.metrics`, which both build their losses on it.
 
 Each rank sums its per-element losses; the global loss is that sum over every rank divided by
 the global number of selected elements (``"mean"``), or the plain sum (``"sum"``). The gradient
