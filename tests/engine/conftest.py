@@ -11,7 +11,6 @@ label one-hot (test_model_adapters.py) run in one launch instead of three, each 
 partition, each test reading its own result."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -28,11 +27,9 @@ def engine_launches(tmp_path_factory) -> dict[int, list[dict]]:
     from pyg_sar.datasets import sbm
     from pyg_sar.ops import native_available
     from pyg_sar.testing import run_on_ranks
-    if str(HERE) not in sys.path:
-        sys.path.insert(0, str(HERE))
-    import engine_cases as ec
-    import test_engine_exactness as te
-    import test_fused_attention as tf
+    from tests.engine import engine_cases as ec
+    from tests.engine import test_engine_exactness as te
+    from tests.engine import test_fused_attention as tf
 
     assert te.WORLD_SIZES == tf.WORLD_SIZES == WORLD_SIZES
     root = tmp_path_factory.mktemp("engine")
@@ -56,11 +53,7 @@ def gloo3_launch(tmp_path_factory) -> dict[str, list]:
     """Name -> the ranks' results of the P = 3 spawn/gloo cases (the inputs are built by each
     test file's ``gloo3_call``)."""
     from pyg_sar.testing import run_on_ranks
-    if str(HERE) not in sys.path:
-        sys.path.insert(0, str(HERE))
-    import test_engine_helpers
-    import test_model_adapters
-    import test_reduce
+    from tests.engine import test_engine_helpers, test_model_adapters, test_reduce
 
     root = tmp_path_factory.mktemp("gloo3")
     calls = [module.gloo3_call(root / name) for name, module in (

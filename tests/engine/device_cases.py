@@ -7,16 +7,13 @@ GPU tests (tests/gpu, P = 2 ranks sharing one device). Layers come from engine_c
 from __future__ import annotations
 
 import copy
-import sys
-from pathlib import Path
 
 import torch
 
 import pyg_sar
 from pyg_sar.testing.devices import NativeOpCounter
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import engine_cases as ec  # noqa: E402
+from tests.closeness import rel_error
+from tests.engine import engine_cases as ec
 
 # The device subset: GCN, SAGE (mean; max aggregation), GIN, GAT and GATv2 (fused attention),
 # batch norm (GCN and SAGE with jumping knowledge).
@@ -57,8 +54,8 @@ def device_case(part, data, layer: str, dtype: torch.dtype, device: torch.device
         (out * weight[nid]).sum().backward()
     if reduce_gradients:
         pyg_sar.all_reduce_gradients(dist)
-    errs = {"out": ec._rel(out.detach(), out_ref.detach()[nid]),
-            "x_grad": ec._rel(x_loc.grad, x_ref.grad[nid])}
+    errs = {"out": rel_error(out.detach(), out_ref.detach()[nid]),
+            "x_grad": rel_error(x_loc.grad, x_ref.grad[nid])}
     pairs = list(zip(ref.named_parameters(), dist.parameters()))
     scale = max(float(p_ref.grad.abs().max()) for (_, p_ref), _ in pairs
                 if p_ref.grad is not None)

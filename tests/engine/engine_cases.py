@@ -30,6 +30,7 @@ from torch_geometric.nn import (
 )
 
 import pyg_sar
+from tests.closeness import rel_error
 
 IN = 6
 
@@ -139,11 +140,6 @@ LAYERS = {
 EDGE_INPUT = {"gine": "attr", "gcn_weighted_improved": "weight", "graphconv": "weight"}
 
 
-def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
-    scale = max(float(b.abs().max()) if b.numel() else 0.0, 1e-30)
-    return float((a - b).abs().max()) / scale if a.numel() else 0.0
-
-
 def _forward(model, x, edge_index, edge_attr, edge_weight):
     if isinstance(model, Stack):
         return model(x, edge_index, edge_attr=edge_attr, edge_weight=edge_weight)
@@ -169,8 +165,8 @@ def one_case(ctx, part, data: Data, layer: str, mode: str, dtype: torch.dtype,
     (out_ref * weight).sum().backward()
     (out * weight[nid]).sum().backward()
     pyg_sar.all_reduce_gradients(dist)
-    errs = {"out": _rel(out.detach(), out_ref.detach()[nid]),
-            "x_grad": _rel(x_loc.grad, x_ref.grad[nid])}
+    errs = {"out": rel_error(out.detach(), out_ref.detach()[nid]),
+            "x_grad": rel_error(x_loc.grad, x_ref.grad[nid])}
     # Parameter gradients: error relative to the largest entry of the whole gradient, since
     # some entries are zero in exact arithmetic (a bias followed by batch norm) and any
     # rounding residue there has no meaningful relative size of its own.

@@ -1,17 +1,12 @@
 """Rank-side cases of the fused-attention engine tests (one launch per world size)."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import torch
 from torch_geometric.nn import GATConv, GATv2Conv
 
 import pyg_sar
 import pyg_sar.core.fused_attention as fa
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import engine_cases as ec  # noqa: E402
+from tests.engine import engine_cases as ec
 
 DROPOUT_MODELS = {
     "gat": lambda: ec.Stack(GATConv(ec.IN, 4, heads=2, dropout=0.5, edge_dim=4),

@@ -18,6 +18,8 @@ from torch import Tensor
 from torch_geometric.data import Data
 from torch_geometric.nn import GINConv, GPSConv
 
+from tests.closeness import rel_error
+
 NUM_NODES = 64
 C = 8
 SEED = 7
@@ -97,11 +99,6 @@ def build(name: str) -> torch.nn.Module:
                 norm.module.running_mean.normal_()
                 norm.module.running_var.uniform_(0.5, 2.0)
     return model
-
-
-def _rel(a: Tensor, b: Tensor) -> float:
-    scale = float(b.abs().max()) if b.numel() else 0.0
-    return float((a - b).abs().max()) / max(scale, 1e-300) if a.numel() else 0.0
 
 
 def _weights(shape) -> Tensor:
@@ -185,8 +182,9 @@ def run_case(variant: str, data: Data, graph, nid: Tensor, comm) -> dict:
     if name not in _REFERENCES:  # one per case (the same data in every mode and path)
         _REFERENCES[name] = reference(name, data)
     ref = _REFERENCES[name]
-    errors = {"out": _rel(got["out"], ref["out"][nid]), "x": _rel(got["x"], ref["x"][nid]),
-              "loss": _rel(got["loss"].reshape(1), ref["loss"].reshape(1))}
+    errors = {"out": rel_error(got["out"], ref["out"][nid]),
+              "x": rel_error(got["x"], ref["x"][nid]),
+              "loss": rel_error(got["loss"].reshape(1), ref["loss"].reshape(1))}
     missing = sorted(set(ref["params"]) ^ set(got["params"]))
     if missing:
         raise AssertionError(f"parameter names differ: {missing}")
@@ -198,7 +196,7 @@ def run_case(variant: str, data: Data, graph, nid: Tensor, comm) -> dict:
         if float(rg.abs().max()) < 1e-12 * top:
             errors[f"param(zero):{k}"] = float((g - rg).abs().max()) / top
         else:
-            errors[f"param:{k}"] = _rel(g, rg)
+            errors[f"param:{k}"] = rel_error(g, rg)
     return {"errors": errors}
 
 

@@ -31,6 +31,7 @@ from pyg_sar.nn.linear_attention import (
 # PyG's SGFormerAttention builds ``torch.ones`` in the default dtype: float64 references run
 # under a float64 default.
 from pyg_sar.testing.zoo_models import default_dtype
+from tests.closeness import rel_error
 
 NUM_NODES = 61
 IN = 6
@@ -80,11 +81,6 @@ def build(name: str) -> torch.nn.Module:
     torch.manual_seed(7)  # the same parameters (and Performer projection) on every rank
     with default_dtype(torch.float64):
         return CASES[name][0]().double().eval()
-
-
-def _rel(a: Tensor, b: Tensor) -> float:
-    scale = float(b.abs().max()) if b.numel() else 0.0
-    return float((a - b).abs().max()) / max(scale, 1e-300) if a.numel() else 0.0
 
 
 def reference(name: str, data: Data, mask: Optional[Tensor]) -> dict:
@@ -148,9 +144,10 @@ def run_case(variant: str, data: Data, graph, nid: Tensor, comm) -> dict:
     if comm is not None:  # parameter gradients summed over ranks, as grad_sync does
         for g in grads.values():
             comm.all_reduce(g, op="sum")
-    errors = {"out": _rel(out.detach(), ref["out"][nid]), "x": _rel(x.grad, ref["x"][nid])}
+    errors = {"out": rel_error(out.detach(), ref["out"][nid]),
+              "x": rel_error(x.grad, ref["x"][nid])}
     for k, g in grads.items():
-        errors[f"param:{k}"] = _rel(g, ref["params"][k])
+        errors[f"param:{k}"] = rel_error(g, ref["params"][k])
     check = 2 if forward is performer_attention_forward else 0
     return {"errors": errors, "all_reduced": numbers_used,
             "expected_all_reduced": 0 if comm is None else 2 * CASES[name][2] + check}
@@ -259,7 +256,8 @@ def run_model_case(name: str, data: Data, graph, nid: Tensor, comm) -> dict:
     if comm is not None:
         for g in grads.values():
             comm.all_reduce(g, op="sum")
-    errors = {"out": _rel(out.detach(), ref.detach()[nid]), "x": _rel(xl.grad, x.grad[nid])}
+    errors = {"out": rel_error(out.detach(), ref.detach()[nid]),
+              "x": rel_error(xl.grad, x.grad[nid])}
     missing = sorted(set(ref_grads) ^ set(grads))
     if missing:
         raise AssertionError(f"parameter names differ after convert: {missing}")
@@ -272,7 +270,7 @@ def run_model_case(name: str, data: Data, graph, nid: Tensor, comm) -> dict:
         if float(rg.abs().max()) < 1e-12 * top:
             errors[f"param(zero):{k}"] = float((g - rg).abs().max()) / top
         else:
-            errors[f"param:{k}"] = _rel(g, rg)
+            errors[f"param:{k}"] = rel_error(g, rg)
     return {"errors": errors}
 
 
@@ -407,9 +405,9 @@ def run_convert_case(name: str, mode: str, data: Data, graph, nid: Tensor) -> di
         out = dist(xl, graph, torch.zeros(len(nid), dtype=torch.long) if zeros else None)
         loss = sarF.nll_loss(out, y[nid], train[nid])
         loss.backward()
-    errors = {"out": _rel(out.detach(), out_ref.detach()[nid]),
-              "loss": _rel(loss.detach().reshape(1), loss_ref.detach().reshape(1)),
-              "x": _rel(xl.grad, x.grad[nid])}
+    errors = {"out": rel_error(out.detach(), out_ref.detach()[nid]),
+              "loss": rel_error(loss.detach().reshape(1), loss_ref.detach().reshape(1)),
+              "x": rel_error(xl.grad, x.grad[nid])}
     ref_grads = dict(ref.named_parameters())
     top = max(float(p.grad.abs().max()) for p in ref_grads.values() if p.grad is not None)
     count = 0
@@ -421,7 +419,7 @@ def run_convert_case(name: str, mode: str, data: Data, graph, nid: Tensor) -> di
         if float(rg.abs().max()) < 1e-12 * top:  # zero in exact arithmetic: rounding noise
             errors[f"param(zero):{k}"] = float((g - rg).abs().max()) / top
         else:
-            errors[f"param:{k}"] = _rel(g, rg)
+            errors[f"param:{k}"] = rel_error(g, rg)
     classes = sorted({type(m).__module__ for m in dist.modules()
                       if type(m).__name__ in ("SGFormer", "Polynormer", "SGModule",
                                               "SGFormerAttention", "PolynormerAttention",

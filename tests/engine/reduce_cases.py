@@ -2,18 +2,13 @@
 each case computes a value on the rank's part and the same value on the whole graph."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import torch
 
 import pyg_sar
 from pyg_sar.core.halo import with_halo
 from pyg_sar.core.reduce import global_max, sum_to_owners
 from pyg_sar.nn.laplacian import out_degree
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import engine_cases as ec  # noqa: E402
+from tests.engine import engine_cases as ec
 
 
 def _sum_all(ctx, value: float) -> float:

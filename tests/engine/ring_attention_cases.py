@@ -20,6 +20,7 @@ from torch import Tensor
 from pyg_sar.core.exchange import Wire
 from pyg_sar.core.global_attention import ring_attention
 from pyg_sar.graph import Block, DistGraph
+from tests.closeness import rel_error
 
 # name -> case. offsets: node ranges of the ranks (P = len - 1); mode; tile rows; heads; d; d_v;
 # depth (default: the transport's, 0 under mpiexec)
@@ -95,15 +96,6 @@ def full_mask(case: dict) -> Tensor:
     return dropout_tile(ids, ids, case["heads"], case["dropout"], SEED, torch.float64)
 
 
-def _rel(a: Tensor, b: Tensor) -> float:
-    if a.shape != b.shape:
-        return float("inf")
-    if a.numel() == 0:
-        return 0.0
-    a, b = a.detach(), b.detach()
-    return float((a - b).abs().max()) / max(float(b.abs().max()), 1e-300)
-
-
 def run_case(case: dict, graph: DistGraph, label: Optional[str] = None) -> dict[str, Any]:
     """Relative errors of this rank's rows of the output and of the q, k, v gradients."""
     q, k, v, c = inputs(case)
@@ -118,9 +110,9 @@ def run_case(case: dict, graph: DistGraph, label: Optional[str] = None) -> dict[
                          wire=Wire(label=label), dropout=dropout, seed=SEED,
                          depth=case.get("depth"))
     (out * c[lo:hi]).sum().backward()
-    errors = {"out": _rel(out.detach(), ref.detach()[lo:hi])}
+    errors = {"out": rel_error(out.detach(), ref.detach()[lo:hi])}
     for name, t, r in zip("qkv", mine, full):
-        errors[name] = _rel(t.grad, r.grad[lo:hi])
+        errors[name] = rel_error(t.grad, r.grad[lo:hi])
     return {"errors": errors, "rows": hi - lo}
 
 

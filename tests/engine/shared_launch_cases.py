@@ -3,12 +3,9 @@ test_engine_exactness.py and the fused-attention suite of test_fused_attention.p
 the other on the same partition, each under its own key."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Optional
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import engine_cases  # noqa: E402
+from tests.engine import engine_cases
 
 
 def engine_and_fused(ctx, engine: dict, fused: Optional[dict] = None) -> dict:
@@ -16,7 +13,7 @@ def engine_and_fused(ctx, engine: dict, fused: Optional[dict] = None) -> dict:
     ``fused`` is None where the native library is missing (its tests are skipped there)."""
     out = {"engine": engine_cases.suite(ctx, **engine)}
     if fused is not None:
-        import fused_attention_cases
+        from tests.engine import fused_attention_cases
         out["fused"] = fused_attention_cases.suite(ctx, **fused)
     return out
 
@@ -26,5 +23,5 @@ def several(ctx, calls: list) -> dict:
     tests/engine's case files); ``{name: result}``. Nothing is caught: a call that raises on a
     rank fails the launch with that rank's traceback (the others would wait in a collective)."""
     import importlib
-    return {name: getattr(importlib.import_module(module), function)(ctx, **kwargs)
-            for name, module, function, kwargs in calls}
+    return {name: getattr(importlib.import_module(f"tests.engine.{module}"), function)(
+        ctx, **kwargs) for name, module, function, kwargs in calls}

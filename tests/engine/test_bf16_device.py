@@ -21,20 +21,16 @@ PyG on the CPU), not how sums are accumulated.
 from __future__ import annotations
 
 import copy
-import sys
 from contextlib import nullcontext
-from pathlib import Path
 
 import pytest
 import torch
 
 import pyg_sar
 from pyg_sar.testing.devices import require_native, with_devices
-
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import device_cases as dc  # noqa: E402
-import engine_cases as ec  # noqa: E402
+from tests.closeness import max_abs_diff, rel_error
+from tests.engine import device_cases as dc
+from tests.engine import engine_cases as ec
 
 pytestmark = pytest.mark.device
 
@@ -108,12 +104,8 @@ def _pyg_errors(ref, data, weight, exact, precision, dev) -> dict:
 def _errors(out, x_grad, grads, ref, rows) -> dict:
     out32, x_grad32, grads32 = ref
     scale = max(float(g.abs().max()) for g in grads32 if g is not None)
-
-    def rel(a, b):
-        return float((a.float() - b.float()).abs().max()) / max(float(b.abs().max()), 1e-30)
-
-    errs = {"out": rel(out, out32[rows]), "x_grad": rel(x_grad, x_grad32[rows])}
-    errs["params"] = max((float((g - g32).abs().max()) / scale if g is not None else 0.0)
+    errs = {"out": rel_error(out, out32[rows]), "x_grad": rel_error(x_grad, x_grad32[rows])}
+    errs["params"] = max((max_abs_diff(g, g32) / scale if g is not None else 0.0)
                          for g, g32 in zip(grads, grads32) if g32 is not None)
     return errs
 

@@ -13,14 +13,13 @@ tensor is refused by the engine with the reason.
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.engine import custom_aggregate_cases as cac
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import custom_aggregate_cases as cac  # noqa: E402
 
 TOL = 1e-10
 CASES = list(cac.recipes())

@@ -4,19 +4,13 @@ GATv2 (fused attention kernels), batch norm, equal to single-process PyG on the 
 float32; the native kernels are checked to have run on that device."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 
 import pyg_sar
 from pyg_sar.testing.devices import require_native, supports_float64, with_devices
-
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import device_cases as dc  # noqa: E402
-import engine_cases as ec  # noqa: E402
+from tests.engine import device_cases as dc
+from tests.engine import engine_cases as ec
 
 pytestmark = pytest.mark.device
 

@@ -6,14 +6,9 @@ relative errors (outputs, input gradients, every parameter gradient).
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import engine_cases as ec  # noqa: E402
+from tests.engine import engine_cases as ec
 
 WORLD_SIZES = (1, 2, 3, 4)
 MODES = ("sar", "sa", "halo")

@@ -1,17 +1,15 @@
 """DDP compatibility, distributed batch norm, global loss and accuracy on real processes."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
 import pyg_sar
 from pyg_sar.testing import run_on_ranks
+from tests.engine import engine_cases as ec
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import engine_cases as ec  # noqa: E402
 
 
 @pytest.fixture(scope="module")

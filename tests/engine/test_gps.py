@@ -14,15 +14,15 @@ add_zero_attn, kdim/vdim other than embed_dim, another attn_type, a batch of sev
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
+from tests.closeness import rel_error
+from tests.engine import gps_cases as gc
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import gps_cases as gc  # noqa: E402
 
 TOL = 1e-10
 
@@ -96,8 +96,8 @@ def test_attention_dropout_independent_of_ranks(results, mode, path):
     dropout-free run of the same parameters)."""
     variant = f"dropout/{mode}/{path}"
     one, three = _gathered(results[1], variant), _gathered(results[3], variant)
-    assert gc._rel(three["out"], one["out"]) <= TOL
-    assert gc._rel(three["x"], one["x"]) <= TOL
+    assert rel_error(three["out"], one["out"]) <= TOL
+    assert rel_error(three["x"], one["x"]) <= TOL
     assert abs(three["loss"] - one["loss"]) <= TOL * abs(one["loss"])
     # a gradient zero in exact arithmetic (a bias right before a training-mode batch norm) is
     # rounding noise: compared against the largest parameter gradient
@@ -106,10 +106,10 @@ def test_attention_dropout_independent_of_ranks(results, mode, path):
         err = float((three["params"][k] - g).abs().max())
         assert err <= TOL * max(float(g.abs().max()), 1e-12 * top) or err <= 1e-14 * top, k
     undropped = gc.reference("dropout", gc.make_data(), attention_dropout=0.0)
-    assert gc._rel(one["out"], undropped["out"]) > 1e-3  # the mask changed something
+    assert rel_error(one["out"], undropped["out"]) > 1e-3  # the mask changed something
     # sar, sa and halo draw the same mask
     other = _gathered(results[1], "dropout/sar/direct")
-    assert gc._rel(one["out"], other["out"]) <= TOL
+    assert rel_error(one["out"], other["out"]) <= TOL
 
 
 @pytest.mark.parametrize("path", ("convert", "direct"))
@@ -164,9 +164,9 @@ def test_separate_projection_weights():
     assert not mha._qkv_same_embed_dim
     x = torch.randn(20, gc.C, dtype=torch.float64)
     ref = mha(x, x, x, need_weights=False)[0]
-    import ring_attention_cases as rac
+    from tests.engine import ring_attention_cases as rac
     got = mha_forward(mha, x, rac.bare_graph(0, [0, 20]))
-    assert gc._rel(got.detach(), ref.detach()) <= TOL
+    assert rel_error(got.detach(), ref.detach()) <= TOL
 
 
 @pytest.mark.parametrize("option", ("add_bias_kv", "add_zero_attn"))

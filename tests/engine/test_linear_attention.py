@@ -17,14 +17,13 @@ sar / sa / halo, vs PyG on the whole graph: outputs, loss, input and every param
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.engine import linear_attention_cases as lac
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import linear_attention_cases as lac  # noqa: E402
 
 TOL = 1e-10
 VARIANTS = list(lac.VARIANTS)

@@ -2,7 +2,6 @@
 the cases the zoo does not reach: a rank without the largest label, and refused inputs."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,10 +11,7 @@ from torch_geometric.nn.models.linkx import SparseLinear
 
 import pyg_sar
 from pyg_sar.graph import DistGraph
-
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import engine_cases as ec  # noqa: E402
+from tests.engine import engine_cases as ec
 
 
 def gloo3_call(root: Path) -> list:

@@ -3,15 +3,11 @@ their owners (the adjoint of with_halo), the weighted out-degree built on it, an
 maximum with Tensor.max()'s gradient; at P = 1 in process and P = 3 on real processes."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pyg_sar
-
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import engine_cases as ec  # noqa: E402
-import reduce_cases  # noqa: E402
+from tests.engine import engine_cases as ec
+from tests.engine import reduce_cases
 
 
 def _assert_exact(res: dict) -> None:

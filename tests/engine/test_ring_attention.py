@@ -16,15 +16,15 @@ gradient, so the mask is independent of P and tiles and backward redraws the for
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
+from tests.closeness import rel_error
+from tests.engine import ring_attention_cases as rac
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import ring_attention_cases as rac  # noqa: E402
 
 import pyg_sar.core.global_attention as ga  # noqa: E402
 from pyg_sar.core.exchange import Wire  # noqa: E402
@@ -65,7 +65,7 @@ def test_large_scores_do_not_overflow():
     out = ring_attention(graph, q * 300, k, v, scale=1.0, tile_rows=5)
     ref = rac.dense(q * 300, k, v, 1.0)
     assert torch.isfinite(out).all()
-    assert rac._rel(out, ref) <= TOL
+    assert rel_error(out, ref) <= TOL
 
 
 @needs_native
@@ -211,9 +211,9 @@ def test_bfloat16_accumulates_in_float32():
     out = ring_attention(graph, *low, scale=0.5, tile_rows=5)
     (out.double() * c).sum().backward()
     assert out.dtype == torch.bfloat16 and all(t.grad.dtype == torch.bfloat16 for t in low)
-    assert rac._rel(out.double(), ref.detach()) < 3e-2
+    assert rel_error(out.double(), ref.detach()) < 3e-2
     for t, r in zip(low, ref_in):
-        assert rac._rel(t.grad.double(), r.grad) < 5e-2
+        assert rel_error(t.grad.double(), r.grad) < 5e-2
 
 
 needs_fused = pytest.mark.skipif(
@@ -254,7 +254,7 @@ def test_fused_path_matches_dense_and_tiled(mode, monkeypatch):
             assert torch.isfinite(out).all()
             grads.append([out.detach()] + [t.grad for t in leaves])
         assert calls["fwd"] == 1 + (2 if factor == 300.0 else 1)
-        errs = [rac._rel(a, b) for a, b in zip(*grads)]
+        errs = [rel_error(a, b) for a, b in zip(*grads)]
         assert max(errs) <= TOL, f"fused vs tiled (scores x{factor}): {errs}"
 
 
