@@ -102,8 +102,7 @@ def main(argv: list[str] | None = None) -> None:
         if rank == 0:
             print(f"{MARKER} {os.path.basename(path)} {' '.join(script_args)}", flush=True)
         torch.manual_seed(args.seed)
-        sys.argv = [path, *script_args]
-        sys.path.insert(0, os.path.dirname(path))
+        sys.argv = [path, *script_args]  # (the scripts import no module of their own folder)
         init_globals = {}
         if args.max_epochs is not None:
             init_globals["range"] = capped_range(args.max_epochs)
@@ -115,7 +114,6 @@ def main(argv: list[str] | None = None) -> None:
                                  *(a.lstrip("-") for a in script_args)])
                 torch.save(state, f"{args.save_params}{name}.rank{rank}.pt")
         finally:
-            sys.path.pop(0)
             sys.stdout.flush()
 
 

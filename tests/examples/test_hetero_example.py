@@ -10,13 +10,10 @@ The oracle is PyG's own run of the model on the whole graph, not the example's d
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_examples import launch, needs_mpi, runner_command, sections  # noqa: E402
+from tests.examples.test_examples import launch, needs_mpi, runner_command, sections
 
 EPOCH = re.compile(r"Epoch: (\d+), Loss: (\S+), Train: (\S+), Val: (\S+), Test: (\S+) \| "
                    r"PyG, 1 process: Loss: (\S+), Test: (\S+)$")

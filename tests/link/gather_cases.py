@@ -13,12 +13,12 @@ the rows of new ids, and ids left out where they may differ raise on every rank.
 """
 from __future__ import annotations
 
-import math
 import traceback
 
 import torch
 
 from pyg_sar.link.gather import gather
+from tests.closeness import rel_error
 
 F64 = torch.float64
 N = 41
@@ -46,15 +46,6 @@ def indices(n: int, world: int, seed: int) -> list[torch.Tensor]:
     return out
 
 
-def rel(a: torch.Tensor, b: torch.Tensor) -> float:
-    if a.shape != b.shape:
-        return math.inf
-    if a.numel() == 0:
-        return 0.0
-    scale = max(float(b.abs().max()), 1e-300)
-    return float((a - b).abs().max()) / scale
-
-
 def exact_cases(ctx, graph) -> dict:
     """Forward and backward against the single-process gather, several shapes and offset
     sources; returns ``{case: [forward rel err, grad rel err]}``."""
@@ -76,8 +67,8 @@ def exact_cases(ctx, graph) -> dict:
             out = gather(z, idx[rank], **kw)
             (out * ws[rank]).sum().backward()
             res[f"shape{list(shape)}/{how}"] = [
-                rel(out.detach(), zg[idx[rank]]),
-                rel(z.grad, zref.grad[off[rank]:off[rank + 1]])]
+                rel_error(out.detach(), zg[idx[rank]]),
+                rel_error(z.grad, zref.grad[off[rank]:off[rank + 1]])]
     # the offsets of a real partition: node_offsets=graph and context=graph
     off = graph.node_offsets
     n = off[-1]
@@ -92,8 +83,8 @@ def exact_cases(ctx, graph) -> dict:
         kw = {"node_offsets": graph} if how == "graph_offsets" else {"context": graph}
         out = gather(z, idx[rank], ids="new", **kw)
         (out * ws[rank]).sum().backward()
-        res[how] = [rel(out.detach(), zg[idx[rank]]),
-                    rel(z.grad, zref.grad[off[rank]:off[rank + 1]])]
+        res[how] = [rel_error(out.detach(), zg[idx[rank]]),
+                    rel_error(z.grad, zref.grad[off[rank]:off[rank + 1]])]
     # a second use of the output (gradients of both summed) and a z without grad
     off = offsets(N, world, 0)
     zg = torch.randn(N, 3, generator=g, dtype=F64)
@@ -103,10 +94,10 @@ def exact_cases(ctx, graph) -> dict:
     z = zg[off[rank]:off[rank + 1]].clone().requires_grad_()
     out = gather(z, idx[rank], node_offsets=off)
     ((out ** 2).sum() + out.sum()).backward()
-    res["nonlinear_loss"] = [rel(out.detach(), zg[idx[rank]]),
-                             rel(z.grad, zref.grad[off[rank]:off[rank + 1]])]
+    res["nonlinear_loss"] = [rel_error(out.detach(), zg[idx[rank]]),
+                             rel_error(z.grad, zref.grad[off[rank]:off[rank + 1]])]
     out = gather(zg[off[rank]:off[rank + 1]], idx[rank], node_offsets=off)
-    res["no_grad_z"] = [rel(out, zg[idx[rank]]), 0.0 if not out.requires_grad else 1.0]
+    res["no_grad_z"] = [rel_error(out, zg[idx[rank]]), 0.0 if not out.requires_grad else 1.0]
     return res
 
 
