@@ -181,7 +181,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("features", ("pyg_sar.sampling", "pyg_sar.datasets")),
     ("api", ("pyg_sar",)),
     ("tools", ("pyg_sar.train", "pyg_sar.train_common", "pyg_sar.train_link", "pyg_sar.plan",
-               "pyg_sar.predict", "pyg_sar.checkpoint", "pyg_sar.testing",
+               "pyg_sar.predict", "pyg_sar.checkpoint", "pyg_sar.reshard", "pyg_sar.testing",
                "pyg_sar.partition.__main__")),
 ]
 
