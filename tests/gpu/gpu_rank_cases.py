@@ -4,17 +4,11 @@ through host memory, NCCL carries them). One launch runs every case and returns 
 the pytest side (test_multi_rank_device.py) asserts them."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import torch
 
 import pyg_sar
-
-ENGINE = Path(__file__).resolve().parents[1] / "engine"
-sys.path.insert(0, str(ENGINE))
-import device_cases as dc  # noqa: E402
-import engine_cases as ec  # noqa: E402
+from tests.engine import device_cases as dc
+from tests.engine import engine_cases as ec
 
 ENGINE_LAYERS = ("gcn", "sage_mean", "gat", "gatv2_edge", "basic_sage_bn_jk")
 

@@ -21,11 +21,10 @@ import torch
 import pyg_sar
 from pyg_sar.testing import has_mpi, run_on_ranks
 from pyg_sar.testing.devices import DEVICES, require_device, supports_float64
+from tests.engine import device_cases as dc
+from tests.engine import engine_cases as ec
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "engine"))
-import device_cases as dc  # noqa: E402
-import engine_cases as ec  # noqa: E402
 
 P = 2
 CONFIGS = [("spawn", "gloo"), ("mpiexec", "mpi"), ("spawn", "nccl")]
