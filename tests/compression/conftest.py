@@ -6,7 +6,6 @@ starts saved). A rank that raises fails both files' tests with its traceback; a 
 fails its own test, as before."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,11 +18,8 @@ def compression_launches(tmp_path_factory) -> dict[str, dict[int, list]]:
     """Case file ("rank_cases", "wire_cases") -> P -> the ranks' results of its ``suite``."""
     import pyg_sar
     from pyg_sar.testing import run_on_ranks
-    if str(HERE) not in sys.path:
-        sys.path.insert(0, str(HERE))
-    import rank_cases as rc
-    import test_compression_ranks
-    import test_wire
+    from tests.compression import rank_cases as rc
+    from tests.compression import test_compression_ranks, test_wire
 
     files = {"rank_cases": test_compression_ranks.LAUNCHES, "wire_cases": test_wire.LAUNCHES}
     worlds = sorted({w for launches in files.values() for w in launches}, reverse=True)

@@ -45,6 +45,7 @@ from pyg_sar.compression import (
     bit_stages,
     roundtrip,
 )
+from tests.closeness import max_abs_diff, rel_error
 
 IN = 6
 SEED = 5
@@ -132,7 +133,7 @@ def run(ctx, part, data, name: str, mode: str, compression=None, depth=None, ker
 
 def _max_diff(a: dict, b: dict) -> float:
     pairs = [(a["out"], b["out"]), *zip(a["grads"], b["grads"])]
-    return max(float((u - v).abs().max()) for u, v in pairs)
+    return max(max_abs_diff(u, v) for u, v in pairs)
 
 
 def _identical(a: dict, b: dict) -> bool:
@@ -173,11 +174,6 @@ def sar_vs_sa(ctx, part, data) -> dict:
 
 
 # --------------------------------------------------------------------------------- oracle
-def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
-    scale = max(float(b.abs().max()) if b.numel() else 0.0, 1e-30)
-    return float((a - b).abs().max()) / scale if a.numel() else 0.0
-
-
 class Views:
     """Which original rows each rank sends to each other rank, in message order."""
 
@@ -248,8 +244,8 @@ def oracle(ctx, part, data, parts: str) -> dict:
                 # project_first=False: SAGE then sends its input rows, as PyG's propagate does
                 got = run(ctx, part, data, name, mode, _compressor(codec, ratio, t=3),
                           project_first=False, depth=1)
-                errs = [_rel(got["out"], ref["out"])]
-                errs += [_rel(a, b) for a, b in zip(got["grads"], ref["grads"])]
+                errs = [rel_error(got["out"], ref["out"])]
+                errs += [rel_error(a, b) for a, b in zip(got["grads"], ref["grads"])]
                 plain = run(ctx, part, data, name, mode, project_first=False)
                 out[f"{name}/{mode}/{codec}{ratio:g}"] = {
                     "max_rel": max(errs), "vs_uncompressed": _max_diff(got, plain)}
@@ -263,8 +259,8 @@ def fused_vs_generic(ctx, part, data) -> dict:
         for codec, ratio in LOSSY:
             fused = run(ctx, part, data, name, "sar", _compressor(codec, ratio))
             generic = run(ctx, part, data, name, "sar", _compressor(codec, ratio), kernels=False)
-            errs = [_rel(fused["out"], generic["out"])]
-            errs += [_rel(a, b) for a, b in zip(fused["grads"], generic["grads"])]
+            errs = [rel_error(fused["out"], generic["out"])]
+            errs += [rel_error(a, b) for a, b in zip(fused["grads"], generic["grads"])]
             out[f"{name}/{codec}{ratio:g}"] = max(errs)
     return out
 
@@ -389,7 +385,7 @@ def _step_diff(a: dict, b: dict) -> float:
         return float("inf")
     pairs = [(a["out"], b["out"]), *zip(a["params"], b["params"]),
              *((a["res"][k], b["res"][k]) for k in a["res"])]
-    return max(_rel(u, v) for u, v in pairs)
+    return max(rel_error(u, v) for u, v in pairs)
 
 
 def _step_identical(a: dict, b: dict) -> bool:

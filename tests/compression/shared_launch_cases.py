@@ -4,15 +4,11 @@ after the other, each under its file's name."""
 from __future__ import annotations
 
 import importlib
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def suites(ctx, parts: str, groups: dict) -> dict:
     """``{module: module.suite(ctx, parts, groups[module])}``. Nothing is caught: a group that
     raises fails the launch with the rank's traceback (the other ranks would wait in a
     collective)."""
-    return {module: importlib.import_module(module).suite(ctx, parts, names)
+    return {module: importlib.import_module(f"tests.compression.{module}").suite(ctx, parts, names)
             for module, names in groups.items()}

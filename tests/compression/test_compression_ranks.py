@@ -7,14 +7,9 @@ and the traffic unchanged; ``directions`` and ``bit_stages`` show in the ledger.
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import rank_cases as rc  # noqa: E402
+from tests.compression import rank_cases as rc
 
 # P = 3 (random partition): every group; P = 2 (METIS): a second layout for the exact checks.
 LAUNCHES = {3: ("random", list(rc.GROUPS)), 2: ("metis", ["sar_vs_sa", "bytes", "eval"])}

@@ -8,15 +8,10 @@ for bit, and the ledger counts the narrower bytes.
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import rank_cases as rc  # noqa: E402
-import wire_cases as wc  # noqa: E402
+from tests.compression import rank_cases as rc
+from tests.compression import wire_cases as wc
 
 # P = 3 (random partition): every group; P = 2 (METIS): the halo key check on another layout.
 LAUNCHES = {3: ("random", list(wc.GROUPS)), 2: ("metis", ["halo"])}

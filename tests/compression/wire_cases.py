@@ -15,13 +15,25 @@
 """
 from __future__ import annotations
 
+import importlib
+
 import torch
-from rank_cases import CODECS, IN, SEED, Stack, Views, _mlp, _rel, _weights, make_graph
 from torch_geometric.nn import EdgeConv, GATConv, GATv2Conv, GCNConv, GraphConv
 
 import pyg_sar
 from pyg_sar.compression import BoundCodec, Compressor, Truncate
 from pyg_sar.compression.keys import MessageKey
+from tests.closeness import rel_error
+from tests.compression.rank_cases import (
+    CODECS,
+    IN,
+    SEED,
+    Stack,
+    Views,
+    _mlp,
+    _weights,
+    make_graph,
+)
 
 
 class LearnedWeightStack(torch.nn.Module):
@@ -99,7 +111,7 @@ def _identical(a: dict, b: dict) -> bool:
 
 
 def _max_rel(a: dict, b: dict) -> float:
-    return max(_rel(u, v) for u, v in _pairs(a, b))
+    return max(rel_error(u, v) for u, v in _pairs(a, b))
 
 
 def _recv(ledger: dict) -> int:
@@ -256,8 +268,8 @@ GROUPS = {
     "logits": logits,
     "halo": lambda ctx, part, data, parts: halo(ctx, part, data),
     # SARConfig(wire_dtype=...): wire_dtype_cases.py (imported when run: it imports this file)
-    "wire_dtype": lambda ctx, part, data, parts: __import__("wire_dtype_cases").wire_dtype(
-        ctx, part, data, parts),
+    "wire_dtype": lambda ctx, part, data, parts: importlib.import_module(
+        "tests.compression.wire_dtype_cases").wire_dtype(ctx, part, data, parts),
 }
 
 

@@ -17,7 +17,11 @@
 from __future__ import annotations
 
 import torch
-from rank_cases import (
+
+import pyg_sar
+from pyg_sar.compression import BoundCodec, Compressor, Transport
+from tests.closeness import rel_error
+from tests.compression.rank_cases import (
     CODECS,
     MODELS,
     SEED,
@@ -26,15 +30,11 @@ from rank_cases import (
     _dist_layer,
     _identical,
     _ledger_total,
-    _rel,
     _weights,
     two_layer_oracle,
 )
-from wire_cases import MODELS as WIRE_MODELS
-from wire_cases import _oracle_layer
-
-import pyg_sar
-from pyg_sar.compression import BoundCodec, Compressor, Transport
+from tests.compression.wire_cases import MODELS as WIRE_MODELS
+from tests.compression.wire_cases import _oracle_layer
 
 BF16 = torch.bfloat16
 ATTENTION_MODELS = {name: WIRE_MODELS[name] for name in ("gat", "gatv2")}
@@ -76,7 +76,7 @@ def run(ctx, part, data, name: str, mode: str, wire_dtype=None, comp=None, kerne
 
 def _max_rel(a: dict, b: dict) -> float:
     pairs = [(a["out"], b["out"]), *zip(a["grads"], b["grads"])]
-    return max(_rel(u, v) for u, v in pairs)
+    return max(rel_error(u, v) for u, v in pairs)
 
 
 def _transports(codec, ratio: float, t: int = 3) -> list:
