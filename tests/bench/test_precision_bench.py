@@ -4,16 +4,13 @@ what ``--write-docs`` makes of the committed JSON."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
 from pyg_sar.testing import has_mpi
+from tests.support import ROOT, load_benchmark
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import precision  # noqa: E402 (benchmarks/precision.py)
+precision = load_benchmark("precision")
 
 ROW_FIELDS = {"model", "variant", "rank", "autocast", "wire_dtype", "width", "mode", "num_nodes",
               "halo_rows", "threads", "step_s", "step_times_s", "peak_growth_mb",
