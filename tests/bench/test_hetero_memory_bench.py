@@ -6,16 +6,14 @@ plots are made from it."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
 from pyg_sar.testing import has_mpi
+from tests.support import load_benchmark
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import hetero_memory  # noqa: E402 (benchmarks/hetero_memory.py)
+hetero_memory = load_benchmark("hetero_memory")
 
 ROW_FIELDS = {"model", "mode", "rank", "world_size", "workload", "epoch_s", "epoch_times_s",
               "peak_growth_mb", "peak_growth_all_mb", "saved_mb", "bytes_sent", "bytes_recv",

@@ -164,8 +164,8 @@ def test_prediction_matches_a_measured_run(tmp_path):
     pyg_sar.partition_graph(data, 2, tmp_path / "p2", method="metis")
     st = plan.partition_stats(tmp_path / "p2")
     target = f"{ROOT / 'benchmarks' / 'plan_validation.py'}:rank_measure"
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from procmem import MALLOC_ENV  # RSS follows live memory (benchmarks/procmem.py)
+    from tests.support import load_benchmark
+    MALLOC_ENV = load_benchmark("procmem").MALLOC_ENV  # RSS follows live memory
     ranks = run_on_ranks(target, 2, timeout=300, env=MALLOC_ENV,
                          kwargs={"parts": str(tmp_path / "p2"), "models": ["sage", "gat"],
                                  "modes": ["sar"], "warmup": 1, "repeats": 2,
