@@ -162,7 +162,8 @@ def auc_ap(scores: torch.Tensor, labels: torch.Tensor) -> tuple[float, float]:
     return auc, float((steps * precision).sum())
 
 
-def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
+def _rel_norm(a: torch.Tensor, b: torch.Tensor) -> float:
+    """The Frobenius-norm relative error (not tests.closeness.rel_error's largest entry)."""
     a, b = a.detach().double(), b.detach().double()
     return float((a - b).norm() / b.norm().clamp_min(1e-300))
 
@@ -237,7 +238,7 @@ def one_case(ctx, triple, parts, kind: str, split_labels: bool) -> dict:
     out = {"losses": max(_scalar_rel(a, b) for a, b in zip(losses, ref_losses)),
            "steps": len(losses)}
     named = dict(ref.named_parameters())
-    out["params"] = max(_rel(p, named[n]) for n, p in model.named_parameters())
+    out["params"] = max(_rel_norm(p, named[n]) for n, p in model.named_parameters())
     # evaluation, as examples/autoencoder.py's test(): eval mode, the test split's graph
     ref.eval()
     model.eval()
@@ -256,9 +257,9 @@ def one_case(ctx, triple, parts, kind: str, split_labels: bool) -> dict:
         for name in ("pos_edge_label", "neg_edge_label") if split_labels else ("edge_label",):
             mine, at = getattr(part_test, f"{name}_index"), getattr(part_test, f"{name}_ids")
             want = ref.decode(z_ref, getattr(test, f"{name}_index")[:, at])
-            decode_err = max(decode_err, _rel(model.decode(z, mine), want))
+            decode_err = max(decode_err, _rel_norm(model.decode(z, mine), want))
     out["decode"] = decode_err
-    out["z"] = _rel(z, z_ref[part_test.node_ids])
+    out["z"] = _rel_norm(z, z_ref[part_test.node_ids])
     out["auc"] = _scalar_rel(auc, torch_auc)
     out["ap"] = _scalar_rel(ap, torch_ap)
     if ref_auc is not None:

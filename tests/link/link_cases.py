@@ -22,6 +22,7 @@ from torch_geometric.nn import GCN, GraphSAGE
 
 import pyg_sar
 from pyg_sar.partition.link_split import random_link_split
+from tests.closeness import max_abs_diff, rel_error
 
 NUM_NODES, NUM_EDGES, DIM, HIDDEN = 60, 160, 6, 8
 SEED, NEG_SEED = 0, 11
@@ -72,12 +73,6 @@ class LinkNet(torch.nn.Module):
 
 def _take(z, index):
     return z[index]
-
-
-def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
-    if a.shape != b.shape:
-        return float("inf")
-    return float((a - b).abs().max() / b.abs().max().clamp(min=1e-300)) if b.numel() else 0.0
 
 
 def _auc(scores: torch.Tensor, labels: torch.Tensor) -> float:
@@ -168,7 +163,7 @@ def _grad_errors(dist: torch.nn.Module, grads: dict) -> dict:
         if g is None:
             errs[f"grad:{name}"] = 0.0 if p.grad is None or not p.grad.any() else 1.0
         else:
-            errs[f"grad:{name}"] = float((p.grad - g).abs().max()) / scale
+            errs[f"grad:{name}"] = max_abs_diff(p.grad, g) / scale
     return errs
 
 
@@ -186,11 +181,11 @@ def one_case(ctx, triple: tuple, part: tuple, encoder: str, decoder: str, mode: 
     z, neg, out, loss = _bce_dist(dist, part, epoch=1)
     train = part[0]
     ids, n_pos = train.edge_label_ids, triple[0].edge_label_index.shape[1]
-    errs = {"z": _rel(z.detach(), z_ref.detach()[train.node_ids]),
+    errs = {"z": rel_error(z.detach(), z_ref.detach()[train.node_ids]),
             "neg_ids": float(not torch.equal(neg, new_of(train)[neg_ref[:, ids]])),
-            "out:pos": _rel(out.detach()[:ids.numel()], out_ref.detach()[ids]),
-            "out:neg": _rel(out.detach()[ids.numel():], out_ref.detach()[n_pos + ids]),
-            "loss": _rel(loss.detach(), loss_ref.detach())}
+            "out:pos": rel_error(out.detach()[:ids.numel()], out_ref.detach()[ids]),
+            "out:neg": rel_error(out.detach()[ids.numel():], out_ref.detach()[n_pos + ids]),
+            "loss": rel_error(loss.detach(), loss_ref.detach())}
     loss.backward()
     pyg_sar.all_reduce_gradients(dist)
     errs.update(_grad_errors(dist, grads))
@@ -201,7 +196,7 @@ def one_case(ctx, triple: tuple, part: tuple, encoder: str, decoder: str, mode: 
                                split_ref.edge_label_index, _take)
             s = dist.decode(dist.encode(split.x.double(), split.edge_index),
                             split.edge_label_index, gather_new)
-        errs[f"{name}:scores"] = _rel(s, s_ref[split.edge_label_ids])
+        errs[f"{name}:scores"] = rel_error(s, s_ref[split.edge_label_ids])
         auc = float(pyg_sar.link.roc_auc(s, split.edge_label))
         errs[f"{name}:auc"] = abs(auc - _auc(s_ref, split_ref.edge_label))
     return {"max": max(errs.values()), "errors": errs}
@@ -230,7 +225,7 @@ def curve(ctx, triple: tuple, part: tuple, encoder: str, decoder: str, mode: str
         losses_ref.append(float(loss_ref))
         losses.append(float(loss))
     params_ref = dict(ref.named_parameters())
-    param_err = max(_rel(p.detach(), params_ref[name].detach())
+    param_err = max(rel_error(p.detach(), params_ref[name].detach())
                     for name, p in dist.named_parameters())
     return {"losses": losses, "losses_ref": losses_ref, "param_err": param_err}
 

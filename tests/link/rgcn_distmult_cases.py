@@ -22,6 +22,7 @@ from torch_geometric.nn import GAE, RGCNConv
 import pyg_sar
 import pyg_sar.nn.functional as SF
 from pyg_sar.testing import error_of
+from tests.closeness import rel_error
 
 N, H, RELATIONS, STEPS = 50, 8, 4, 5
 # PyG's script clips at 1.0; this small model's gradients stay below it, so the test clips
@@ -91,11 +92,6 @@ def negatives(edge_index: torch.Tensor, step: int) -> torch.Tensor:
     return neg
 
 
-def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
-    a, b = a.detach().double(), b.detach().double()
-    return float((a - b).abs().max()) / max(float(b.abs().max()), 1e-30) if b.numel() else 0.0
-
-
 def _train_ref(model, data, norms: list[float]) -> list[float]:
     opt = torch.optim.Adam(model.parameters(), lr=0.01)
     losses = []
@@ -163,7 +159,7 @@ def suite(ctx) -> dict:
     errors = {}
     for name, p in model.named_parameters():
         want = named[name][part.node_ids] if name == "encoder.node_emb" else named[name]
-        errors[name] = _rel(p, want)
+        errors[name] = rel_error(p, want)
     out["params"] = errors
     # torch's own clip_grad_norm_ sees this rank's rows of node_emb only: the ranks scale
     # differently, and the drift check refuses the next step (several ranks).

@@ -15,7 +15,6 @@ from __future__ import annotations
 import copy
 import io
 import random
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -26,10 +25,9 @@ from torch_geometric.nn.models import ARGVA, GAE, VGAE
 import pyg_sar
 from pyg_sar.link.metrics import average_precision, roc_auc
 from pyg_sar.nn.autoencoder import keyed_normal
+from tests.link import autoencoder_cases as ac
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import autoencoder_cases as ac  # noqa: E402
 
 TOL = 1e-10
 KINDS = ("gae", "vgae", "argva")

@@ -9,7 +9,6 @@ and the final rows; a run resumed from a checkpoint halfway equals the uninterru
 Rank side: ``embedding_cases.py`` (one launch per P)."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,10 +19,9 @@ from torch_geometric.nn.models import LightGCN
 import pyg_sar
 from pyg_sar.distributed.grad_sync import _synced
 from pyg_sar.nn.embedding import is_rank_local, shard_ids
+from tests.link import embedding_cases as ec
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import embedding_cases as ec  # noqa: E402
 
 TOL = 1e-10
 # (graph, mode, flags) per P; every mode at P = 3, both graphs at every P.

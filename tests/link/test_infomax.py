@@ -8,7 +8,6 @@ a rank are refused on every rank. Rank side: ``infomax_cases.py`` (one launch pe
 from __future__ import annotations
 
 import copy
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,10 +17,9 @@ from torch_geometric.nn import DeepGraphInfomax
 
 import pyg_sar
 from pyg_sar.nn import infomax
+from tests.link import infomax_cases as ic
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import infomax_cases as ic  # noqa: E402
 
 TOL = 1e-10
 CASES = {1: [["sar", 0]], 3: [["sar", 0], ["halo", 1]]}

@@ -15,7 +15,6 @@ P = 1, 3, 4 in the three modes, in ``test_embedding_models.py``.
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,6 @@ import pytest
 from pyg_sar.testing import run_on_ranks
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 
 TOL = 1e-10
 MODES = ("sar", "sa", "halo")

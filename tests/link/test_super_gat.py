@@ -8,7 +8,6 @@ modes sar / sa / halo, both attention types. Rank side: ``super_gat_cases.py`` (
 per P)."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,10 +15,9 @@ import torch
 from torch_geometric.nn import SuperGATConv
 
 import pyg_sar
+from tests.link import super_gat_cases as sc
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import super_gat_cases as sc  # noqa: E402
 
 TOL = 1e-10
 STEPS = 5

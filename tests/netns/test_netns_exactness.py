@@ -2,7 +2,6 @@
 (MPICH's mpiexec launching into the namespaces, ranks on TCP over the veth links): every case
 of tests/engine/test_engine_exactness.py matches single-process PyG (outputs, input gradients,
 every parameter gradient), as on one host."""
-import sys
 from pathlib import Path
 
 import pytest
@@ -10,11 +9,10 @@ import pytest
 import pyg_sar
 from pyg_sar.testing.launcher import has_mpi
 from pyg_sar.testing.netns import NetnsHosts, run_on_hosts, unavailable_reason
+from tests.engine import engine_cases as ec
+from tests.engine.test_engine_exactness import CASES, TOL, _key
 
 ENGINE = Path(__file__).resolve().parents[1] / "engine"
-sys.path.insert(0, str(ENGINE))
-import engine_cases as ec  # noqa: E402
-from test_engine_exactness import CASES, TOL, _key  # noqa: E402
 
 HOSTS = 3
 
