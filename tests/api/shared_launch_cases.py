@@ -3,15 +3,11 @@ tests/api's case files, one after the other, each with its own arguments."""
 from __future__ import annotations
 
 import importlib
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def several(ctx, calls: list) -> dict:
     """Run ``[name, module, function, kwargs]`` calls in order; ``{name: result}``. Nothing is
     caught: a call that raises on a rank fails the launch with that rank's traceback (the
     other ranks would wait in a collective)."""
-    return {name: getattr(importlib.import_module(module), function)(ctx, **kwargs)
+    return {name: getattr(importlib.import_module(f"tests.api.{module}"), function)(ctx, **kwargs)
             for name, module, function, kwargs in calls}

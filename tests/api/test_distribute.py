@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import os
-import sys
 import tempfile
 from pathlib import Path
 
@@ -17,10 +16,9 @@ from torch_geometric.nn import GCN
 import pyg_sar
 from pyg_sar.testing import run_on_ranks
 from pyg_sar.testing.launcher import has_mpi
+from tests.api import distribute_cases as dc
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import distribute_cases as dc  # noqa: E402
 
 LAUNCHES = {"mpi3": ("mpiexec", 3, None), "gloo2": ("spawn", 2, "gloo")}
 

@@ -21,11 +21,10 @@ import torch
 import pyg_sar
 from pyg_sar.testing import find_mpiexec, run_on_ranks
 from pyg_sar.testing.launcher import has_mpi
+from tests.api import predict_cases as pc
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path.insert(0, str(HERE))
-import predict_cases as pc  # noqa: E402
 
 TOL = 1e-10
 LAUNCHES = {"p1": 1, "p3": 3}

@@ -4,7 +4,6 @@ float64, P = 1 and 3, modes sar / sa / halo), and refusals of layers that would 
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,10 +14,9 @@ from torch_geometric.nn import GATConv, GCNConv, GINConv, MessagePassing, SAGECo
 
 import pyg_sar
 from pyg_sar.testing import run_on_ranks
+from tests.api import values_cases as vc
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import values_cases as vc  # noqa: E402
 
 TOL = 1e-10
 pytestmark = pytest.mark.filterwarnings("ignore:Sparse:UserWarning")

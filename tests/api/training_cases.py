@@ -16,6 +16,7 @@ from torch_geometric.nn import GraphSAGE
 import pyg_sar
 import pyg_sar.nn.functional as SF
 from pyg_sar.testing import error_of
+from tests.closeness import max_abs_diff, rel_error
 
 IN, HIDDEN, CLASSES = 5, 8, 3
 
@@ -52,12 +53,6 @@ class _Setup:
                 self.model(self.part.x.double(), self.part.graph))
 
 
-def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
-    a, b = a.detach().double(), b.detach().double()
-    scale = max(float(b.abs().max()) if b.numel() else 0.0, 1e-30)
-    return float((a - b).abs().max()) / scale if a.numel() else 0.0
-
-
 def grad_error(ref: torch.nn.Module, model: torch.nn.Module) -> float:
     """Largest difference of parameter gradients, relative to the largest reference entry."""
     pairs = list(zip(ref.parameters(), model.parameters(), strict=True))
@@ -67,12 +62,12 @@ def grad_error(ref: torch.nn.Module, model: torch.nn.Module) -> float:
         if (p.grad is None) != (q.grad is None):
             return float("inf")
         if p.grad is not None:
-            err = max(err, float((p.grad - q.grad).abs().max()) / scale)
+            err = max(err, max_abs_diff(q.grad, p.grad) / scale)
     return err
 
 
 def param_error(ref: torch.nn.Module, model: torch.nn.Module) -> float:
-    return max(_rel(q, p) for p, q in zip(ref.parameters(), model.parameters(), strict=True))
+    return max(rel_error(q, p) for p, q in zip(ref.parameters(), model.parameters(), strict=True))
 
 
 def _zero(*models: torch.nn.Module) -> None:
@@ -182,7 +177,7 @@ def losses(ctx, parts: str) -> dict:
     none = torch.zeros_like(m)
     out["empty_mask"] = error_of(lambda: SF.nll_loss(out_loc.log_softmax(-1), s.part.y, none))
     per_node = SF.cross_entropy(out_loc, s.part.y, m, reduction="none")
-    out["none_is_local"] = _rel(per_node, F.cross_entropy(out_loc[m], s.part.y[m],
+    out["none_is_local"] = rel_error(per_node, F.cross_entropy(out_loc[m], s.part.y[m],
                                                           reduction="none"))
     out["global_sum"] = float(pyg_sar.global_sum(m.sum())) - float(m_all.sum())
     pyg_sar.barrier()
@@ -287,8 +282,8 @@ def grad_sync(ctx, parts: str) -> dict:
     out["autograd_grad"] = {
         "grad_untouched": all(torch.equal(a, p.grad) for a, p in zip(before,
                                                                       s.model.parameters())),
-        "shares_sum": max(_rel(a, b) for a, b in zip(summed, want)),
-        "shares_local": any(_rel(a, b) > 1e-6 for a, b in zip(shares, want))}
+        "shares_sum": max(rel_error(a, b) for a, b in zip(summed, want)),
+        "shares_local": any(rel_error(a, b) > 1e-6 for a, b in zip(shares, want))}
 
     # sync_gradients=False: per-rank gradients; all_reduce_gradients sums them (old API).
     s = _Setup(ctx, parts, pyg_sar.SARConfig(sync_gradients=False))
@@ -561,7 +556,7 @@ def entry_points(ctx, parts: str) -> dict:
     model = pyg_sar.convert(EncodeDecode(0))
     out["whole_graph_training"] = error_of(lambda: model.encode(data.x, data.edge_index))
     with torch.no_grad():
-        out["whole_graph_no_grad"] = _rel(model.encode(data.x, data.edge_index),
+        out["whole_graph_no_grad"] = rel_error(model.encode(data.x, data.edge_index),
                                           ref.encode(data.x, data.edge_index))
 
     # Global F1 (macro, micro) over every rank's rows against the whole graph's.

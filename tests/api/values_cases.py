@@ -27,6 +27,7 @@ from torch_geometric.nn import (
 
 import pyg_sar
 import pyg_sar.nn.functional as SF
+from tests.closeness import rel_error
 
 IN = 6
 HID = 8
@@ -102,11 +103,6 @@ MODELS = {
 MODES = ("sar", "sa", "halo")
 
 
-def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
-    scale = max(float(b.abs().max()) if b.numel() else 0.0, 1e-30)
-    return float((a - b).abs().max()) / scale if a.numel() else 0.0
-
-
 def one_case(part, data: Data, name: str, mode: str) -> dict:
     torch.manual_seed(3)
     ref = MODELS[name]().double()
@@ -122,8 +118,8 @@ def one_case(part, data: Data, name: str, mode: str) -> dict:
     # this rank's share of the global loss; gradients are summed over ranks
     SF.global_loss((out * weight[nid]).sum()).backward()
     pyg_sar.all_reduce_gradients(dist)  # a no-op where they were summed already
-    errs = {"out": _rel(out.detach(), out_ref.detach()[nid]),
-            "x_grad": _rel(x_loc.grad, x_ref.grad[nid])}
+    errs = {"out": rel_error(out.detach(), out_ref.detach()[nid]),
+            "x_grad": rel_error(x_loc.grad, x_ref.grad[nid])}
     pairs = list(zip(ref.named_parameters(), dist.parameters()))
     grads = [p.grad.abs().max() for (_, p), _ in pairs if p.grad is not None]
     scale = max((float(g) for g in grads), default=1.0) or 1.0
@@ -139,7 +135,7 @@ def one_case(part, data: Data, name: str, mode: str) -> dict:
             plain = dist(part.x, part.edge_index)
         except ValueError:
             pass
-        differs = plain is None or _rel(plain, out.detach()) > 1e-6
+        differs = plain is None or rel_error(plain, out.detach()) > 1e-6
     return {"errors": errs, "values_matter": bool(differs)}
 
 
