@@ -16,6 +16,7 @@ from pyg_sar.nn import registry
 from pyg_sar.nn.autoencoder import convert_autoencoders
 from pyg_sar.nn.converted import LayerState, SARAttentionLayer, SARLayer, converted_class
 from pyg_sar.nn.hetero import check_hetero_call
+from pyg_sar.nn.hetero_bases import basis_convs as find_basis_convs
 from pyg_sar.nn.hetero_bases import check_basis_conv, prepare_bases
 from pyg_sar.nn.infomax import convert_infomax
 from pyg_sar.nn.layers import UnsupportedLayerError, inspect_layer
@@ -88,11 +89,14 @@ def convert(model: torch.nn.Module, config: Optional[SARConfig] = None) -> torch
     specs = {}
     trusted = tuple(config.trusted_layers)
     # to_hetero_with_bases: typed graph of DistGraphs, per-edge-type weights in message.
-    basis_convs = {id(c) for c in prepare_bases(model)}
+    # Every check runs before anything changes (prepare_bases below): a refused convert
+    # leaves the model as it was.
+    basis_convs = {id(c) for c in find_basis_convs(model)}
     for name, module in model.named_modules():
         where = f"pyg_sar.convert: layer '{name or type(model).__name__}'"
         if isinstance(module, MessagePassing):
-            specs[name] = inspect_layer(module, where, trusted)
+            specs[name] = inspect_layer(module, where, trusted,
+                                        basis=id(module) in basis_convs)
             if id(module) in basis_convs:
                 check_basis_conv(module, specs[name], where)
         else:
@@ -100,6 +104,7 @@ def convert(model: torch.nn.Module, config: Optional[SARConfig] = None) -> torch
         _check_norm(name, module)
     compressors = resolve(config.compression, list(specs))
 
+    prepare_bases(model)  # the basis convs' message hook replaced, fx graphs patched
     layers = [(n, m) for n, m in model.named_modules() if n in specs]
     for index, (name, module) in enumerate(layers):
         spec = specs[name]

@@ -262,29 +262,33 @@ def _pre_hook(layer: MessagePassing, inputs: tuple) -> Optional[tuple]:
     return edge_index, size, {**kwargs, EDGE_ARG: layer._edge_type}
 
 
+def basis_convs(model: torch.nn.Module) -> list[MessagePassing]:
+    """The convs of every ``HeteroBasisConv`` of ``model`` (``to_hetero_with_bases``), without
+    changing anything: :func:`pyg_sar.convert` checks them before :func:`prepare_bases`."""
+    return [conv for module in model.modules() if isinstance(module, thb.HeteroBasisConv)
+            for conv in module.convs]
+
+
 def prepare_bases(model: torch.nn.Module) -> list[MessagePassing]:
     """Make every ``HeteroBasisConv`` of ``model`` run over DistGraphs (its PyG message hook
     replaced by :class:`BasisMessage`) and patch the ``fx`` graphs; returns the basis convs.
-    Idempotent."""
-    convs: list[MessagePassing] = []
+    Idempotent. Changes the model: call it only once every check of ``convert`` passed."""
     for module in model.modules():
         if isinstance(module, torch.fx.GraphModule):
             patch_graph_module(module)
-        if not isinstance(module, thb.HeteroBasisConv):
+    convs = basis_convs(model)
+    for conv in convs:
+        if isinstance(conv.__dict__.get("message"), BasisMessage):
             continue
-        for conv in module.convs:
-            convs.append(conv)
-            if isinstance(conv.__dict__.get("message"), BasisMessage):
-                continue
-            for key, hook in list(conv._message_forward_hooks.items()):
-                if hook is thb.hook:
-                    del conv._message_forward_hooks[key]
-            conv.message = BasisMessage(conv)
-            sig = conv.inspector._signature_dict["message"]
-            params = dict(sig.param_dict)
-            params[EDGE_ARG] = thb_param(EDGE_ARG)
-            conv.inspector._signature_dict["message"] = sig._replace(param_dict=params)
-            conv.register_propagate_forward_pre_hook(_pre_hook)
+        for key, hook in list(conv._message_forward_hooks.items()):
+            if hook is thb.hook:
+                del conv._message_forward_hooks[key]
+        conv.message = BasisMessage(conv)
+        sig = conv.inspector._signature_dict["message"]
+        params = dict(sig.param_dict)
+        params[EDGE_ARG] = thb_param(EDGE_ARG)
+        conv.inspector._signature_dict["message"] = sig._replace(param_dict=params)
+        conv.register_propagate_forward_pre_hook(_pre_hook)
     return convs
 
 

@@ -76,9 +76,10 @@ def _aggr_name(layer: MessagePassing, where: str) -> str:
 
 
 def inspect_layer(layer: MessagePassing, where: str,
-                  trusted: tuple[type, ...] = ()) -> LayerSpec:
+                  trusted: tuple[type, ...] = (), basis: bool = False) -> LayerSpec:
     """The :class:`LayerSpec` of ``layer``; raises :class:`UnsupportedLayerError` if it cannot
-    be shown to run exactly (see :mod:`pyg_sar.nn.registry`)."""
+    be shown to run exactly (see :mod:`pyg_sar.nn.registry`). ``basis``: a conv of
+    ``to_hetero_with_bases``, whose PyG message hook convert replaces (not a refusal)."""
     cls = _unconverted(type(layer))
     name = f"{where} ({cls.__name__})"
     # A verified class whose own aggregate pyg_sar runs as a combine rule (registry
@@ -96,7 +97,7 @@ def inspect_layer(layer: MessagePassing, where: str,
         raise UnsupportedLayerError(f"{name}: the layer has an instance-level propagate "
                                     f"(explain mode or decomposed_layers), which pyg_sar "
                                     f"cannot follow")
-    hooks = message_passing_hooks(layer)
+    hooks = message_passing_hooks(layer, basis=basis)
     if hooks:
         raise UnsupportedLayerError(f"{name}: {hooks_reason(hooks)}")
     if getattr(layer, "decomposed_layers", 1) > 1:
@@ -126,11 +127,14 @@ _PYG_HOOK_TABLES = ("_message_forward_pre_hooks", "_message_forward_hooks",
                     "_edge_update_forward_pre_hooks", "_edge_update_forward_hooks")
 
 
-def message_passing_hooks(layer: MessagePassing) -> list[str]:
+def message_passing_hooks(layer: MessagePassing, basis: bool = False) -> list[str]:
     """The names of PyG's hook tables of ``layer`` that hold hooks of a per-edge step
     (message, aggregate, message_and_aggregate, edge-update hooks; propagate hooks and torch's
-    module hooks run as usual)."""
-    return [t for t in _PYG_HOOK_TABLES if getattr(layer, t, None)]
+    module hooks run as usual). ``basis``: ``to_hetero_with_bases``'s own message hook, which
+    :func:`pyg_sar.nn.hetero_bases.prepare_bases` replaces, does not count."""
+    from torch_geometric.nn import to_hetero_with_bases_transformer as thb
+    return [t for t in _PYG_HOOK_TABLES
+            if any(not (basis and h is thb.hook) for h in getattr(layer, t, {}).values())]
 
 
 def hooks_reason(tables: list[str]) -> str:
