@@ -136,3 +136,94 @@ def test_the_zoo_has_refused_recipes():
     if not REFUSED["homogeneous"]:
         pytest.skip("run with the recipe tests of this file (they collect the refusals)")
     assert len(REFUSED["homogeneous"]) >= 10, REFUSED["homogeneous"]
+
+
+def _converted_then_unconverted(module, call) -> bool:
+    """Convert (False when refused), unconvert, and check the forward equals the model's
+    before conversion."""
+    torch.manual_seed(3)
+    try:
+        want = _outputs(call(module))
+    except (ValueError, RuntimeError):
+        want = None
+    try:
+        pyg_sar.convert(module)
+    except pyg_sar.UnsupportedLayerError:
+        return False
+    pyg_sar.unconvert(module)
+    if want is not None:
+        torch.manual_seed(3)
+        got = _outputs(call(module))
+        for key in want:
+            assert torch.equal(got[key], want[key]), f"output '{key}' after unconvert"
+    return True
+
+
+def test_unconverted_zoo_holds_no_pyg_sar_object(graph, hetero_graph, tmp_path):
+    """``unconvert`` of every recipe that converts gives the plain model back: the same
+    forward as before conversion, and a pickle that loads where pyg_sar cannot be imported."""
+    import pickle
+    import subprocess
+    import sys
+    models = {}
+    for recipe in CONV_RECIPES + MODEL_RECIPES:
+        if not package_available(recipe.requires):
+            continue
+        torch.manual_seed(7)
+        module = recipe.make(graph_info(graph)).double().train(recipe.train)
+        if _converted_then_unconverted(module, lambda m, r=recipe: r.call(m, whole_inputs(graph))):
+            models[recipe.name] = module
+    for recipe in HETERO_RECIPES:
+        if not package_available(recipe.requires):
+            continue
+        torch.manual_seed(7)
+        module = recipe.make(hetero_graph)
+        inputs = hetero_inputs(hetero_graph, requires_grad=False)
+        if _converted_then_unconverted(module, lambda m, r=recipe, i=inputs: r.call(m, i)):
+            models[f"hetero:{recipe.name}"] = module
+    assert len(models) >= 150, len(models)
+    saved, foreign = {}, []
+    for name, module in models.items():
+        try:
+            blob = pickle.dumps(module)
+        except (pickle.PicklingError, AttributeError, TypeError):
+            continue  # a model PyG itself cannot pickle (a lambda in it): nothing to check
+        modules = _pickled_modules(blob)
+        # The zoo's own user classes and functions live in pyg_sar.testing; anything else of
+        # pyg_sar left in the model is what unconvert must remove.
+        left = sorted(m for m in modules if m.split(".")[0] == "pyg_sar"
+                      and not m.startswith("pyg_sar.testing"))
+        if left:
+            foreign.append(f"{name}: {left}")
+        if not any(m.split(".")[0] == "pyg_sar" for m in modules):
+            saved[name] = blob
+    assert not foreign, "pyg_sar objects left after unconvert:\n" + "\n".join(foreign)
+    (tmp_path / "models.pkl").write_bytes(pickle.dumps(saved))
+    code = ("import pickle, sys\n"
+            "sys.modules['pyg_sar'] = None  # any pyg_sar object in a pickle fails to load\n"
+            f"saved = pickle.loads(open({str(tmp_path / 'models.pkl')!r}, 'rb').read())\n"
+            "bad = []\n"
+            "for name, blob in saved.items():\n"
+            "    try:\n"
+            "        pickle.loads(blob)\n"
+            "    except Exception as e:\n"
+            "        bad.append(f'{name}: {type(e).__name__}: {e}')\n"
+            "print(len(saved), 'loaded'); print('\\n'.join(bad)); sys.exit(1 if bad else 0)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert len(saved) >= 150, len(saved)
+
+
+def _pickled_modules(blob: bytes) -> set[str]:
+    """The modules of every class and function a pickle refers to."""
+    import pickletools
+    found, strings = set(), []
+    for op, arg, _ in pickletools.genops(blob):
+        if op.name in ("SHORT_BINUNICODE", "BINUNICODE", "UNICODE"):
+            strings.append(arg)
+        elif op.name == "STACK_GLOBAL" and len(strings) >= 2:
+            found.add(strings[-2])
+        elif op.name == "GLOBAL":
+            found.add(arg.split(" ")[0])
+    return found
