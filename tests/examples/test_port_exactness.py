@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_examples import EXAMPLES, RUNNER, TIMEOUT_S, _has_mpi, launch  # noqa: E402
+from tests.closeness import rel_error
+from tests.examples.test_examples import EXAMPLES, RUNNER, TIMEOUT_S, _has_mpi, launch
 
 EPOCHS = 4
 TOL = 1e-10
@@ -49,11 +49,6 @@ def runs(tmp_path_factory) -> dict[int, dict]:
     return out
 
 
-def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
-    scale = max(float(b.abs().max()), 1e-30) if b.numel() else 1.0
-    return float((a - b).abs().max()) / scale if b.numel() else 0.0
-
-
 @pytest.mark.parametrize("p", [2, 3])
 @pytest.mark.parametrize("name", NAMES)
 def test_port_trains_as_one_process(runs, name, p):
@@ -62,5 +57,5 @@ def test_port_trains_as_one_process(runs, name, p):
     want, got = runs[1][name], runs[p][name]
     assert want.keys() == got.keys()
     assert all(t.dtype == torch.float64 for t in want.values() if t.is_floating_point())
-    errors = {k: _rel(got[k], want[k]) for k in want if want[k].is_floating_point()}
+    errors = {k: rel_error(got[k], want[k]) for k in want if want[k].is_floating_point()}
     assert max(errors.values()) <= TOL, errors

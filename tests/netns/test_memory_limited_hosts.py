@@ -16,7 +16,6 @@ hold."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 import time
@@ -27,9 +26,7 @@ import pytest
 from pyg_sar.testing.cgroup import unavailable_reason
 from pyg_sar.testing.launcher import has_mpi
 from pyg_sar.testing.netns import NetnsHosts, run_commands
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from launch_env import launch_env as _env  # noqa: E402
+from tests.netns.launch_env import launch_env as _env
 
 BUDGET = int(0.85 * 2**30)
 TRAIN = ["-m", "pyg_sar.train", "--model", "sage", "--layers", "3", "--hidden", "512",

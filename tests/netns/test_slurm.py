@@ -13,9 +13,7 @@ from pathlib import Path
 import pytest
 
 from pyg_sar.testing.netns import MPI_ENV, NetnsHosts
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from slurm_cluster import SlurmCluster, unavailable_reason  # noqa: E402
+from tests.netns.slurm_cluster import SlurmCluster, unavailable_reason
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 300.0  # per Slurm command: a PMI2-flaked attempt waits out MPI_Init's 120 s

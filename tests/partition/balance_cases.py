@@ -13,6 +13,7 @@ from torch_geometric.nn import GraphSAGE
 import pyg_sar
 import pyg_sar.nn.functional as SF
 from pyg_sar.datasets import rmat
+from tests.closeness import rel_error
 
 
 def make_data() -> Data:
@@ -20,11 +21,6 @@ def make_data() -> Data:
     data = rmat(600, 3000, num_features=6, num_classes=3, seed=1)
     data.x = data.x.double()
     return data
-
-
-def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
-    scale = max(float(b.abs().max()), 1e-30)
-    return float((a - b).abs().max()) / scale
 
 
 def edge_balanced_training(ctx) -> dict:
@@ -39,9 +35,9 @@ def edge_balanced_training(ctx) -> dict:
     loss = SF.cross_entropy(out, part.y, part.train_mask)
     loss_ref.backward()
     loss.backward()
-    grads = [_rel(q.grad, p.grad) for p, q in zip(ref.parameters(), model.parameters(),
+    grads = [rel_error(q.grad, p.grad) for p, q in zip(ref.parameters(), model.parameters(),
                                                     strict=True)]
     return {"balance": part.meta["balance"], "num_edges": part.num_edges,
-            "out_error": _rel(out.detach(), out_ref.detach()[part.node_ids]),
+            "out_error": rel_error(out.detach(), out_ref.detach()[part.node_ids]),
             "loss_error": abs(float(loss) - float(loss_ref)) / abs(float(loss_ref)),
             "grad_error": max(grads)}

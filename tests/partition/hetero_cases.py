@@ -10,6 +10,8 @@ import torch
 import torch.nn.functional as F
 from torch_geometric.data import HeteroData
 
+from tests.closeness import max_abs_diff, rel_error
+
 PAPER, AUTHOR, INST = 40, 25, 8
 EDGE_TYPES = [("paper", "cites", "paper"), ("author", "writes", "paper"),
               ("paper", "written_by", "author"), ("author", "affiliated_with", "inst"),
@@ -50,16 +52,10 @@ def make_hetero(seed: int = 0) -> HeteroData:
     return data
 
 
-def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
-    a, b = a.detach().double(), b.detach().double()
-    scale = max(float(b.abs().max()) if b.numel() else 0.0, 1e-30)
-    return float((a - b).abs().max()) / scale if a.numel() else 0.0
-
-
 def _grad_error(ref: torch.nn.Module, model: torch.nn.Module) -> float:
     pairs = list(zip(ref.parameters(), model.parameters(), strict=True))
     scale = max(float(p.grad.abs().max()) for p, _ in pairs)
-    return max(float((p.grad - q.grad).abs().max()) / scale for p, q in pairs)
+    return max(max_abs_diff(q.grad, p.grad) / scale for p, q in pairs)
 
 
 def _guard(fn) -> dict:
@@ -94,7 +90,7 @@ def suite(ctx, parts: str) -> dict:
         values = ctx.comm.allgather_object(float(got))
         return {"value": abs(float(got) - float(want)) / abs(float(want)),
                 "same_on_ranks": len(set(values)) == 1,
-                "grad": _rel(local.grad, ref.grad[nid]), "accuracy": abs(acc - acc_ref)}
+                "grad": rel_error(local.grad, ref.grad[nid]), "accuracy": abs(acc - acc_ref)}
 
     def homogeneous() -> dict:
         from torch_geometric.nn import GCNConv, GraphConv
@@ -114,7 +110,7 @@ def suite(ctx, parts: str) -> dict:
             F.mse_loss(want, target).backward()
             got = model(x[nid], graph)
             SF.mse_loss(got, target[nid]).backward()
-            res[name] = {"out": _rel(got, want[nid]), "grad": _grad_error(ref, model)}
+            res[name] = {"out": rel_error(got, want[nid]), "grad": _grad_error(ref, model)}
         return res
 
     def bipartite() -> dict:
@@ -129,7 +125,7 @@ def suite(ctx, parts: str) -> dict:
         nid = part.node_ids_dict["paper"]
         got = model((part.x_dict["author"], part.x_dict["paper"]), part.edge_index_dict[et])
         SF.mse_loss(got, target[nid]).backward()
-        return {"out": _rel(got, want[nid]), "grad": _grad_error(ref, model)}
+        return {"out": rel_error(got, want[nid]), "grad": _grad_error(ref, model)}
 
     def distributed() -> dict:
         """pyg_sar.distribute of the HeteroData gives the part the folder holds (same method

@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 
 import pyg_sar
+from tests.closeness import rel_error
 
 SPLITS = ("train", "val", "test")
 PAIR_SETS = ("edge_label", "pos_edge_label", "neg_edge_label")
@@ -208,12 +209,6 @@ def _has_negatives(store) -> bool:
     return "edge_label" in store and bool((store["edge_label"] == 0).any())
 
 
-def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
-    if a.shape != b.shape:
-        return float("inf")
-    return float((a - b).abs().max() / b.abs().max().clamp(min=1e-300)) if b.numel() else 0.0
-
-
 def train_report(ctx, triple: tuple, parts: tuple, form: str, steps: int) -> dict:
     """Losses of ``steps`` Adam steps of PyG on the whole split and of the converted model on
     this rank's parts (negatives drawn per step where the train split has none), the final
@@ -261,7 +256,7 @@ def train_report(ctx, triple: tuple, parts: tuple, form: str, steps: int) -> dic
         losses_ref.append(float(loss_ref))
         losses.append(float(loss))
     params_ref = dict(ref.named_parameters())
-    param_err = max(_rel(q.detach(), params_ref[name].detach())
+    param_err = max(rel_error(q.detach(), params_ref[name].detach())
                     for name, q in dist.named_parameters())
     scores = {}
     for i, name in ((1, "val"), (2, "test")):
@@ -278,7 +273,7 @@ def train_report(ctx, triple: tuple, parts: tuple, form: str, steps: int) -> dic
         for key in sets_of(split_ref[ET]):
             want.append(split[ET][f"{key}_ids"] + offset)
             offset += split_ref[ET][f"{key}_index"].shape[1]
-        scores[name] = _rel(s, s_ref[torch.cat(want)])
+        scores[name] = rel_error(s, s_ref[torch.cat(want)])
     return {"losses": losses, "losses_ref": losses_ref, "param_err": param_err,
             "scores": scores, "drew_negatives": draw}
 

@@ -18,6 +18,7 @@ import pyg_sar
 from pyg_sar.datasets.registry import load_dataset
 from pyg_sar.partition.link_split import load_link_split, random_link_split
 from pyg_sar.testing import error_of
+from tests.closeness import rel_error
 
 SPLITS = ("train", "val", "test")
 
@@ -34,11 +35,6 @@ def _same(a, b) -> bool:
             and torch.equal(a.global_edge_index(), b.global_edge_index())
             and all(torch.equal(a[k], b[k])
                     for k in ("edge_label_index", "edge_label", "edge_label_ids")))
-
-
-def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
-    a, b = a.detach(), b.detach()
-    return float((a - b).abs().max() / b.abs().max().clamp_min(1e-300)) if b.numel() else 0.0
 
 
 def suite(ctx, folders: dict) -> dict:
@@ -70,7 +66,7 @@ def suite(ctx, folders: dict) -> dict:
             conv = pyg_sar.convert(copy.deepcopy(model))
             for split, part, ref in zip(SPLITS, dist, triple):
                 want = model(ref.x.double(), ref.edge_index)[part.node_ids]
-                errors[f"{name}/{split}"] = _rel(conv(part.x.double(), part.edge_index), want)
+                errors[f"{name}/{split}"] = rel_error(conv(part.x.double(), part.edge_index), want)
         res["forward_rel_err"] = errors
         out[disjoint] = res
     return out

@@ -15,7 +15,6 @@ BCE equal single-process PyG in float64 (losses and parameters within 1e-10).
 from __future__ import annotations
 
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -24,10 +23,9 @@ import torch
 
 import pyg_sar
 from pyg_sar.partition.link_split import load_link_split
+from tests.partition import hetero_link_cases as hc
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import hetero_link_cases as hc  # noqa: E402
 
 SPLITS, ET, REV = hc.SPLITS, hc.ET, hc.REV
 TRAIN_FORMS = ["mixed_negatives", "mixed_no_train_negatives", "split_labels",

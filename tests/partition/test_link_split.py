@@ -184,13 +184,11 @@ DISJOINT = ("0.0", "0.3")  # train and val share a graph / three different graph
 
 @pytest.fixture(scope="module")
 def rank_results(tmp_path_factory):
-    import sys
     from pathlib import Path
 
     from pyg_sar.testing import run_on_ranks
     here = Path(__file__).resolve().parent
-    sys.path.insert(0, str(here))
-    import link_split_cases as lc
+    from tests.partition import link_split_cases as lc
     root = tmp_path_factory.mktemp("link_ranks")
     out = {}
     for p in (1, 3, 4):

@@ -8,7 +8,6 @@ tests/partition/test_hetero_link_split.py.)"""
 from __future__ import annotations
 
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -17,10 +16,9 @@ import torch
 
 import pyg_sar
 from pyg_sar.partition.link_split import load_link_split
+from tests.partition import link_forms_cases as lf
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import link_forms_cases as lf  # noqa: E402
 
 SPLITS = lf.SPLITS
 

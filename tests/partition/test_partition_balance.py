@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 import json
-import sys
 import warnings
 from pathlib import Path
 
@@ -339,8 +338,7 @@ def test_distribute_one_process(graph):
 def test_edge_balanced_partition_trains_exactly():
     """Three ranks (plain processes, gloo): ``distribute(balance="edges")`` parts, a GraphSAGE
     forward, loss and every gradient against single-process PyG in float64."""
-    sys.path.insert(0, str(HERE))
-    import balance_cases
+    from tests.partition import balance_cases
 
     data = balance_cases.make_data()
     ei = data.edge_index.numpy()
