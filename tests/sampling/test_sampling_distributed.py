@@ -2,7 +2,6 @@
 the same minibatch b of every epoch, edge for edge, with the owners' features."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -10,11 +9,10 @@ import torch
 
 import pyg_sar
 from pyg_sar.testing import has_mpi, run_on_ranks
+from tests.sampling import dist_cases as dc
+from tests.sampling.helpers import random_graph
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import dist_cases as dc  # noqa: E402
-from helpers import random_graph  # noqa: E402
 
 SIZES = {"sage": [4, 3], "ladies": [40, 25]}
 SETTINGS = dict(sizes=SIZES, batch_size=23, bulk=3, seed=5, epochs=2)
