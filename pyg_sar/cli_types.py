@@ -14,3 +14,48 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected an integer >= 1 (got {value})")
     return value
+
+
+def non_negative_int(text: str) -> int:
+    """An integer >= 0, for ``type=`` of an argparse option."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0 (got {text!r})") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0 (got {value})")
+    return value
+
+
+def _float(text: str, want: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {want} (got {text!r})") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"expected {want} (got {text!r})")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """A finite number > 0 (a learning rate)."""
+    value = _float(text, "a number > 0")
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0 (got {value:g})")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    """A finite number >= 0 (a weight decay)."""
+    value = _float(text, "a number >= 0")
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0 (got {value:g})")
+    return value
+
+
+def probability(text: str) -> float:
+    """A dropout probability: a number in [0, 1)."""
+    value = _float(text, "a probability in [0, 1)")
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a probability in [0, 1) (got {value:g})")
+    return value

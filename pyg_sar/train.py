@@ -33,7 +33,13 @@ from typing import Optional
 import torch
 
 import pyg_sar
-from pyg_sar.cli_types import positive_int
+from pyg_sar.cli_types import (
+    non_negative_float,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    probability,
+)
 from pyg_sar.datasets.registry import KNOWN_NAMES, is_hetero_dataset, is_known_dataset
 from pyg_sar.distributed.terminal import terminal_columns, writes_to_terminal
 from pyg_sar.nn.functional import accuracy, cross_entropy
@@ -64,6 +70,17 @@ def _launch_rank() -> int:
     return 0
 
 
+EXAMPLES = """examples:
+  mpiexec -n 2 python -m pyg_sar.train                      Cora, GCN, 2 ranks
+  mpiexec -n 4 python -m pyg_sar.train --dataset citeseer --model gat --epochs 100
+  python -m pyg_sar.partition --dataset cora --num-parts 2 --out parts
+  mpiexec -n 2 python -m pyg_sar.train --parts parts --checkpoint ckpt --resume auto
+  torchrun --standalone --nproc-per-node 2 --max-restarts 3 -m pyg_sar.train \\
+      --checkpoint ckpt --resume auto                           restarted after a failure
+  python -m pyg_sar.train --reference                       plain PyG, one process
+"""
+
+
 class _Parser(argparse.ArgumentParser):
     """Every rank of a launch parses the same arguments: only rank 0 prints the error."""
 
@@ -75,7 +92,8 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m pyg_sar.train", description=__doc__.split("\n")[0],
-                usage="%(prog)s [--parts DIR | --dataset NAME] [options]")
+                usage="%(prog)s [--parts DIR | --dataset NAME] [options]",
+                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES)
     src = p.add_mutually_exclusive_group()
     src.add_argument("--parts", help="partition folder written by pyg_sar.partition")
     src.add_argument("--dataset", default=None,
@@ -96,17 +114,29 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --dataset rmat: requested directed edges (default 1,000,000)")
     p.add_argument("--task", choices=("node", "link"), default="node",
                    help="node classification (default) or link prediction (pyg_sar.train_link)")
-    p.add_argument("--model", choices=MODELS, default="gcn")
-    p.add_argument("--layers", type=int, default=2)
-    p.add_argument("--hidden", type=int, default=16)
-    p.add_argument("--heads", type=int, default=8, help="attention heads (gat)")
-    p.add_argument("--dropout", type=float, default=0.5)
-    p.add_argument("--norm", choices=("none", "batch_norm"), default="none")
-    p.add_argument("--epochs", type=positive_int, default=200)
-    p.add_argument("--lr", type=float, default=0.01)
-    p.add_argument("--weight-decay", type=float, default=5e-4)
-    p.add_argument("--mode", choices=("sar", "sa", "halo"), default="sar")
-    p.add_argument("--pipeline-depth", type=int, default=None,
+    p.add_argument("--model", choices=MODELS, default="gcn",
+                   help="PyG model class (default: %(default)s)")
+    p.add_argument("--layers", type=positive_int, default=2,
+                   help="message-passing layers (default: %(default)s)")
+    p.add_argument("--hidden", type=positive_int, default=16,
+                   help="hidden channels (default: %(default)s)")
+    p.add_argument("--heads", type=positive_int, default=8,
+                   help="attention heads, with --model gat (default: %(default)s)")
+    p.add_argument("--dropout", type=probability, default=0.5,
+                   help="dropout probability in [0, 1) (default: %(default)s)")
+    p.add_argument("--norm", choices=("none", "batch_norm"), default="none",
+                   help="normalisation between layers (default: %(default)s)")
+    p.add_argument("--epochs", type=positive_int, default=200,
+                   help="training epochs (default: %(default)s)")
+    p.add_argument("--lr", type=positive_float, default=0.01,
+                   help="Adam learning rate (default: %(default)s)")
+    p.add_argument("--weight-decay", type=non_negative_float, default=5e-4,
+                   help="Adam weight decay (default: %(default)s)")
+    p.add_argument("--mode", choices=("sar", "sa", "halo"), default="sar",
+                   help="sar: linear memory, remote rows fetched again for backward; sa: "
+                        "fetched rows kept for backward; halo: every remote row fetched once "
+                        "per layer (default: %(default)s)")
+    p.add_argument("--pipeline-depth", type=non_negative_int, default=None,
                    help="block fetches in flight ahead of the computation (default: 1 on "
                         "gloo/NCCL, 0 on MPI, where data moves only inside waits)")
     p.add_argument("--dtype", choices=tuple(DTYPES), default="float32",
