@@ -23,8 +23,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_examples import (  # noqa: E402
+from tests.examples.test_examples import (
     EXAMPLES,
     TIMEOUT_S,
     _has_mpi,

@@ -35,10 +35,8 @@ import torch
 
 from pyg_sar.testing.launcher import has_mpi
 from pyg_sar.testing.netns import NetnsHosts, run_commands
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from launch_env import SUPERVISION  # noqa: E402
-from launch_env import launch_env as _env  # noqa: E402
+from tests.netns.launch_env import SUPERVISION
+from tests.netns.launch_env import launch_env as _env
 
 PAUSED = str(Path(__file__).with_name("train_paused.py"))
 EPOCHS, PAUSE = 6, 2
