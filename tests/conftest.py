@@ -42,9 +42,11 @@ FULL_TIER = (
     "tests/setup_script/",
     "tests/test_wheel_contents.py",         # builds and runs the package outside the tree
     # The exhaustive matrices and the second and further launches of an area whose first tier
-    # keeps a representative (per-file times of a first-tier run: docs/development.md).
+    # keeps a representative (per-file times of a first-tier run: docs/development.md). Files
+    # that share a launch (tests/engine, tests/compression and tests/api conftest.py) stay
+    # together: moving one would start the launch in both tiers.
     "tests/zoo/test_zoo.py",                # every zoo recipe at P = 1, 3 (the first tier
-    "tests/engine/test_engine_exactness.py",  # converts each in test_save_load / refusals)
+                                            # converts each in test_save_load / refusals)
     "tests/api/test_predict.py",
     "tests/api/test_unconvert.py",          # unconvert of the zoo: test_refusal_leaves_model
     "tests/partition/test_link_split.py",   # test_link_split_forms stays
@@ -52,7 +54,6 @@ FULL_TIER = (
     "tests/partition/test_partition_cli.py",
     "tests/partition/test_partition_balance.py",
     "tests/partition/test_hetero_partition.py",
-    "tests/compression/test_compression_ranks.py",
     "tests/compression/test_compression_cli.py",
     "tests/ops/test_cuda_compiles.py",      # nvcc over every CUDA file
     "tests/gpu/test_gpu_script.py",
