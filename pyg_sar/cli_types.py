@@ -5,26 +5,24 @@ from __future__ import annotations
 import argparse
 
 
-def positive_int(text: str) -> int:
-    """An integer >= 1, for ``type=`` of an argparse option."""
+def _int_at_least(text: str, low: int) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1 (got {text!r})") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1 (got {value})")
+        raise argparse.ArgumentTypeError(f"expected an integer >= {low} (got {text!r})") from None
+    if value < low:
+        raise argparse.ArgumentTypeError(f"expected an integer >= {low} (got {value})")
     return value
+
+
+def positive_int(text: str) -> int:
+    """An integer >= 1, for ``type=`` of an argparse option."""
+    return _int_at_least(text, 1)
 
 
 def non_negative_int(text: str) -> int:
     """An integer >= 0, for ``type=`` of an argparse option."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0 (got {text!r})") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0 (got {value})")
-    return value
+    return _int_at_least(text, 0)
 
 
 def _float(text: str, want: str) -> float:
