@@ -35,9 +35,10 @@ def rank_local_ids(model: torch.nn.Module) -> dict[str, Tensor]:
     return found
 
 
-def _rows_for(name: str, want: Tensor, ids: list[Tensor], rows: list[Tensor]) -> Tensor:
-    """The rows of ``want`` (original ids) from the per-rank ``rows`` keyed by ``ids``."""
-    all_ids, all_rows = torch.cat(ids), torch.cat(rows)
+def _row_positions(name: str, want: Tensor, ids: list[Tensor]) -> Tensor:
+    """Where each id of ``want`` sits in the per-rank rows keyed by ``ids``, concatenated (one
+    search per table, applied to its rows and to every optimizer state of them)."""
+    all_ids = torch.cat(ids)
     order = torch.argsort(all_ids)
     sorted_ids = all_ids[order]
     if want.numel() and sorted_ids.numel() == 0:
@@ -47,7 +48,7 @@ def _rows_for(name: str, want: Tensor, ids: list[Tensor], rows: list[Tensor]) ->
     if bool(bad.any()):
         raise ReshardError(f"rank-local table '{name}': node id {int(want[bad][0])} has no row "
                            f"in the checkpoint (was it written for another graph?)")
-    return all_rows[order[at]].clone()
+    return order[at]
 
 
 def _param_names(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> list[str]:
@@ -78,13 +79,14 @@ def reshard(payloads: list[dict], model: torch.nn.Module,
     mine = rank_local_ids(model)
     model_state = dict(payloads[0]["model"])
     saved_ids: list[dict[str, Any]] = [p.get("rank_local_ids") or {} for p in payloads]
+    positions: dict[str, Tensor] = {}
     for name, want in mine.items():
         if any(name not in s for s in saved_ids):
             raise ReshardError(f"the checkpoint holds no node ids for the rank-local table "
                                f"'{name}' (written by an older pyg_sar); it can only be resumed "
                                f"on the world size that wrote it")
-        ids = [s[name] for s in saved_ids]
-        model_state[name] = _rows_for(name, want, ids, [p["model"][name] for p in payloads])
+        positions[name] = _row_positions(name, want, [s[name] for s in saved_ids])
+        model_state[name] = torch.cat([p["model"][name] for p in payloads])[positions[name]]
     if optimizer is None:
         return model_state, None
     opt_state = payloads[0]["optimizer"]
@@ -95,11 +97,10 @@ def reshard(payloads: list[dict], model: torch.nn.Module,
     for index, name in enumerate(names):
         if name not in mine or index not in state:
             continue
-        ids = [s[name] for s in saved_ids]
         entry = dict(state[index])
         for key, value in entry.items():
             if isinstance(value, Tensor) and value.shape == payloads[0]["model"][name].shape:
-                entry[key] = _rows_for(f"{name} (optimizer '{key}')", mine[name], ids,
-                                       [p["optimizer"]["state"][index][key] for p in payloads])
+                entry[key] = torch.cat([p["optimizer"]["state"][index][key]
+                                        for p in payloads])[positions[name]]
         state[index] = entry
     return model_state, dict(opt_state, state=state)
