@@ -85,10 +85,13 @@ class EpochTraffic:
 def summarize(records: list[dict]) -> dict:
     """Totals over epoch records of :meth:`EpochTraffic.record` (records without traffic are
     skipped): per rank (by layer and direction), by direction, by layer, and overall for the
-    training steps; the evaluation passes separately."""
+    training steps; the evaluation passes separately. Records of a run resumed on another
+    number of ranks hold ledgers of both sizes: rank ``q``'s total sums the epochs that had a
+    rank ``q``."""
     records = [r for r in records if "traffic" in r]
     world = max((len(r["traffic"]) for r in records), default=0)
-    per_rank = [merge([r["traffic"][q] for r in records]) for q in range(world)]
+    per_rank = [merge([r["traffic"][q] for r in records if q < len(r["traffic"])])
+                for q in range(world)]
     by_direction: dict[str, int] = {}
     by_layer: dict[str, int] = {}
     for ledger in per_rank:
