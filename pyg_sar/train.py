@@ -33,6 +33,7 @@ from typing import Optional
 import torch
 
 import pyg_sar
+from pyg_sar.cli_errors import USER_ERRORS, report_error
 from pyg_sar.cli_types import (
     non_negative_float,
     non_negative_int,
@@ -170,6 +171,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "--resume auto: continue when --checkpoint holds a checkpoint, else "
                         "start fresh, so a launcher can restart the same command "
                         "(torchrun --max-restarts, a requeued Slurm job)")
+    p.add_argument("--debug", action="store_true",
+                   help="show the traceback of an error (default: one line naming the cause)")
     p.add_argument("--reference", action="store_true",
                    help="train the plain, unconverted PyG model on the whole graph in this one "
                         "process instead (the single-process baseline)")
@@ -521,6 +524,14 @@ def main(argv: Optional[list[str]] = None) -> int:
                   flush=True)
         release_after_interrupt()  # the others exit only after rank 0's line, all together
         return 130  # 128 + SIGINT, as a shell reports it
+    except USER_ERRORS as exc:  # the cause in one line per rank, not a traceback per rank
+        if args.debug:
+            raise
+        ctx = pyg_sar.get_context()
+        if ctx is not None:
+            return report_error("pyg_sar.train", exc, ctx.rank, ctx.world_size)
+        launched = any(name in os.environ for name in _RANK_ENV)
+        return report_error("pyg_sar.train", exc, _launch_rank(), 2 if launched else 1)
     return 0
 
 

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from pyg_sar._extras import MissingExtraError
+from pyg_sar.cli_errors import USER_ERRORS, report_error
 from pyg_sar.cli_types import positive_int
 from pyg_sar.partition.assign import BALANCES, EDGE_BALANCE_MIN_PARTS, METHODS, resolve_balance
 
@@ -78,6 +79,18 @@ def load_data(dataset: str, kwargs: dict[str, Any]):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m pyg_sar.partition``: an error is one line naming its cause (``--debug``:
+    the traceback); returns the exit status."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        return _partition(argv)
+    except USER_ERRORS as exc:
+        if "--debug" in argv:
+            raise
+        return report_error("python -m pyg_sar.partition", exc)
+
+
+def _partition(argv: Sequence[str]) -> int:
     from pyg_sar.datasets.registry import KNOWN_NAMES, is_known_dataset
 
     parser = argparse.ArgumentParser(prog="python -m pyg_sar.partition",
@@ -99,6 +112,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--overwrite", action="store_true",
                         help="replace a non-empty output folder")
+    parser.add_argument("--debug", action="store_true",
+                        help="show the traceback of an error (default: one line naming the "
+                             "cause)")
     parser.add_argument("--normalize-features", action="store_true",
                         help="apply torch_geometric.transforms.NormalizeFeatures() (each row "
                              "of x scaled to sum to one) before partitioning, as PyG's "
@@ -170,6 +186,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     t = time.perf_counter()
     try:
         data = load_data(args.dataset, dict(args.arg))
+    except TypeError as err:  # a keyword the loader does not take: the --arg, not a bug
+        if not args.arg:
+            raise
+        parser.exit(2, f"{parser.prog}: error: could not load --dataset {args.dataset!r} "
+                       f"with --arg {' --arg '.join(f'{k}={v!r}' for k, v in args.arg)}: "
+                       f"{err}\n")
     except (ValueError, OSError, ImportError) as err:
         parser.exit(2, f"{parser.prog}: error: could not load --dataset {args.dataset!r}: "
                        f"{err}\n")

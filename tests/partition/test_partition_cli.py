@@ -145,3 +145,26 @@ def test_normalize_features_matches_pyg_examples(tmp_path, monkeypatch, capsys):
     assert "--normalize-features" in subprocess.run(
         [sys.executable, "-m", "pyg_sar.partition", "--help"], capture_output=True, text=True,
         timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)}).stdout
+
+
+def _loader_that_fails():
+    raise RuntimeError("the disk holding the dataset is full")
+
+
+def test_an_error_while_partitioning_is_one_line_or_a_traceback_with_debug(tmp_path, capsys):
+    """An error the run meets (here the dataset loader's RuntimeError) is one line naming the
+    cause; with ``--debug`` it propagates with its traceback."""
+    loader = f"{__name__}:_loader_that_fails"
+    args = ["--dataset", loader, "--num-parts", "2", "--out", str(tmp_path / "out")]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [
+        "python -m pyg_sar.partition: error: the disk holding the dataset is full "
+        "(--debug shows the traceback)"], err
+    with pytest.raises(RuntimeError, match="the disk holding the dataset is full"):
+        main([*args, "--debug"])
+    with pytest.raises(SystemExit) as exit_info:  # an --arg the loader does not take
+        main(["--dataset", "cora", "--arg", "bogus=1", "--num-parts", "2", "--out",
+              str(tmp_path / "out")])
+    assert exit_info.value.code == 2
+    assert "could not load --dataset 'cora' with --arg bogus=1: " in capsys.readouterr().err

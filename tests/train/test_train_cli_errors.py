@@ -130,13 +130,45 @@ def test_one_process_that_called_init_is_refused_a_two_part_folder_at_load(tmp_p
 
 
 def test_one_process_on_a_two_part_folder_fails_at_load_not_in_forward(tmp_path):
+    """One line naming the cause; ``--debug`` shows the traceback (through load_partition)."""
     parts = _two_part_folder(tmp_path / "p2")
+    cause = f"the partition at '{parts}' has 2 parts but the job runs on 1 rank (world size)"
     proc = _cli(["--parts", str(parts), "--epochs", "1"], tmp_path)
     assert proc.returncode == 1
-    assert (f"ValueError: the partition at '{parts}' has 2 parts but the job runs on 1 rank "
-            f"(world size)") in proc.stderr, proc.stderr[-3000:]
-    assert "load_partition" in proc.stderr and "DistGraph was partitioned" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"pyg_sar.train: error: {cause}; partition the graph with num_parts=1 or launch 2 ranks "
+        f"(or, to inspect one part in this process, pass world_size=2) "
+        f"(--debug shows the traceback)"], proc.stderr[-3000:]
     assert "training" not in proc.stdout
+    proc = _cli(["--parts", str(parts), "--epochs", "1", "--debug"], tmp_path)
+    assert proc.returncode == 1
+    assert "Traceback" in proc.stderr and f"ValueError: {cause}" in proc.stderr
+    assert "load_partition" in proc.stderr and "DistGraph was partitioned" not in proc.stderr
+
+
+@pytest.mark.parametrize("problem", ["missing", "three_parts"])
+def test_two_ranks_print_one_line_each_naming_the_cause(tmp_path, problem):
+    """Under mpiexec a failed load is one line per rank at most (the failing rank's error, or
+    the line a rank prints when a peer failed first), each naming the cause; no traceback."""
+    mpiexec = find_mpiexec()
+    if mpiexec is None:
+        pytest.skip("needs mpiexec (the mpich wheel of pyg_sar[mpi])")
+    if problem == "missing":
+        parts = tmp_path / "absent"
+        cause = f"FileNotFoundError: no partition at '{parts}'"
+    else:
+        data = Data(x=torch.randn(20, 3), edge_index=torch.randint(0, 20, (2, 60)),
+                    y=torch.randint(0, 2, (20,)))
+        parts = tmp_path / "p3"
+        partition_graph(data, 3, parts, method="random")
+        cause = f"the partition at '{parts}' has 3 parts but the job runs on 2 ranks"
+    proc = _cli(["--parts", str(parts), "--epochs", "1"], tmp_path,
+                launcher=(mpiexec, "-n", "2"))
+    assert proc.returncode != 0
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert "Traceback" not in proc.stderr and 1 <= len(lines) <= 2, proc.stderr[-3000:]
+    assert all(cause in line for line in lines), proc.stderr[-3000:]
+    assert all(line.startswith(("pyg_sar.train: rank ", "pyg_sar: rank ")) for line in lines)
 
 
 def test_precision_and_wire_dtype_flags_are_checked_by_the_parser():
