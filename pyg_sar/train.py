@@ -45,7 +45,7 @@ from pyg_sar.datasets.registry import KNOWN_NAMES, is_hetero_dataset, is_known_d
 from pyg_sar.distributed.terminal import terminal_columns, writes_to_terminal
 from pyg_sar.nn.functional import accuracy, cross_entropy
 from pyg_sar.partition.assign import BALANCES, METHODS
-from pyg_sar.train_common import DTYPES, build_model
+from pyg_sar.train_common import DTYPES, EpochLog, build_model
 from pyg_sar.train_common import peak_rss_mb as _peak_rss_mb
 from pyg_sar.train_common import write_json as _write_json
 
@@ -152,7 +152,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "wider rows to bf16 (half the bytes of float32; default float32)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--backend", default=None, help="mpi, gloo or nccl (default: by launcher)")
-    p.add_argument("--metrics", default=None, help="write per-epoch metrics JSON here")
+    p.add_argument("--metrics", default=None,
+                   help="write the run's metrics JSON here at the end; in full-batch node "
+                        "classification each epoch's record is also appended to PATH's stem "
+                        "+ .epochs.jsonl as the epoch ends (kept if the run stops early)")
     p.add_argument("--progress", choices=PROGRESS, default="auto",
                    help="rank 0's per-epoch progress: a tqdm bar, log lines, or auto: the bar "
                         "when its output reaches a terminal (directly, or forwarded by mpiexec "
@@ -393,6 +396,8 @@ def run(args: argparse.Namespace) -> dict:
 
     bar = _progress_bar(args, lead, first_epoch)
     epoch = first_epoch
+    epoch_log = EpochLog(args.metrics, resume=bool(args.resume)) if lead and args.metrics \
+        else None
     from pyg_sar.compression import compressors_of
     from pyg_sar.distributed.traffic import EpochTraffic, summarize
     traffic, compressors = EpochTraffic(ctx.comm), compressors_of(model)
@@ -429,6 +434,8 @@ def run(args: argparse.Namespace) -> dict:
                 record.update(train_acc=train_acc, val_acc=val_acc)
             record.update(traffic.record())  # bytes per rank, layer and direction
             history.append(record)
+            if epoch_log is not None:
+                epoch_log.write(record)
             accs = (f"  train {record['train_acc']:.4f}  val {record['val_acc']:.4f}"
                     if "val_acc" in record else "")
             if bar is not None:
@@ -449,6 +456,9 @@ def run(args: argparse.Namespace) -> dict:
         if bar is not None:
             bar.close()
         raise
+    finally:
+        if epoch_log is not None:
+            epoch_log.close()
 
     metrics = dict(config=vars(args), world_size=ctx.world_size, backend=ctx.backend,
                    final_test_acc=test_acc, best_val_acc=best_val,

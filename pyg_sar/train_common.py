@@ -39,3 +39,34 @@ def peak_rss_mb() -> float:
 def write_json(path: Path, obj: dict) -> None:
     from pyg_sar.files import atomic_write
     atomic_write(path, json.dumps(obj, indent=1))
+
+
+def epoch_log_path(metrics: str | Path) -> Path:
+    """Where ``--metrics PATH`` streams its per-epoch records: ``PATH`` with its suffix
+    replaced by ``.epochs.jsonl`` (``m.json`` -> ``m.epochs.jsonl``)."""
+    path = Path(metrics)
+    return path.with_name(path.stem + ".epochs.jsonl")
+
+
+class EpochLog:
+    """The per-epoch records of ``--metrics``, appended one JSON line each as epochs end, so
+    that a run that stops early (Ctrl-C, a failure, a time limit) keeps the epochs it did; the
+    whole metrics JSON is written at the end.
+
+    A fresh run starts the file anew; a resumed run appends (an epoch redone after a restart
+    appears again: the last line of an epoch is its record). Each line is written and flushed
+    in one call, so a crash can cut only the last line short.
+    """
+
+    def __init__(self, metrics: str | Path, resume: bool) -> None:
+        self.path = epoch_log_path(metrics)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = open(self.path, "a" if resume else "w", encoding="utf-8")  # noqa: SIM115
+
+    def write(self, record: dict) -> None:
+        """Append one epoch's record."""
+        self._file.write(json.dumps(record) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()

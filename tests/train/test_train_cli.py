@@ -34,6 +34,8 @@ def test_one_rank_matches_plain_pyg_step_for_step(tmp_path):
         _run([sys.executable, *_train("--epochs", "15", "--dtype", "float64", "--metrics",
                                       str(metrics), *extra)], tmp_path)
         curves[name] = json.loads(metrics.read_text())["history"]
+        streamed = (tmp_path / f"{name}.epochs.jsonl").read_text().splitlines()
+        assert [json.loads(line) for line in streamed] == curves[name]  # as the run went
     for a, b in zip(curves["pyg"], curves["sar"], strict=True):
         assert abs(a["loss"] - b["loss"]) <= 1e-10 * abs(a["loss"]), (a, b)
         assert a["val_acc"] == b["val_acc"]

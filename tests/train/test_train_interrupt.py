@@ -3,6 +3,7 @@ checkpoint stays resumable. Each launch is interrupted only after the job printe
 proves training (and the first checkpoint) happened; timeouts here only detect hangs."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -132,7 +133,9 @@ def _rank_pids(launcher_pid: int) -> dict[int, int]:
 
 
 def test_single_process_interrupt_is_one_line(tmp_path):
-    proc = _start(_train(tmp_path, "--epochs", "100000"), tmp_path)
+    """One line; the epochs done before Ctrl-C are kept in ``--metrics``' epoch stream."""
+    metrics = tmp_path / "m.json"
+    proc = _start(_train(tmp_path, "--epochs", "100000", "--metrics", str(metrics)), tmp_path)
     _wait_for_line(proc, "epoch    2/")
     os.killpg(proc.pid, signal.SIGINT)
     _, err = _finish(proc)
@@ -142,6 +145,12 @@ def test_single_process_interrupt_is_one_line(tmp_path):
     assert len(lines) == 1 and re.fullmatch(
         r"pyg_sar\.train: interrupted at epoch \d+ \(no --checkpoint: nothing saved\)",
         lines[0]), err
+    stopped_at = int(re.search(r"at epoch (\d+)", lines[0]).group(1))
+    records = [json.loads(line) for line in
+               (tmp_path / "m.epochs.jsonl").read_text().splitlines()]
+    assert [r["epoch"] for r in records] in (list(range(1, stopped_at + 1)),
+                                             list(range(1, stopped_at)))
+    assert all(r["loss"] > 0 for r in records) and not metrics.exists()
 
 
 @pytest.mark.skipif(find_mpiexec() is None, reason="needs mpiexec (the mpich wheel)")
