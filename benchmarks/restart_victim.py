@@ -2,7 +2,12 @@
 for ``benchmarks/restart.py``. Every process appends timestamped events to ``STAMPS/<pid>``:
 ``start`` (interpreter up, before torch is imported), ``resumed`` (after ``load_checkpoint``
 returned), ``kill`` (rank 1 of the launcher's first attempt, just before it SIGKILLs itself at
-the checkpoint of KILL_EPOCH, once rank 0 has finished that epoch); KILL_EPOCH 0: no kill."""
+the checkpoint of KILL_EPOCH, once rank 0 has finished that epoch); KILL_EPOCH 0: no kill.
+
+With ``RESTART_FAULT=cut`` (``restart.py --hosts``) no rank kills itself: at the checkpoint of
+KILL_EPOCH of the first attempt every rank stamps ``paused`` and waits (at most 600 s) until
+the file ``STAMPS/../go`` exists; the benchmark cuts a host's link in the meantime, so the
+checkpoint's communication crosses the cut link."""
 import json
 import os
 import signal
@@ -36,8 +41,16 @@ def _finished(epoch: int) -> bool:
         return False
 
 
+cut = os.environ.get("RESTART_FAULT") == "cut"
+
+
 def save_or_die(path, model, optimizer=None, epoch=0, **kwargs):
-    if kill_epoch and epoch == kill_epoch and attempt == "0" and rank == "1":
+    if cut and kill_epoch and epoch == kill_epoch and attempt == "0":
+        stamp("paused")
+        go, deadline = stamps.parent / "go", time.monotonic() + 600
+        while not go.exists() and time.monotonic() < deadline:
+            time.sleep(0.005)
+    elif kill_epoch and epoch == kill_epoch and attempt == "0" and rank == "1":
         while not _finished(epoch):
             time.sleep(0.005)
         stamp("kill")
