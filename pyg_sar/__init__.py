@@ -5,20 +5,22 @@ Public API (reference: ``docs/api.rst``): :func:`init`, :func:`distribute`,
 :func:`load_partition`, :func:`partition_graph`, :class:`PartitionData`, :func:`convert`,
 :func:`unconvert`, :class:`SARConfig`, :class:`DistGraph`, :func:`print`, :func:`log`,
 :func:`barrier`, :func:`global_sum`, :func:`save_checkpoint`, :func:`load_checkpoint`; global
-losses and metrics in :mod:`pyg_sar.nn.functional`. Heavy submodules are imported on first use
-so ``import pyg_sar`` stays cheap.
+losses and metrics in :mod:`pyg_sar.nn.functional`. Every name is imported on first use, so
+``import pyg_sar`` stays cheap (it imports no torch).
 """
 from __future__ import annotations
 
 import importlib
 from typing import Any
 
-from pyg_sar.config import SARConfig
-from pyg_sar.graph import Block, DistGraph
-
 __version__ = "0.2.0"
 
+# Every public name is imported on first use: ``import pyg_sar`` imports neither torch nor PyG,
+# so the command-line tools parse their arguments first.
 _LAZY = {
+    "SARConfig": "pyg_sar.config",
+    "DistGraph": "pyg_sar.graph",
+    "Block": "pyg_sar.graph",
     "init": "pyg_sar.distributed.context",
     "DistContext": "pyg_sar.distributed.context",
     "get_context": "pyg_sar.distributed.context",
@@ -54,8 +56,7 @@ _LAZY = {
 
 # pyg_sar.print and pyg_sar.log stay out of ``from pyg_sar import *``: they would shadow the
 # builtin print and any log of the user's.
-__all__ = ["SARConfig", "DistGraph", "Block", "__version__",
-           *(name for name in _LAZY if name not in ("print", "log"))]
+__all__ = ["__version__", *(name for name in _LAZY if name not in ("print", "log"))]
 
 
 def __getattr__(name: str) -> Any:
@@ -67,3 +68,7 @@ def __getattr__(name: str) -> Any:
     value = mod if module == f"pyg_sar.{name}" else getattr(mod, name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -625,8 +625,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _training_args(args: argparse.Namespace, config: dict) -> argparse.Namespace:
     """The training run's arguments: train's defaults, the checkpoint's config, the flags."""
-    from pyg_sar import train
-    values = vars(train.build_parser().parse_args([]))
+    from pyg_sar.train_args import build_parser
+    values = vars(build_parser().parse_args([]))
     values.update({k: v for k, v in config.items() if k in values})
     values.update({k: getattr(args, k) for k in _MODEL_FLAGS if getattr(args, k) is not None})
     return argparse.Namespace(**values)
@@ -636,7 +636,7 @@ def run(args: argparse.Namespace) -> Path:
     import torch
 
     import pyg_sar
-    from pyg_sar import train
+    from pyg_sar import train_node as train
     from pyg_sar.checkpoint import read_latest
     from pyg_sar.compression.cli import compressor_from_args
     from pyg_sar.distributed.supervision import supervision_requested

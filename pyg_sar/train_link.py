@@ -37,18 +37,6 @@ import pyg_sar
 NEG_METHODS = ("uniform", "degree")
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The ``--task link`` options of ``python -m pyg_sar.train``."""
-    g = p.add_argument_group("link prediction (--task link)")
-    g.add_argument("--num-val", type=float, default=0.05,
-                   help="share of edges held out for validation (RandomLinkSplit)")
-    g.add_argument("--num-test", type=float, default=0.1,
-                   help="share of edges held out for test (RandomLinkSplit)")
-    g.add_argument("--neg-method", choices=NEG_METHODS, default="uniform",
-                   help="negative sampling: uniform or degree-weighted destinations")
-    g.add_argument("--hits-k", type=int, default=20, help="K of Hits@K (default 20)")
-
-
 def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Refuse the node-task options that ``--task link`` does not implement (argparse error)."""
     if args.task != "link":

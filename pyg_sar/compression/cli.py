@@ -1,4 +1,5 @@
-"""The compression flags of ``python -m pyg_sar.train`` and the compressor they describe.
+"""The compression flags of ``python -m pyg_sar.train`` (declared in
+:mod:`pyg_sar.train_args`): their checks and the compressor they describe.
 
     mpiexec -n 4 python -m pyg_sar.train --dataset wordnet --model sage --layers 3 \\
         --hidden 256 --compression truncate --schedule linear --ratio-max 128
@@ -28,84 +29,16 @@ from __future__ import annotations
 import argparse
 from typing import Optional
 
-from pyg_sar.compression.factory import CODEC_NAMES, SCHEDULE_NAMES, make_compressor
+from pyg_sar.compression.factory import SCHEDULE_NAMES, make_compressor
 from pyg_sar.compression.interface import (
-    COMPRESS_DIRECTIONS,
-    ERROR_FEEDBACK,
     CompressionSpec,
     all_but_last,
 )
-from pyg_sar.compression.packing import BITS
 from pyg_sar.compression.presets import auto
 
 NONE = "none"
 AUTO = "auto"
 DECAYING = tuple(s for s in SCHEDULE_NAMES if s not in ("fixed", "stages"))
-
-
-def _non_negative_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0 (got {text})")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1 (got {text})")
-    return value
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    """Add the compression flags to the training CLI's parser."""
-    g = p.add_argument_group("compression of the rows that cross the network (VARCO)")
-    g.add_argument("--compression", choices=(NONE, AUTO, *CODEC_NAMES), default=NONE,
-                   help="codec of boundary rows and their gradients: channel truncation "
-                        "(VARCO), a random channel subset, or stochastic-rounding "
-                        "quantisation; auto: the preset (every layer quantised 4 -> 8 bits -> "
-                        "raw) "
-                        "(default: none)")
-    g.add_argument("--schedule", choices=SCHEDULE_NAMES, default=None,
-                   help="compression ratio over training steps (default: fixed)")
-    g.add_argument("--ratio-max", type=float, default=None,
-                   help="the fixed ratio, or where a decaying schedule starts (default 4)")
-    g.add_argument("--ratio-min", type=float, default=None,
-                   help="where a decaying schedule ends, or the ratio after the last of "
-                        "--stages (default 1: lossless)")
-    g.add_argument("--decay-steps", type=float, default=None,
-                   help="steps a decaying schedule takes to reach --ratio-min (default "
-                        "(epochs - 2) / 5, VARCO's slope 5; all of training for fraction)")
-    g.add_argument("--fraction-power", type=float, default=None,
-                   help="--schedule fraction: the kept fraction 1/ratio grows as this power "
-                        "of the step (default 1)")
-    g.add_argument("--stages", default=None, metavar="R:F,R:F,...",
-                   help="--schedule stages: ratio R until the fraction F of the run, in "
-                        "order; then --ratio-min (quantize: R = 32/bits, e.g. "
-                        "16:0.35,8:0.65,4:0.95 is 2, 4, 8 bits, then raw)")
-    g.add_argument("--bits", type=int, choices=BITS, default=None,
-                   help="quantize at this many bits (a fixed ratio of 32 / bits)")
-    g.add_argument("--compress-last-layer", action="store_true",
-                   help="also compress the last message-passing layer's input (VARCO does not)")
-    g.add_argument("--error-feedback", choices=tuple(ERROR_FEEDBACK), default=None,
-                   help="add each message's previous compression error before encoding it, "
-                        "for the rows, the gradients or both (subset and quantize; default: "
-                        "none; meant for biased codecs such as subset without rescaling; with "
-                        "quantize's unbiased rounding it added error in our study)")
-    g.add_argument("--compress-directions", choices=tuple(COMPRESS_DIRECTIONS), default=None,
-                   help="compress the rows sent forward, the gradients sent back, or both "
-                        "(default both)")
-    g.add_argument("--logit-dtype", choices=("bfloat16", "raw"), default=None,
-                   help="the dtype of attention logits (GAT) in the steps where the codec is "
-                        "lossy; raw at ratio 1 whatever this says (default: bfloat16 for "
-                        "auto, raw otherwise)")
-    g.add_argument("--compression-total-steps", type=_positive_int, default=None,
-                   help="lay the schedule out for this many optimizer steps instead of "
-                        "--epochs (the stage ends of --stages and auto, the default "
-                        "--decay-steps)")
-    g.add_argument("--compression-start-step", type=_non_negative_int, default=None,
-                   help="start the schedules at this step instead of 0 (to time one stage "
-                        "of a longer run; not with --resume)")
 
 
 def _given(args: argparse.Namespace, *flags: str) -> list[str]:

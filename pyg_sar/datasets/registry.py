@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from torch_geometric.data import Data, HeteroData
@@ -16,6 +15,8 @@ from pyg_sar.datasets.reduced import svd_features
 from pyg_sar.datasets.synthetic_rmat import rmat
 from pyg_sar.datasets.synthetic_sbm import sbm_dense, sbm_sparse
 from pyg_sar.datasets.wordnet30 import wordnet
+from pyg_sar.names import HETERO_DATASETS as HETERO_NAMES
+from pyg_sar.names import is_hetero_dataset, is_known_dataset
 
 
 def _rmat_default(num_nodes: int = 100_000, num_edges: int = 1_000_000, **kwargs: Any) -> Data:
@@ -37,28 +38,8 @@ _BUILDERS: dict[str, tuple[Callable[..., Data | HeteroData], bool]] = {
 }
 
 KNOWN_NAMES = (*_BUILDERS, "ogb:<folder>")
-
-
-def is_known_dataset(name: str) -> bool:
-    """Whether :func:`load_dataset` knows ``name`` (checks the name only, loads nothing)."""
-    if not isinstance(name, str):
-        return False
-    if name[:4].lower() == "ogb:":
-        return bool(name[4:])
-    return name.lower() in _BUILDERS
-
-
-HETERO_NAMES = ("wordnet-hetero", "mag-like")
-
-
-def is_hetero_dataset(name: str) -> bool:
-    """Whether the built-in ``name`` gives a ``HeteroData`` (``"ogb:<folder>"``: whether the
-    folder is in the heterogeneous layout; loads nothing)."""
-    if not isinstance(name, str):
-        return False
-    if name[:4].lower() == "ogb:":
-        return (Path(name[4:]).expanduser() / "raw" / "num-node-dict.csv.gz").is_file()
-    return name.lower() in HETERO_NAMES
+__all__ = ["KNOWN_NAMES", "HETERO_NAMES", "is_known_dataset", "is_hetero_dataset",
+           "load_dataset"]
 
 
 def load_dataset(name: str = "cora", root: str | os.PathLike | None = None,

@@ -14,21 +14,29 @@
 * ``python -m pyg_sar.partition --dataset NAME --num-parts P --out DIR`` does it from the shell
   (``--source DIR`` for a graph on disk).
 """
-from pyg_sar.partition.api import partition_graph
-from pyg_sar.partition.format import FORMAT_VERSION, MetaError
-from pyg_sar.partition.hetero import HeteroPartition
-from pyg_sar.partition.link_split import load_link_split
-from pyg_sar.partition.loader import (
-    LocalPartition,
-    PartitionData,
-    load_node_map,
-    load_partition,
-    read_meta,
-)
-from pyg_sar.partition.sources import ChunkSource, NpySource
-from pyg_sar.partition.storage import ChecksumError
-from pyg_sar.partition.stream import write_partition_streaming
-from pyg_sar.partition.writer import PartitionReport, write_partition
+import importlib
+from typing import Any
+
+# Each public name is imported on first use, so that ``python -m pyg_sar.partition`` parses its
+# arguments before torch is imported.
+_LAZY = {
+    "partition_graph": "pyg_sar.partition.api",
+    "FORMAT_VERSION": "pyg_sar.partition.format",
+    "MetaError": "pyg_sar.partition.format",
+    "HeteroPartition": "pyg_sar.partition.hetero",
+    "load_link_split": "pyg_sar.partition.link_split",
+    "LocalPartition": "pyg_sar.partition.loader",
+    "PartitionData": "pyg_sar.partition.loader",
+    "load_node_map": "pyg_sar.partition.loader",
+    "load_partition": "pyg_sar.partition.loader",
+    "read_meta": "pyg_sar.partition.loader",
+    "ChunkSource": "pyg_sar.partition.sources",
+    "NpySource": "pyg_sar.partition.sources",
+    "ChecksumError": "pyg_sar.partition.storage",
+    "write_partition_streaming": "pyg_sar.partition.stream",
+    "PartitionReport": "pyg_sar.partition.writer",
+    "write_partition": "pyg_sar.partition.writer",
+}
 
 __all__ = [
     "FORMAT_VERSION",
@@ -48,3 +56,16 @@ __all__ = [
     "write_partition",
     "write_partition_streaming",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pyg_sar.partition' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -37,6 +37,9 @@ from __future__ import annotations
 import argparse
 import ast
 import importlib
+import os
+import shutil
+import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -46,7 +49,8 @@ from typing import Any
 from pyg_sar._extras import MissingExtraError
 from pyg_sar.cli_errors import USER_ERRORS, report_error
 from pyg_sar.cli_types import positive_int
-from pyg_sar.partition.assign import BALANCES, EDGE_BALANCE_MIN_PARTS, METHODS, resolve_balance
+from pyg_sar.names import BALANCES, EDGE_BALANCE_MIN_PARTS, KNOWN_DATASET_NAMES, is_known_dataset
+from pyg_sar.names import PARTITION_METHODS as METHODS
 
 
 def _parse_arg(text: str) -> tuple[str, Any]:
@@ -68,7 +72,6 @@ def _for_cli(err: Exception) -> str:
 def load_data(dataset: str, kwargs: dict[str, Any]):
     """The ``Data`` named by ``dataset`` (a built-in name or ``module:function``)."""
     from pyg_sar.datasets import load_dataset
-    from pyg_sar.datasets.registry import is_known_dataset
     if ":" in dataset and not is_known_dataset(dataset):  # "ogb:<folder>" is built in
         module_name, _, func_name = dataset.partition(":")
         func = getattr(importlib.import_module(module_name), func_name, None)
@@ -76,6 +79,61 @@ def load_data(dataset: str, kwargs: dict[str, Any]):
             raise ValueError(f"--dataset {dataset!r}: {module_name} has no function {func_name!r}")
         return func(**kwargs)
     return load_dataset(dataset, **kwargs)
+
+
+def _progress(line: str) -> None:
+    """A phase of a run that may take minutes, on stderr (the report goes to stdout)."""
+    print(f"partition: {line}", file=sys.stderr, flush=True)
+
+
+def run_interruptible(argv: Sequence[str] | None = None) -> int:
+    """:func:`main` in a forked child, so that Ctrl-C stops it at once: METIS (``pymetis``)
+    holds the interpreter for the whole partitioning, where no Python signal handler runs.
+    The parent only waits; on Ctrl-C it kills the child, removes the folder it was staging
+    (``.OUT.tmp-*``: the output folder itself is only ever renamed into place, complete) and
+    returns 130. Without ``os.fork`` (Windows) it runs :func:`main` itself."""
+    if not hasattr(os, "fork"):
+        return main(argv)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    child = os.fork()
+    if child == 0:  # the child does the work and never returns into the caller's code
+        status = 1
+        try:
+            status = main(argv)
+        except SystemExit as done:  # argparse's exits
+            status = done.code if isinstance(done.code, int) else (0 if done.code is None
+                                                                   else 2)
+        except KeyboardInterrupt:
+            status = 130
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(status)
+    try:
+        _, wait_status = os.waitpid(child, 0)
+    except KeyboardInterrupt:
+        os.kill(child, signal.SIGKILL)
+        os.waitpid(child, 0)
+        out = _out_dir(sys.argv[1:] if argv is None else argv)
+        if out is not None:
+            for staged in out.parent.glob(f".{out.name}.tmp-*"):
+                shutil.rmtree(staged, ignore_errors=True)
+        where = f": nothing was written to {out}" if out is not None else ""
+        print(f"python -m pyg_sar.partition: interrupted{where}", file=sys.stderr, flush=True)
+        return 130
+    return os.waitstatus_to_exitcode(wait_status) % 256
+
+
+def _out_dir(argv: Sequence[str]) -> Path | None:
+    """The ``--out`` folder of ``argv`` (``None`` if it names none)."""
+    argv = list(argv)
+    for i, arg in enumerate(argv):
+        if arg == "--out" and i + 1 < len(argv):
+            return Path(argv[i + 1])
+        if arg.startswith("--out="):
+            return Path(arg[len("--out="):])
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -91,12 +149,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _partition(argv: Sequence[str]) -> int:
-    from pyg_sar.datasets.registry import KNOWN_NAMES, is_known_dataset
+    # Only names so far: torch and PyG are imported once the arguments are parsed.
 
     parser = argparse.ArgumentParser(prog="python -m pyg_sar.partition",
                                      description="Partition a graph for pyg_sar training.")
     parser.add_argument("--dataset",
-                        help=f"a built-in dataset ({', '.join(KNOWN_NAMES)}) or "
+                        help=f"a built-in dataset ({', '.join(KNOWN_DATASET_NAMES)}) or "
                              f"module:function returning a torch_geometric Data or HeteroData")
     parser.add_argument("--arg", action="append", default=[], type=_parse_arg, metavar="KEY=VALUE",
                         help="keyword argument for the dataset loader (repeatable)")
@@ -167,6 +225,7 @@ def _partition(argv: Sequence[str]) -> int:
                 parser.error(f"argument --{flag.replace('_', '-')}: expected a fraction in "
                              f"[0, 1) (got {value})")
     # Everything the arguments alone decide is refused before the (possibly long) load.
+    from pyg_sar.partition.assign import resolve_balance
     default_balance = resolve_balance(args.method, None, args.num_parts)
     if args.task == "link" and args.balance is not None and args.balance != default_balance:
         parser.error(f"argument --balance: a link-prediction split (--task link) is "
@@ -174,7 +233,7 @@ def _partition(argv: Sequence[str]) -> int:
                      f"{args.method} and --num-parts {args.num_parts})")
     if ":" not in args.dataset and not is_known_dataset(args.dataset):
         parser.error(f"argument --dataset: unknown dataset {args.dataset!r} (known: "
-                     f"{', '.join(KNOWN_NAMES)}, or module:function)")
+                     f"{', '.join(KNOWN_DATASET_NAMES)}, or module:function)")
     from pyg_sar.partition.storage import check_out_dir
     try:
         check_out_dir(Path(args.out), args.overwrite)
@@ -184,6 +243,7 @@ def _partition(argv: Sequence[str]) -> int:
     from pyg_sar.partition.writer import write_partition
 
     t = time.perf_counter()
+    _progress(f"loading --dataset {args.dataset}")
     try:
         data = load_data(args.dataset, dict(args.arg))
     except TypeError as err:  # a keyword the loader does not take: the --arg, not a bug
@@ -209,7 +269,7 @@ def _partition(argv: Sequence[str]) -> int:
     try:
         report = write_partition(data, args.num_parts, args.out, method=args.method,
                                  seed=args.seed, overwrite=args.overwrite,
-                                 balance=args.balance)
+                                 balance=args.balance, progress=_progress)
     except (ValueError, MissingExtraError) as err:  # e.g. bad data, or no pymetis
         print(f"{parser.prog}: error: {_for_cli(err)}", file=sys.stderr)
         return 2
@@ -279,4 +339,4 @@ def _write_link_split(parser: argparse.ArgumentParser, args: argparse.Namespace,
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_interruptible())

@@ -5,7 +5,7 @@ import copy
 import json
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -234,10 +234,15 @@ def _split_tensors(data: Any, num_nodes: int, num_edges: int
 def write_partition(data: Any, num_parts: int, out_dir: str | Path, method: str = "metis",
                     seed: int = 0, overwrite: bool = False, on_nonfinite: str = "warn", *,
                     balance: Balance | None = None,
-                    ubvec: Sequence[float] | None = None) -> PartitionReport:
+                    ubvec: Sequence[float] | None = None,
+                    progress: Callable[[str], None] | None = None) -> PartitionReport:
     """:func:`partition_graph` returning a :class:`PartitionReport` (sizes, cut, balance,
     timings); a ``HeteroData`` gets a
-    :class:`~pyg_sar.partition.hetero_writer.HeteroPartitionReport`."""
+    :class:`~pyg_sar.partition.hetero_writer.HeteroPartitionReport`.
+
+    ``progress``, if given, is called with one line as each phase of a homogeneous graph
+    starts (assigning the nodes to parts, laying the parts out, writing them): the CLI prints
+    them, since METIS on a large graph takes minutes."""
     from pyg_sar.partition.hetero_input import is_hetero
     if is_hetero(data):
         checked_arguments(num_parts, method, seed, on_nonfinite, balance, ubvec)
@@ -268,15 +273,21 @@ def write_partition(data: Any, num_parts: int, out_dir: str | Path, method: str 
     check_finite({**node_data, **edge_data}, on_nonfinite, "partition_graph")
     timings = {"validate": time.perf_counter() - t_start}
 
+    say = progress or (lambda line: None)
     t = time.perf_counter()
+    routine = partitioner_of(method, num_parts) if num_parts > 1 else method
+    say(f"assigning {num_nodes:,} nodes ({num_edges:,} edges) to {num_parts} part(s) with "
+        f"{routine} (balance: {balance})")
     parts = assign_parts(edge_index, num_nodes, num_parts, method, seed, balance, ubvec)
     timings["assign"] = time.perf_counter() - t
+    say(f"assigned in {timings['assign']:.1f} s; laying out the parts")
     t = time.perf_counter()
     layout = Layout(edge_index, parts, num_parts)
     del parts, edge_index
     timings["layout"] = time.perf_counter() - t
 
     t = time.perf_counter()
+    say(f"writing {num_parts} parts to {out_dir}")
     partitioning = {"by": balance, "partitioner": partitioner_of(method, num_parts),
                     "ubvec": None if ubvec is None else [float(u) for u in ubvec]}
     with staged_dir(out_dir, overwrite) as tmp:

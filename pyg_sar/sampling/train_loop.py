@@ -19,25 +19,6 @@ import torch.nn.functional as F
 SAMPLERS = ("sage", "ladies")
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The minibatch flags of ``python -m pyg_sar.train``."""
-    g = p.add_argument_group("minibatch training (matrix-based bulk sampling)")
-    g.add_argument("--sampler", choices=SAMPLERS, default=None,
-                   help="train on sampled minibatches: GraphSAGE (node-wise) or LADIES "
-                        "(layer-wise) instead of full-batch")
-    g.add_argument("--fanout", default="15,10,5",
-                   help="per hop: neighbours per node (sage) or nodes per layer (ladies); "
-                        "the number of hops is the number of layers")
-    g.add_argument("--batch-size", type=int, default=1024)
-    g.add_argument("--bulk", type=int, default=32, help="minibatches sampled per call (k)")
-    g.add_argument("--replicate-graph", action="store_true",
-                   help="hold the whole graph structure on every rank (no communication "
-                        "for sampling)")
-    g.add_argument("--replication", type=int, choices=(1, 2), default=1,
-                   help="1: 1D row partition of the adjacency; 2: 1.5D (pairs of ranks hold "
-                        "both their parts)")
-
-
 def parse_fanout(text: str) -> list[int]:
     try:
         sizes = [int(s) for s in text.split(",") if s.strip()]

@@ -69,7 +69,7 @@ ROOT = Path(__file__).resolve().parents[2]
     (["--logit-dtype", "bfloat16"], "--logit-dtype needs --compression"),
     (["--compression", "auto", "--logit-dtype", "float16"], "invalid choice: 'float16'"),
     (["--compression", "auto", "--compression-total-steps", "0"],
-     "--compression-total-steps: must be an integer >= 1"),
+     "--compression-total-steps: expected an integer >= 1"),
 ])
 def test_bad_flags_are_argparse_errors(argv, match, capsys):
     with pytest.raises(SystemExit) as e:

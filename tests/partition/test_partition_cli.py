@@ -27,6 +27,8 @@ GRAPH_MODULE = textwrap.dedent("""
                     y=torch.randint(0, 2, (num_nodes,), generator=gen))
 """)
 
+ROOT = Path(__file__).resolve().parents[2]
+
 
 def test_cli_partitions_a_generated_graph(tmp_path, monkeypatch, capsys):
     (tmp_path / "cli_graphs.py").write_text(GRAPH_MODULE)
@@ -168,3 +170,48 @@ def test_an_error_while_partitioning_is_one_line_or_a_traceback_with_debug(tmp_p
               str(tmp_path / "out")])
     assert exit_info.value.code == 2
     assert "could not load --dataset 'cora' with --arg bogus=1: " in capsys.readouterr().err
+
+
+def _sigint_default() -> None:
+    """SIGINT's default action in the child, as a terminal gives its foreground job (a test
+    run in the background by a shell without job control inherits it ignored)."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def test_ctrl_c_stops_the_cli_inside_metis_and_leaves_nothing(tmp_path):
+    """Ctrl-C while METIS runs (pymetis holds the interpreter: no Python handler could run)
+    ends the CLI within seconds with status 130 and one line, leaving neither the output
+    folder nor its staging folder; the phases were printed as they started."""
+    import signal
+    import time
+
+    out = tmp_path / "out"
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pyg_sar.partition", "--dataset", "rmat", "--arg",
+         "num_nodes=300000", "--arg", "num_edges=3000000", "--num-parts", "8", "--out", str(out)],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True, preexec_fn=_sigint_default)
+    try:
+        seen = []
+        for line in proc.stderr:  # the phases, as they start
+            seen.append(line)
+            if line.startswith("partition: assigning"):
+                break
+        assert seen and seen[-1].startswith("partition: assigning"), seen
+        time.sleep(1.0)  # inside METIS by now
+        assert proc.poll() is None, "METIS finished before the interrupt: use a larger graph"
+        interrupted = time.monotonic()
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        took = time.monotonic() - interrupted
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, (proc.returncode, err)
+    assert err.strip().splitlines()[-1] == \
+        f"python -m pyg_sar.partition: interrupted: nothing was written to {out}", err
+    assert took < 10, f"the CLI took {took:.1f} s to stop"
+    assert not out.exists() and not list(tmp_path.glob(".out.tmp-*"))

@@ -15,7 +15,8 @@ from torch_geometric.data import Data
 from pyg_sar.datasets.registry import KNOWN_NAMES
 from pyg_sar.partition import load_partition, partition_graph
 from pyg_sar.testing import find_mpiexec
-from pyg_sar.train import _load, parse_args
+from pyg_sar.train import parse_args
+from pyg_sar.train_node import _load
 
 ROOT = Path(__file__).resolve().parents[2]
 PROG = "python -m pyg_sar.train"

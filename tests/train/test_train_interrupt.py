@@ -197,7 +197,8 @@ def test_interrupting_one_rank_stops_the_job_promptly_and_quietly(tmp_path):
 
 
 def test_interrupt_line_says_what_is_saved(tmp_path):
-    from pyg_sar.train import _interrupted, parse_args
+    from pyg_sar.train import parse_args
+    from pyg_sar.train_node import _interrupted
     assert _interrupted(parse_args([]), None) == \
         "pyg_sar.train: interrupted (no --checkpoint: nothing saved)"
     ck = tmp_path / "ck"

@@ -19,7 +19,8 @@ import pytest
 
 from pyg_sar.distributed.terminal import launcher_terminal, terminal_columns, writes_to_terminal
 from pyg_sar.testing import find_mpiexec
-from pyg_sar.train import parse_args, use_progress_bar
+from pyg_sar.train import parse_args
+from pyg_sar.train_node import use_progress_bar
 
 ROOT = Path(__file__).resolve().parents[2]
 HANG_S = 300  # hang detector only
