@@ -57,3 +57,21 @@ def probability(text: str) -> float:
     if not 0.0 <= value < 1.0:
         raise argparse.ArgumentTypeError(f"expected a probability in [0, 1) (got {value:g})")
     return value
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """``--help`` of the command-line tools: each option's default after its help (unless the
+    help names it already, or there is none to show), and an epilog that starts with
+    ``examples:`` as written (other texts are wrapped as usual)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text.startswith("examples:"):
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if (not action.option_strings or "default" in text.lower() or action.default in (
+                None, False, argparse.SUPPRESS) or action.nargs == 0):
+            return text
+        return f"{text} (default: %(default)s)".lstrip()

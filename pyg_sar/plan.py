@@ -48,6 +48,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from pyg_sar.cli_types import HelpFormatter
+
 MODELS = ("sage", "gcn", "gat")
 MODES = ("sar", "sa", "halo")
 PARTITIONINGS = ("metis", "random")
@@ -686,7 +688,13 @@ def _header(unit: str, bandwidth: bool, paper: bool) -> str:
 def main(argv: Optional[list[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="python -m pyg_sar.plan",
                                 description="Predict per-rank peak memory, bytes per epoch "
-                                            "and epoch time of a pyg_sar training run.")
+                                            "and epoch time of a pyg_sar training run.",
+                                formatter_class=HelpFormatter, epilog="""examples:
+  python -m pyg_sar.plan --parts parts --hidden 256 --layers 3 --model sage
+  python -m pyg_sar.plan --nodes 2449029 --edges 123718280 --features 100 --classes 47 \\
+      --world-sizes 4 8 16 --bandwidth 10gbit   ogbn-products-sized, three cluster sizes
+  python -m pyg_sar.plan --preset papers100m    next to the SAR paper's figures
+""")
     p.add_argument("--preset", choices=["papers100m"],
                    help="ogbn-papers100M: 3-layer GraphSAGE 256 and GAT 128 x 4 heads at "
                         "P = 32, 64, 128, next to the SAR paper's figures")

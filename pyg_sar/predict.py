@@ -68,6 +68,8 @@ from typing import Any, Optional
 
 import numpy as np
 
+from pyg_sar.cli_types import HelpFormatter
+
 STORAGES = ("gather", "shared")
 OUTPUTS = ("logits", "probabilities", "embedding")
 _CHUNK_BYTES = 1 << 26  # default rows per message / write: 64 MiB of them
@@ -597,7 +599,13 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m pyg_sar.predict",
         description="Write a trained model's output for every node, in original node order "
                     "(one .npy array), from a partition folder and a checkpoint of python -m "
-                    "pyg_sar.train. Launch it like the training run (same number of ranks).")
+                    "pyg_sar.train. Launch it like the training run (same number of ranks).",
+        formatter_class=HelpFormatter, epilog="""examples:
+  mpiexec -n 2 python -m pyg_sar.train --parts parts --checkpoint ckpt
+  mpiexec -n 2 python -m pyg_sar.predict --parts parts --checkpoint ckpt --out logits.npy
+  mpiexec -n 2 python -m pyg_sar.predict --parts parts --checkpoint ckpt \\
+      --output embedding --out emb.npy           the input of the last layer, every node
+""")
     p.add_argument("--parts", required=True, help="the partition folder the model was trained on")
     p.add_argument("--checkpoint", required=True,
                    help="checkpoint folder of python -m pyg_sar.train --checkpoint")

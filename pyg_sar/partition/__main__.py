@@ -48,9 +48,19 @@ from typing import Any
 
 from pyg_sar._extras import MissingExtraError
 from pyg_sar.cli_errors import USER_ERRORS, report_error
-from pyg_sar.cli_types import positive_int
+from pyg_sar.cli_types import HelpFormatter, positive_int
 from pyg_sar.names import BALANCES, EDGE_BALANCE_MIN_PARTS, KNOWN_DATASET_NAMES, is_known_dataset
 from pyg_sar.names import PARTITION_METHODS as METHODS
+
+EXAMPLES = """examples:
+  python -m pyg_sar.partition --dataset cora --num-parts 2 --out parts/cora-2
+  python -m pyg_sar.partition --dataset wordnet --num-parts 4 --balance edges --out parts/wn-4
+  python -m pyg_sar.partition --dataset ogb:/data/ogbn_arxiv --num-parts 8 --out parts/arxiv-8
+  python -m pyg_sar.partition --source graph/ --method kaminpar --num-parts 64 --out parts/big
+  python -m pyg_sar.partition --dataset cora --task link --num-parts 2 --out parts/cora-link
+  python -m pyg_sar.partition --dataset mymodule:load_graph --arg size=1000 --num-parts 2 \\
+      --out parts/mine                                   your own loader returning a Data
+"""
 
 
 def _parse_arg(text: str) -> tuple[str, Any]:
@@ -152,7 +162,8 @@ def _partition(argv: Sequence[str]) -> int:
     # Only names so far: torch and PyG are imported once the arguments are parsed.
 
     parser = argparse.ArgumentParser(prog="python -m pyg_sar.partition",
-                                     description="Partition a graph for pyg_sar training.")
+                                     description="Partition a graph for pyg_sar training.",
+                                     formatter_class=HelpFormatter, epilog=EXAMPLES)
     parser.add_argument("--dataset",
                         help=f"a built-in dataset ({', '.join(KNOWN_DATASET_NAMES)}) or "
                              f"module:function returning a torch_geometric Data or HeteroData")

@@ -92,3 +92,17 @@ def test_the_cli_names_agree_with_the_modules_that_implement_them():
         args = argparse.Namespace(model=model, layers=2, hidden=4, heads=2, dropout=0.0,
                                   norm="none")
         assert build_model(args, 3, 2) is not None
+
+
+@pytest.mark.parametrize("module", ["pyg_sar.train", "pyg_sar.partition.__main__",
+                                    "pyg_sar.predict", "pyg_sar.plan"])
+def test_every_cli_help_shows_defaults_and_examples(module, capsys):
+    import importlib
+
+    with pytest.raises(SystemExit) as exit_:
+        importlib.import_module(module).main(["--help"])
+    assert exit_.value.code == 0
+    text = capsys.readouterr().out
+    assert "\nexamples:\n" in text and "(default: " in text
+    examples = text.split("\nexamples:\n", 1)[1].splitlines()
+    assert examples and all(line.startswith("  ") for line in examples if line)
