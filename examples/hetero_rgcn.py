@@ -174,7 +174,11 @@ if ctx.rank == 0 and not args.no_reference:
     pyg_inputs, pyg_pick = inputs_of(data)
     pyg_y = data[target].y
     pyg_train, pyg_test = data[target].train_mask, data[target].test_mask
+    pyg_sar.print(f'Plain PyG on the whole graph first (rank 0, one process; the other '
+                  f'ranks wait), {args.epochs} epochs; --no_reference skips it')
     for epoch in range(args.epochs):
+        if epoch % 5 == 0:
+            pyg_sar.print(f'  plain PyG: epoch {epoch + 1:02d}/{args.epochs}')
         pyg_model.train()
         pyg_optimizer.zero_grad()
         out = pyg_pick(pyg_model(*pyg_inputs))
