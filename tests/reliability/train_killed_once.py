@@ -1,6 +1,7 @@
 """``python train_killed_once.py MODE EPOCH TRAIN_ARGS...``: ``python -m pyg_sar.train`` under
 ``torchrun``, whose rank 1 kills itself (SIGKILL) in the launcher's first attempt only
-(``TORCHELASTIC_RESTART_COUNT`` 0), at the checkpoint of EPOCH:
+(``TORCHELASTIC_RESTART_COUNT`` 0; under ``srun``, a Slurm job's first run:
+``SLURM_RESTART_COUNT`` unset or 0), at the checkpoint of EPOCH:
 
 * ``MODE=rank``: before it writes anything, once rank 0 has recorded EPOCH as finished
   (``progress.json``), so the epochs to compute again are known exactly;
@@ -19,8 +20,10 @@ import pyg_sar
 import pyg_sar.checkpoint
 
 mode, kill_epoch, argv = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
-first_attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") == "0"
-victim = first_attempt and os.environ.get("RANK") == "1"
+# torchrun's restart count, or a requeued Slurm job's (srun: the rank is SLURM_PROCID)
+first_attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT",
+                               os.environ.get("SLURM_RESTART_COUNT", "0")) == "0"
+victim = first_attempt and os.environ.get("RANK", os.environ.get("SLURM_PROCID")) == "1"
 save, write = pyg_sar.checkpoint.save_checkpoint, pyg_sar.checkpoint._write_atomic
 folder = Path(argv[argv.index("--checkpoint") + 1])
 state = {"epoch": None}
