@@ -79,6 +79,7 @@ FULL_TIER = (
     "tests/engine/test_linear_attention.py",  # test_ring_attention stays
     "tests/engine/test_gps.py",
     "tests/engine/test_custom_aggregate.py",
+    "tests/api/test_convert_before_init.py",  # its own mpiexec launch
     # Single tests (node ids): bf16 has its own tier-two suites (tests/precision, the bf16 zoo).
     "tests/train/test_train_cli.py::test_two_ranks_with_bf16_on_the_wire_and_bf16_mixed",
     "tests/train/test_train_cli.py::test_one_rank_bf16_true_learns_and_resumes",

@@ -18,6 +18,7 @@ import os
 import socket
 import sys
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Optional
@@ -212,6 +213,16 @@ class DistContext:
 
 
 _CONTEXT: Optional[DistContext] = None
+# Called with the new context at the end of init() (on every rank, so a callback may
+# communicate): a model converted before the job's context existed takes rank 0's parameters
+# then (pyg_sar.distributed.grad_sync), before anything of it runs.
+_ON_INIT: list[Callable[[DistContext], None]] = []
+
+
+def call_after_init(callback: Callable[[DistContext], None]) -> None:
+    """Call ``callback(context)`` at the end of every :func:`init` (once per callback)."""
+    if callback not in _ON_INIT:
+        _ON_INIT.append(callback)
 _ATEXIT_REGISTERED = False
 
 
@@ -597,6 +608,8 @@ def init(backend: Optional[str] = None, timeout: Optional[float] = None,
         except BaseException:
             shutdown()
             raise
+    for callback in list(_ON_INIT):
+        callback(_CONTEXT)
     return _CONTEXT
 
 

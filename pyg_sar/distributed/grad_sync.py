@@ -15,8 +15,10 @@ r"""What a converted model does around each training step, registered once by
   nothing) leaves ``.grad`` as it was, and :func:`pyg_sar.all_reduce_gradients` skips the
   gradients summed here.
 * **Broadcast** of rank 0's parameters and buffers at :func:`pyg_sar.convert` when the job's
-  context exists already, else on the first call over a :class:`~pyg_sar.DistGraph` of each
-  communicator (the model's forward, or a message-passing layer called through another method).
+  context exists already, else when :func:`pyg_sar.init` makes it (``distribute`` calls it:
+  PyG's ported scripts convert and distribute on one line, convert first), else on the first
+  call over a :class:`~pyg_sar.DistGraph` of another communicator (the model's forward, or a
+  message-passing layer called through another method).
 * **Drift check.** At the end of the first 10 synchronised backward passes and then of every
   ``check_parameters_every``-th (and likewise on training forwards over a DistGraph): the
   per-parameter fingerprints (the sum of its bit patterns) ride on the pass's one small
@@ -309,11 +311,17 @@ class GradSync:
         other method (``encode``, ``decode``, ``recon_loss``), a submodule called alone, a
         model that never sees the graph (an MLP on features). Otherwise both wait for the
         first call that sees a DistGraph."""
-        from pyg_sar.distributed.context import resolve_context
+        from pyg_sar.distributed.context import call_after_init, resolve_context
         self._root = weakref.ref(module)
         context = resolve_context(None, create=False)
         if context is not None and context.world_size > 1:
             self._on_graph(module, context, late=False, count_forward=False)
+        elif context is None:
+            # Converted before the job's context exists (PyG's ports convert and distribute
+            # on one line, convert first): broadcast when init() makes it, which every rank
+            # runs (distribute calls it), before the model's first use.
+            _AWAITING_CONTEXT.append(weakref.ref(self))
+            call_after_init(_attach_awaiting)
 
     def _before_accumulate(self, i: int) -> Callable[[Tensor], None]:
         def hook(grad: Tensor) -> None:
@@ -563,6 +571,33 @@ class GradSync:
                 f"every rank the same optimizer settings, and change parameters on all ranks "
                 f"or none (pyg_sar.broadcast_parameters(model) copies rank 0's). "
                 f"SARConfig(check_parameters_every=0) turns this check off.")
+
+
+# The states of models converted before the job's context existed, in conversion order.
+_AWAITING_CONTEXT: list[weakref.ref] = []
+
+
+def _attach_awaiting(context: Any) -> None:
+    """At the end of :func:`pyg_sar.init`: the models converted before it take rank 0's
+    parameters and their gradient hooks now (:meth:`GradSync.attach`), so that their first
+    step is exact even when a model reads its graph from elsewhere than its arguments. Every
+    rank runs the same script, so every rank holds the same models in the same order; the
+    ranks compare what they hold first (one small allgather), and where they differ the
+    models wait for their first forward over a DistGraph as before."""
+    states = [s for s in (ref() for ref in _AWAITING_CONTEXT) if s is not None]
+    _AWAITING_CONTEXT.clear()
+    if context.world_size == 1:
+        return
+    models = [(s, s._root() if s._root is not None else None) for s in states]
+    models = [(s, m) for s, m in models if m is not None]
+    # Lists, not tuples: what allgather_object returns is compared (it may carry JSON).
+    shapes = [[None if isinstance(p, torch.nn.parameter.UninitializedParameter)
+               else list(p.shape) for p in m.parameters()] for _, m in models]
+    if any(shape != shapes for shape in context.comm.allgather_object(shapes)):
+        return
+    for state, model in models:
+        if not any(c is context for c in state._broadcast_done):
+            state._on_graph(model, context, late=False, count_forward=False)
 
 
 def _state_of(model: torch.nn.Module) -> Optional[GradSync]:
