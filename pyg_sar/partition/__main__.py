@@ -120,19 +120,38 @@ def run_interruptible(argv: Sequence[str] | None = None) -> int:
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(status)
-    try:
-        _, wait_status = os.waitpid(child, 0)
-    except KeyboardInterrupt:
+    # A SIGTERM or SIGHUP meant for this process (``timeout``, a closed terminal, a batch
+    # system) ends the child too: no orphan that goes on and writes later. As SIGKILL: METIS
+    # (GKlib) catches SIGTERM and returns METIS_ERROR, which would read as a failure.
+    received: list[int] = []
+
+    def end_child(sig: int, _frame) -> None:
+        received.append(sig)
         os.kill(child, signal.SIGKILL)
-        os.waitpid(child, 0)
-        out = _out_dir(sys.argv[1:] if argv is None else argv)
-        if out is not None:
-            for staged in out.parent.glob(f".{out.name}.tmp-*"):
-                shutil.rmtree(staged, ignore_errors=True)
+
+    previous = {sig: signal.signal(sig, end_child) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    interrupted = False
+    try:
+        try:
+            _, wait_status = os.waitpid(child, 0)
+        except KeyboardInterrupt:
+            interrupted = True
+            os.kill(child, signal.SIGKILL)
+            _, wait_status = os.waitpid(child, 0)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    code = os.waitstatus_to_exitcode(wait_status)  # -N: ended by signal N
+    out = _out_dir(sys.argv[1:] if argv is None else argv)
+    if (interrupted or received or code < 0) and out is not None:
+        for staged in out.parent.glob(f".{out.name}.tmp-*"):  # what the child was staging
+            shutil.rmtree(staged, ignore_errors=True)
+    if interrupted or received:
+        why = "interrupted" if interrupted else f"ended by {signal.Signals(received[0]).name}"
         where = f": nothing was written to {out}" if out is not None else ""
-        print(f"python -m pyg_sar.partition: interrupted{where}", file=sys.stderr, flush=True)
-        return 130
-    return os.waitstatus_to_exitcode(wait_status) % 256
+        print(f"python -m pyg_sar.partition: {why}{where}", file=sys.stderr, flush=True)
+        return 130 if interrupted else 128 + received[0]
+    return 128 - code if code < 0 else code
 
 
 def _out_dir(argv: Sequence[str]) -> Path | None:

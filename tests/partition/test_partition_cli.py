@@ -179,13 +179,9 @@ def _sigint_default() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def test_ctrl_c_stops_the_cli_inside_metis_and_leaves_nothing(tmp_path):
-    """Ctrl-C while METIS runs (pymetis holds the interpreter: no Python handler could run)
-    ends the CLI within seconds with status 130 and one line, leaving neither the output
-    folder nor its staging folder; the phases were printed as they started."""
-    import signal
-    import time
-
+def _start_metis_run(tmp_path):
+    """The CLI on a graph whose METIS run takes a while, started in a session of its own; returns
+    the process once it printed that METIS starts, and the output folder."""
     out = tmp_path / "out"
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
     proc = subprocess.Popen(
@@ -193,13 +189,65 @@ def test_ctrl_c_stops_the_cli_inside_metis_and_leaves_nothing(tmp_path):
          "num_nodes=300000", "--arg", "num_edges=3000000", "--num-parts", "8", "--out", str(out)],
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         start_new_session=True, preexec_fn=_sigint_default)
+    seen = []
+    for line in proc.stderr:  # the phases, as they start
+        seen.append(line)
+        if line.startswith("partition: assigning"):
+            return proc, out
+    os.killpg(proc.pid, 9)
+    proc.wait()
+    raise AssertionError(f"the CLI ended before METIS started: {seen}")
+
+
+def _descendants_alive(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (from /proc)."""
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            children.append(int(stat.parent.name))
+    return children
+
+
+def test_sigterm_ends_the_cli_and_its_worker_and_leaves_nothing(tmp_path):
+    """``timeout`` or a batch system sends SIGTERM to the CLI's process only: the forked worker
+    inside METIS ends too (no orphan that would go on and write later), status 143."""
+    import signal
+    import time
+
+    proc, out = _start_metis_run(tmp_path)
     try:
-        seen = []
-        for line in proc.stderr:  # the phases, as they start
-            seen.append(line)
-            if line.startswith("partition: assigning"):
-                break
-        assert seen and seen[-1].startswith("partition: assigning"), seen
+        time.sleep(1.0)  # inside METIS by now
+        workers = _descendants_alive(proc.pid)
+        assert proc.poll() is None and len(workers) == 1, workers
+        proc.send_signal(signal.SIGTERM)  # the CLI's process only, not its group
+        _, err = proc.communicate(timeout=60)
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{workers[0]}").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not Path(f"/proc/{workers[0]}").exists(), "the worker outlived the CLI"
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 143, (proc.returncode, err)
+    assert err.strip().splitlines()[-1] == \
+        f"python -m pyg_sar.partition: ended by SIGTERM: nothing was written to {out}", err
+    assert not out.exists() and not list(tmp_path.glob(".out.tmp-*"))
+
+
+def test_ctrl_c_stops_the_cli_inside_metis_and_leaves_nothing(tmp_path):
+    """Ctrl-C while METIS runs (pymetis holds the interpreter: no Python handler could run)
+    ends the CLI within seconds with status 130 and one line, leaving neither the output
+    folder nor its staging folder; the phases were printed as they started."""
+    import signal
+    import time
+
+    proc, out = _start_metis_run(tmp_path)
+    try:
         time.sleep(1.0)  # inside METIS by now
         assert proc.poll() is None, "METIS finished before the interrupt: use a larger graph"
         interrupted = time.monotonic()
