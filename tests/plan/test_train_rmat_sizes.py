@@ -7,14 +7,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from pyg_sar import train
+from pyg_sar import train, train_node
 from pyg_sar.datasets import rmat
 
 
 def test_sizes_reach_the_reference_graph():
     args = train.parse_args(["--dataset", "rmat", "--rmat-nodes", "600", "--rmat-edges", "2400",
                              "--reference"])
-    part = train._load(args, SimpleNamespace(world_size=1))
+    part = train_node._load(args, SimpleNamespace(world_size=1))
     oracle = rmat(600, 2400)  # load_dataset("rmat", ...) is rmat with the default seed
     assert part.x.shape[0] == 600
     assert part.graph.equal(oracle.edge_index) and part.x.equal(oracle.x)
