@@ -27,11 +27,11 @@ import time
 from pathlib import Path
 
 import pytest
-import torch
 
 from pyg_sar.testing.netns import NetnsHosts
 from tests.netns.launch_env import SUPERVISION
 from tests.netns.launch_env import launch_env as _env
+from tests.reliability.checkpoints import assert_same_states, final_rank_states
 
 CUT_ONCE = str(Path(__file__).with_name("train_cut_once.py"))
 EPOCHS, EVERY, PAUSE = 8, 4, 7  # checkpoint after epoch 4; cut during epoch 7
@@ -98,10 +98,7 @@ class _Job:
 
 
 def _final(ck: Path, metrics: Path) -> tuple[list[dict], dict]:
-    latest = json.loads((ck / "latest.json").read_text())
-    assert latest["epoch"] == EPOCHS
-    return ([torch.load(ck / latest["snapshot"] / f"rank{r}.pt", weights_only=True)
-             for r in range(2)], json.loads(metrics.read_text()))
+    return final_rank_states(ck, EPOCHS), json.loads(metrics.read_text())
 
 
 def _alive(pid: int) -> bool:
@@ -174,11 +171,7 @@ def test_cut_link_restarts_the_job_and_it_ends_as_uninterrupted(parts, tmp_path)
     assert (int(found[1]), int(found[2])) == (CHECKPOINT, PAUSE - 1 - CHECKPOINT)
     want, want_metrics = _final(ref_ck, ref_metrics)
     got, got_metrics = _final(ck, metrics)
-    for a, b in zip(want, got, strict=True):
-        assert a["model"].keys() == b["model"].keys()
-        for key in a["model"]:
-            assert torch.equal(a["model"][key], b["model"][key]), key
-        assert torch.equal(a["rng"]["torch"], b["rng"]["torch"])
+    assert_same_states(want, got)
     for key in ("loss", "train_acc", "val_acc"):
         assert [h[key] for h in got_metrics["history"]] == \
             [h[key] for h in want_metrics["history"]], key

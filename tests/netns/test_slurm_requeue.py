@@ -9,7 +9,6 @@ on), rank 0 saying `(restart 1 by the launcher); 4 epoch(s) done before are comp
 Needs root and Debian's slurm-wlm + munge, else skipped with the reason."""
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -18,11 +17,15 @@ import time
 from pathlib import Path
 
 import pytest
-import torch
 
 from pyg_sar.testing.netns import NetnsHosts
 from tests.netns.launch_env import SUPERVISION
 from tests.netns.slurm_cluster import SlurmCluster, unavailable_reason
+from tests.reliability.checkpoints import (
+    assert_same_losses,
+    assert_same_states,
+    final_rank_states,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 KILLED_ONCE = str(ROOT / "tests" / "reliability" / "train_killed_once.py")
@@ -51,13 +54,6 @@ def _train(ck: Path, parts: Path) -> list[str]:
     return ["--parts", str(parts), "--dtype", "float64", "--epochs", str(EPOCHS),
             "--hidden", "16", "--dropout", "0.5", "--progress", "log", "--log-every", "100",
             "--checkpoint", str(ck), "--checkpoint-every", str(EVERY), "--resume", "auto"]
-
-
-def _final(ck: Path) -> list[dict]:
-    latest = json.loads((ck / "latest.json").read_text())
-    assert latest["epoch"] == EPOCHS
-    return [torch.load(ck / latest["snapshot"] / f"rank{r}.pt", weights_only=True)
-            for r in range(2)]
 
 
 @pytest.fixture(scope="module")
@@ -127,13 +123,9 @@ def test_requeued_slurm_job_resumes_and_ends_as_uninterrupted(cluster, parts, tm
                       r"(\d+) epoch\(s\) done before are computed again", text)
     assert found, text[-4000:]
     assert (int(found[1]), int(found[2])) == (KILL_AT - EVERY, EVERY)
-    for a, b in zip(_final(tmp_path / "full-ck"), _final(tmp_path / "ck"), strict=True):
-        assert a["model"].keys() == b["model"].keys()
-        for key in a["model"]:
-            assert torch.equal(a["model"][key], b["model"][key]), key
-        assert torch.equal(a["rng"]["torch"], b["rng"]["torch"])
-        losses = [h["loss"] for h in json.loads(a["extra_json"])["history"]]
-        assert losses == [h["loss"] for h in json.loads(b["extra_json"])["history"]]
-        assert len(losses) == EPOCHS
+    want = final_rank_states(tmp_path / "full-ck", EPOCHS)
+    got = final_rank_states(tmp_path / "ck", EPOCHS)
+    assert_same_states(want, got)
+    assert_same_losses(want, got, EPOCHS)
     print(f"requeued job: submitted to finished in {took:.1f} s; its second run started "
           f"{int(runs[1][1]) - requeued} s after the requeue")

@@ -6,7 +6,6 @@ ends with parameters, RNG states and loss history bit-identical to an uninterrup
 (float64, dropout on, 2 ranks, gloo); the log says the restart and the epochs computed again."""
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -14,7 +13,12 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
+
+from tests.reliability.checkpoints import (
+    assert_same_losses,
+    assert_same_states,
+    final_rank_states,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 KILLED_ONCE = str(Path(__file__).with_name("train_killed_once.py"))
@@ -40,13 +44,6 @@ def _run(cmd: list[str]) -> subprocess.CompletedProcess:
     return done
 
 
-def _final_state(ck: Path) -> list[dict]:
-    latest = json.loads((ck / "latest.json").read_text())
-    assert latest["epoch"] == EPOCHS
-    return [torch.load(ck / latest["snapshot"] / f"rank{r}.pt", weights_only=True)
-            for r in range(2)]
-
-
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
     from pyg_sar.datasets import load_dataset
@@ -55,7 +52,7 @@ def reference(tmp_path_factory):
     parts = partition_graph(load_dataset("cora"), 2, tmp / "parts", method="metis")
     done = _run(_torchrun("-m", "pyg_sar.train", *_train_args(tmp / "full", parts)))
     assert "no checkpoint in" in done.stdout and "starting at epoch 1" in done.stdout
-    return parts, _final_state(tmp / "full")
+    return parts, final_rank_states(tmp / "full", EPOCHS)
 
 
 @pytest.mark.parametrize("mode", ["rank", "write"])
@@ -70,11 +67,6 @@ def test_killed_rank_restarts_and_ends_as_uninterrupted(tmp_path, reference, mod
                       r"(\d+) epoch\(s\) done before are computed again", done.stdout)
     assert found, done.stdout[-3000:] + done.stderr[-3000:]
     assert (int(found[1]), int(found[2])) == (KILL_AT - EVERY, EVERY)
-    for a, b in zip(full, _final_state(ck), strict=True):
-        assert a["model"].keys() == b["model"].keys()
-        for key in a["model"]:
-            assert torch.equal(a["model"][key], b["model"][key]), key
-        assert torch.equal(a["rng"]["torch"], b["rng"]["torch"])
-        losses = [h["loss"] for h in json.loads(a["extra_json"])["history"]]
-        assert losses == [h["loss"] for h in json.loads(b["extra_json"])["history"]]
-        assert len(losses) == EPOCHS
+    got = final_rank_states(ck, EPOCHS)
+    assert_same_states(full, got)
+    assert_same_losses(full, got, EPOCHS)

@@ -17,9 +17,13 @@ import time
 from pathlib import Path
 
 import pytest
-import torch
 
 from pyg_sar.testing import find_mpiexec
+from tests.reliability.checkpoints import (
+    assert_same_losses,
+    assert_same_states,
+    final_rank_states,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 UNTIL = str(Path(__file__).with_name("train_until.py"))
@@ -56,13 +60,6 @@ def _kill_tree(proc: subprocess.Popen) -> None:
         except ProcessLookupError:
             pass
     proc.wait(timeout=30)
-
-
-def _final_state(ck: Path) -> list[dict]:
-    latest = json.loads((ck / "latest.json").read_text())
-    assert latest["epoch"] == EPOCHS
-    return [torch.load(ck / latest["snapshot"] / f"rank{r}.pt", weights_only=True)
-            for r in range(2)]
 
 
 @pytest.mark.skipif(find_mpiexec() is None, reason="needs mpiexec (the mpich wheel)")
@@ -102,14 +99,10 @@ def test_killed_and_resumed_run_is_bit_identical(tmp_path, extra):
     assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
     assert f"after epoch {at_kill}" in resumed.stdout
 
-    for a, b in zip(_final_state(full), _final_state(killed), strict=True):
-        assert a["model"].keys() == b["model"].keys()
-        for key in a["model"]:
-            assert torch.equal(a["model"][key], b["model"][key]), key
-        assert torch.equal(a["rng"]["torch"], b["rng"]["torch"])
-        losses = [h["loss"] for h in json.loads(a["extra_json"])["history"]]
-        assert losses == [h["loss"] for h in json.loads(b["extra_json"])["history"]]
-        assert len(losses) == EPOCHS
+    want, got = final_rank_states(full, EPOCHS), final_rank_states(killed, EPOCHS)
+    assert_same_states(want, got)
+    assert_same_losses(want, got, EPOCHS)
+    for a, b in zip(want, got, strict=True):
         sent = [h["bytes_sent"] for h in json.loads(a["extra_json"])["history"]]
         assert sent == [h["bytes_sent"] for h in json.loads(b["extra_json"])["history"]]
         assert a["compression"] == b["compression"]
