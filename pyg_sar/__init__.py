@@ -10,8 +10,7 @@ losses and metrics in :mod:`pyg_sar.nn.functional`. Every name is imported on fi
 """
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from pyg_sar._lazy import lazy_exports
 
 __version__ = "0.2.0"
 
@@ -59,16 +58,5 @@ _LAZY = {
 __all__ = ["__version__", *(name for name in _LAZY if name not in ("print", "log"))]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'pyg_sar' has no attribute {name!r}")
-    mod = importlib.import_module(module)
-    # Entries naming a subpackage (``pyg_sar.nn``) export the module itself.
-    value = mod if module == f"pyg_sar.{name}" else getattr(mod, name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+# Entries naming a subpackage (``pyg_sar.nn``) export the module itself.
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals(), subpackages=True)

@@ -170,7 +170,7 @@ def describe_cycle(component: list[str], graph: dict[str, dict[str, int]],
 # on; ``pyg_sar`` itself (lazy re-exports of the public API) is what the tools call.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("pyg_sar._C", "pyg_sar._extras", "pyg_sar.files", "pyg_sar.cli_types",
-              "pyg_sar.names")),
+              "pyg_sar.names", "pyg_sar._lazy")),
     ("ops", ("pyg_sar.ops",)),
     ("compression", ("pyg_sar.compression",)),
     ("config", ("pyg_sar.config",)),

@@ -18,8 +18,7 @@ is told which with ``ids=`` and refuses to guess wherever the two may differ::
 """
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from pyg_sar._lazy import lazy_exports
 
 # name -> module; each module is imported on first use.
 _LAZY: dict[str, str] = {
@@ -41,11 +40,4 @@ from pyg_sar.link.gather import gather  # noqa: E402, F401
 
 __all__ = list(_LAZY)
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'pyg_sar.link' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

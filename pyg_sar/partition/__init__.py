@@ -14,8 +14,7 @@
 * ``python -m pyg_sar.partition --dataset NAME --num-parts P --out DIR`` does it from the shell
   (``--source DIR`` for a graph on disk).
 """
-import importlib
-from typing import Any
+from pyg_sar._lazy import lazy_exports
 
 # Each public name is imported on first use, so that ``python -m pyg_sar.partition`` parses its
 # arguments before torch is imported.
@@ -57,15 +56,4 @@ __all__ = [
     "write_partition_streaming",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'pyg_sar.partition' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
