@@ -19,7 +19,6 @@ __version__ = "0.2.0"
 _LAZY = {
     "SARConfig": "pyg_sar.config",
     "DistGraph": "pyg_sar.graph",
-    "Block": "pyg_sar.graph",
     "init": "pyg_sar.distributed.context",
     "DistContext": "pyg_sar.distributed.context",
     "get_context": "pyg_sar.distributed.context",
@@ -54,9 +53,13 @@ _LAZY = {
 }
 
 # pyg_sar.print and pyg_sar.log stay out of ``from pyg_sar import *``: they would shadow the
-# builtin print and any log of the user's.
-__all__ = ["__version__", *(name for name in _LAZY if name not in ("print", "log"))]
+# builtin print and any log of the user's. ``ops`` (the kernels) is internal: it resolves, as
+# every subpackage does, but ``__all__`` lists only what docs/api.rst documents.
+__all__ = ["__version__", *(name for name in _LAZY if name not in ("print", "log", "ops"))]
 
 
 # Entries naming a subpackage (``pyg_sar.nn``) export the module itself.
-__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals(), subpackages=True)
+# Internal names once exported here: they resolve, with a DeprecationWarning, until 0.3.
+_DEPRECATED = {"Block": "pyg_sar.graph"}
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals(), subpackages=True,
+                                    deprecated=_DEPRECATED)

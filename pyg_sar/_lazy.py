@@ -4,18 +4,28 @@ until a name is used."""
 from __future__ import annotations
 
 import importlib
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 
 def lazy_exports(package: str, table: dict[str, str], namespace: dict[str, Any],
-                 subpackages: bool = False) -> tuple[Callable[[str], Any], Callable[[], list]]:
+                 subpackages: bool = False, deprecated: dict[str, str] | None = None,
+                 ) -> tuple[Callable[[str], Any], Callable[[], list]]:
     """The module ``__getattr__`` and ``__dir__`` of ``package``, whose names ``table`` maps to
     the modules that define them; with ``subpackages``, an entry naming ``package.name``
     itself exports that module (``pyg_sar.nn``). A resolved name is stored in ``namespace``
-    (the package's globals), so it is looked up once."""
+    (the package's globals), so it is looked up once. ``deprecated`` maps names that still
+    resolve, for one release, to the module to import them from instead: each use warns
+    (``DeprecationWarning``), so they are never stored and stay out of ``dir()``."""
+    deprecated = deprecated or {}
 
     def __getattr__(name: str) -> Any:
+        if name in deprecated:
+            warnings.warn(f"{package}.{name} is internal and leaves {package}'s namespace in "
+                          f"the next release; import it from {deprecated[name]}",
+                          DeprecationWarning, stacklevel=2)
+            return getattr(importlib.import_module(deprecated[name]), name)
         module = table.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
