@@ -11,12 +11,20 @@
     # ckpt holds a checkpoint and starts fresh when it does not.
     torchrun --standalone --nproc-per-node 2 --max-restarts 3 \
         examples/checkpoint_resume.py --checkpoint ckpt --resume auto
+    # Lost a host? The same command on fewer (or more) ranks resumes too: the
+    # graph is partitioned for the new count, the model and optimizer carry over.
+    mpiexec -n 4 python examples/checkpoint_resume.py --checkpoint ck4 \
+        --stop_after 60
+    mpiexec -n 2 python examples/checkpoint_resume.py --checkpoint ck4 \
+        --resume
 
 ``pyg_sar.save_checkpoint`` is collective: every rank writes its own model,
 optimizer and RNG states (atomically, with their SHA-256 in ``latest.json``).
-``pyg_sar.load_checkpoint`` refuses a checkpoint of another partition, model or
-world size, and restores the RNG states, so the resumed run draws the same
-dropout masks and ends exactly where an uninterrupted run ends.
+``pyg_sar.load_checkpoint`` refuses a checkpoint of another model or of another
+graph, and restores the RNG states, so the resumed run draws the same dropout
+masks and ends exactly where an uninterrupted run ends. On another number of
+ranks it takes the parameters and optimizer state from rank 0's file; the RNG
+states belong to the ranks that wrote them, so the dropout masks then differ.
 """
 import argparse
 import os.path as osp
