@@ -117,6 +117,21 @@ def _wait_failure(dog, seconds=30.0):
     return dog.failure
 
 
+def _wait_until(condition, seconds=30.0) -> bool:
+    """Poll ``condition`` until it holds (or ``seconds`` pass): events, not fixed sleeps, so a
+    loaded machine only makes the test slower."""
+    import time
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return bool(condition())
+
+
+def _heartbeat_reached_rank_0(dogs, rank: int, op: str) -> bool:
+    """Rank 0's hub has heard ``rank``'s heartbeat naming ``op``."""
+    return _wait_until(lambda: dogs[0]._ops.get(rank) == op)
+
+
 def _witnessed_rank_2(everyone):
     """Separate hosts, and rank 2 has a witness (on its own host: not reachable from here)."""
     everyone = _separate_hosts(everyone)
@@ -149,7 +164,7 @@ def test_without_word_from_its_witness_the_rank_is_named_as_killed():
     dogs = _running(3, _witnessed_rank_2)
     try:
         dogs[2].tracker.begin("all_reduce")
-        time.sleep(1.0)  # a heartbeat carries the operation
+        assert _heartbeat_reached_rank_0(dogs, 2, "all_reduce")
         _dies(dogs[2])
         start = time.monotonic()
         got = _wait_failure(dogs[1])
@@ -194,7 +209,6 @@ def test_while_rank_0_waits_every_witness_holds_the_plain_news(monkeypatch):
     once): rank 0 has told every rank's witness that rank 2 ended, so a rank killed in the
     wait still has it named by its witness, as it was before rank 0 waited."""
     import subprocess
-    import time
 
     from pyg_sar.distributed import hub
     from pyg_sar.distributed.witness_link import Witness
@@ -204,9 +218,17 @@ def test_while_rank_0_waits_every_witness_holds_the_plain_news(monkeypatch):
         dogs = _running(3, _witnessed_rank_2, {1: w1})
         try:
             dogs[2].tracker.begin("all_reduce")
-            time.sleep(1.0)  # a heartbeat carries the operation
+            assert _heartbeat_reached_rank_0(dogs, 2, "all_reduce")
+            told = threading.Event()  # rank 1's hub handed the plain news to its witness
+            provisional = dogs[1]._provisional
+
+            def spy(r, op):
+                provisional(r, op)
+                told.set()
+
+            dogs[1]._provisional = spy
             _dies(dogs[2])
-            time.sleep(2.0)  # rank 0 saw the close and passed the news on
+            assert told.wait(30), "rank 0 did not pass rank 2's end on to rank 1"
             assert dogs[0].failure is None and dogs[1].failure is None
             _dies(dogs[1])
             w1.close(clean=False)
