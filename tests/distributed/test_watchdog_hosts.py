@@ -110,10 +110,7 @@ def _dies(dog):
 
 
 def _wait_failure(dog, seconds=30.0):
-    import time
-    deadline = time.monotonic() + seconds
-    while dog.failure is None and time.monotonic() < deadline:
-        time.sleep(0.01)
+    _wait_until(lambda: dog.failure is not None, seconds)
     return dog.failure
 
 

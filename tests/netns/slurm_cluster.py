@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -81,6 +82,19 @@ class SlurmCluster:
 
     def env(self, **extra: str) -> dict:
         return dict(os.environ, SLURM_CONF=str(self.conf), **extra)
+
+    def task_env(self, **extra: str) -> dict:
+        """:meth:`env` for a Python task of a job: this interpreter's folder on ``PATH``, the
+        repository on ``PYTHONPATH``, one thread, unbuffered, and no launcher variables of the
+        test's own process (the task must take its ranks from Slurm)."""
+        root = str(Path(__file__).resolve().parents[2])
+        env = self.env(OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1",
+                       PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+                       PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH"))
+                                                  if p), **extra)
+        for key in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK"):
+            env.pop(key, None)
+        return env
 
     def _spawn(self, host: int, argv: list[str], log: str) -> None:
         out = open(self.dir / log, "wb")

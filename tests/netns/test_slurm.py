@@ -4,7 +4,6 @@ host, one munged; tests/netns/slurm_cluster.py): the batch script of docs/across
 every task an MPI world of 1, which pyg_sar.init refuses loudly; without MPI the same step
 trains over gloo, meeting on the first node's NodeAddr (the hostnames resolve nowhere).
 Needs root and Debian's slurm-wlm + munge (.ci/setup_slurm), else skipped with the reason."""
-import os
 import re
 import subprocess
 import sys
@@ -38,16 +37,6 @@ def cluster(tmp_path_factory):
         yield hosts, slurm
 
 
-def _env(slurm: SlurmCluster) -> dict:
-    env = slurm.env(**MPI_ENV, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1",
-                    PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-                    PYTHONPATH=os.pathsep.join(p for p in (str(ROOT),
-                                                           os.environ.get("PYTHONPATH")) if p))
-    for key in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK"):
-        env.pop(key, None)
-    return env
-
-
 # Debian's Slurm 22.05 PMI2 server sometimes reads an MPICH client request in pieces and
 # rejects it ("mpi/pmi2: invalid client request"), so MPI_Init fails before any pyg_sar code
 # runs: about one run in ten on an idle machine here, every attempt on a loaded CI machine.
@@ -66,9 +55,10 @@ def _run(cluster, argv, cwd, watch: Path | None = None) -> subprocess.CompletedP
     fault shows, a command still running is ended (with every job of the cluster, so that no
     hung job holds the nodes) and returned with returncode None."""
     hosts, slurm = cluster
+    env = slurm.task_env(**MPI_ENV)
     out_path, err_path = Path(cwd) / "cmd.out", Path(cwd) / "cmd.err"
     with open(out_path, "w") as out, open(err_path, "w") as err:
-        proc = subprocess.Popen(hosts.command(0, argv), env=_env(slurm), cwd=cwd, stdout=out,
+        proc = subprocess.Popen(hosts.command(0, argv), env=env, cwd=cwd, stdout=out,
                                 stderr=err, text=True, stdin=subprocess.DEVNULL)
     deadline, fault_seen = time.monotonic() + TIMEOUT_S, None
 
@@ -85,7 +75,7 @@ def _run(cluster, argv, cwd, watch: Path | None = None) -> subprocess.CompletedP
         if now > deadline or (fault_seen is not None and now - fault_seen > FAULT_GRACE_S):
             proc.kill()
             proc.wait()
-            subprocess.run(hosts.command(0, ["scancel", "--user", "root"]), env=_env(slurm),
+            subprocess.run(hosts.command(0, ["scancel", "--user", "root"]), env=env,
                            capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
             if fault_seen is None:
                 pytest.fail(f"{argv} did not end within {TIMEOUT_S:.0f} s; Slurm's logs:\n"

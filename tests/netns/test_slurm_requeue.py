@@ -9,7 +9,6 @@ on), rank 0 saying `(restart 1 by the launcher); 4 epoch(s) done before are comp
 Needs root and Debian's slurm-wlm + munge, else skipped with the reason."""
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -71,16 +70,6 @@ def parts(tmp_path_factory):
     return out
 
 
-def _env(slurm: SlurmCluster) -> dict:
-    env = slurm.env(OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", **SUPERVISION,
-                    PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-                    PYTHONPATH=os.pathsep.join(p for p in (str(ROOT),
-                                                           os.environ.get("PYTHONPATH")) if p))
-    for key in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK"):
-        env.pop(key, None)
-    return env
-
-
 def _job(cluster, work: Path, argv: list[str], runs: int) -> str:
     """Submit the batch script running ``argv`` with ``--requeue``; wait until its output
     says ``runs`` runs' steps ended (polling the file: a requeued job's ``sbatch --wait``
@@ -93,8 +82,8 @@ def _job(cluster, work: Path, argv: list[str], runs: int) -> str:
     out = work / "job.out"
     sub = subprocess.run(hosts.command(0, ["sbatch", "--requeue", "--open-mode=append", "-o",
                                            str(out), str(script)]),
-                         env=_env(slurm), cwd=work, capture_output=True, text=True,
-                         timeout=60, stdin=subprocess.DEVNULL)
+                         env=slurm.task_env(**SUPERVISION), cwd=work, capture_output=True,
+                         text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert sub.returncode == 0, sub.stdout + sub.stderr
     deadline = time.monotonic() + HANG_S
     while time.monotonic() < deadline:
