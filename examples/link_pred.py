@@ -5,9 +5,9 @@ import torch
 import pyg_sar
 import torch_geometric.transforms as T
 from pyg_sar.datasets import Planetoid
+from pyg_sar.link import negative_sampling, roc_auc_score
 from torch_geometric.nn import GCNConv
 
-print = pyg_sar.print  # rank 0 prints
 if torch.cuda.is_available():
     device = torch.device('cuda')
 elif hasattr(torch.backends, 'mps') and torch.backends.mps.is_available():
@@ -40,8 +40,7 @@ class Net(torch.nn.Module):
         return self.conv2(x, edge_index)
 
     def decode(self, z, edge_label_index):
-        src, dst = pyg_sar.gather(z, edge_label_index.flatten(), ids="new").chunk(2)
-        return (src * dst).sum(dim=-1)
+        return (z[edge_label_index[0]] * z[edge_label_index[1]]).sum(dim=-1)
 
     def decode_all(self, z):
         prob_adj = z @ z.t()
@@ -50,7 +49,7 @@ class Net(torch.nn.Module):
 
 model = pyg_sar.convert(Net(dataset.num_features, 128, 64).to(device))
 optimizer = torch.optim.Adam(params=model.parameters(), lr=0.01)
-criterion = pyg_sar.nn.functional.binary_cross_entropy_with_logits
+criterion = torch.nn.BCEWithLogitsLoss()
 
 
 def train():
@@ -59,8 +58,9 @@ def train():
     z = model.encode(train_data.x, train_data.edge_index)
 
     # We perform a new round of negative sampling for every training epoch:
-    neg_edge_index = pyg_sar.link.negative_sampling(
-        train_data.edge_index, train_data.edge_label_ids, seed=0, epoch=epoch)
+    neg_edge_index = negative_sampling(
+        edge_index=train_data.edge_index, num_nodes=train_data.num_nodes,
+        num_neg_samples=train_data.edge_label_index.size(1), method='sparse')
 
     edge_label_index = torch.cat(
         [train_data.edge_label_index, neg_edge_index],
@@ -83,7 +83,7 @@ def test(data):
     model.eval()
     z = model.encode(data.x, data.edge_index)
     out = model.decode(z, data.edge_label_index).view(-1).sigmoid()
-    return float(pyg_sar.link.roc_auc(out, data.edge_label))
+    return roc_auc_score(data.edge_label.cpu().numpy(), out.cpu().numpy())
 
 
 best_val_auc = final_test_auc = 0

@@ -18,6 +18,15 @@ from pyg_sar.distributed.grad_sync import mark_global_loss
 REDUCTIONS = ("mean", "sum", "none")
 
 
+def local_values(t: Any) -> Any:
+    """This rank's values of ``t`` as a plain tensor when ``t`` is a tensor that reduces over
+    the ranks by itself (:class:`pyg_sar.link.pair_ids.PairRows`, pairs' ids): the global losses and
+    metrics reduce once, themselves. Anything else is returned as it is."""
+    if isinstance(t, Tensor) and type(t) is not Tensor and hasattr(type(t), "_sar_graph"):
+        return t.as_subclass(Tensor)
+    return t
+
+
 def check_reduction(reduction: str, name: str, allowed: tuple = REDUCTIONS) -> None:
     if reduction not in allowed:
         raise ValueError(f"{name}: reduction must be one of {allowed} (got {reduction!r})")

@@ -23,13 +23,16 @@ from pyg_sar._lazy import lazy_exports
 # name -> module; each module is imported on first use.
 _LAZY: dict[str, str] = {
     # global losses and ranking metrics (H3)
-    **dict.fromkeys(("roc_auc", "average_precision", "mrr", "hits_at_k", "bpr_loss",
-                     "recall_at_k", "precision_at_k", "ndcg_at_k"), "pyg_sar.link.metrics"),
+    **dict.fromkeys(("roc_auc", "average_precision", "roc_auc_score",
+                     "average_precision_score", "mrr", "hits_at_k", "bpr_loss", "recall_at_k",
+                     "precision_at_k", "ndcg_at_k"), "pyg_sar.link.metrics"),
     "topk_items": "pyg_sar.link.topk",
     # distributed gather and negatives (H1)
     "gather": "pyg_sar.link.gather",
     **dict.fromkeys(("negative_sampling", "reference_negative_sampling"),
                     "pyg_sar.link.negatives"),
+    # pairs that index like PyG's: z[edge_label_index[0]] gathers from every rank
+    **dict.fromkeys(("PairIds", "PairRows"), "pyg_sar.link.pair_ids"),
     # original -> new global ids of a partition (H2)
     "to_new_ids": "pyg_sar.link.split",
 }

@@ -64,6 +64,7 @@ import torch
 from torch import Tensor
 
 from pyg_sar.core.exchange import count
+from pyg_sar.core.loss_reduction import local_values
 
 Offsets = Union[Sequence[int], Tensor, Any]
 
@@ -276,6 +277,12 @@ def gather(z: Tensor, index: Tensor, *, ids: Optional[str] = None, graph: Any = 
             new and original ids may differ, is not ``"new"`` / ``"original"``, or is
             ``"original"`` with no partition graph to map through.
     """
+    pairs_graph = getattr(index, "_sar_graph", None)
+    if hasattr(type(index), "_sar_graph"):  # PairIds: new ids of a known partition
+        ids = "new" if ids is None else ids
+        if graph is None and node_offsets is None and context is None:
+            graph = pairs_graph
+    z, index = local_values(z), local_values(index)
     part_graph = _graph_arg(graph, node_offsets, context, name)
     comm, rank, offsets = _resolve(z, node_offsets, context, name, part_graph)
     world = 1 if comm is None else comm.world_size

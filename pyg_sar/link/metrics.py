@@ -24,12 +24,14 @@ from __future__ import annotations
 import operator
 from typing import Any, Optional, Union
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from pyg_sar.core.collectives import sum_over_ranks
 from pyg_sar.core.loss_reduction import check_reduction as _check_reduction
+from pyg_sar.core.loss_reduction import local_values
 from pyg_sar.core.loss_reduction import reduce_over_ranks as _reduce
 from pyg_sar.core.precision import accumulate_dtype, is_low_precision
 from pyg_sar.distributed.context import communicator_of as _comm
@@ -120,6 +122,7 @@ def roc_auc(scores: Tensor, labels: Tensor, *, context: Any = None) -> Tensor:
         ValueError: shapes differ, a label is not 0 or 1, a score is NaN, or all ranks together
             have no positive or no negative (the AUC is undefined, as in scikit-learn).
     """
+    scores, labels = local_values(scores), local_values(labels)
     comm = _comm(context)
     problem = None
     if scores.dim() != 1 or labels.shape != scores.shape:
@@ -177,6 +180,7 @@ def average_precision(scores: Tensor, labels: Tensor, *, context: Any = None) ->
             have no positive (the AP is undefined).
     """
     name = "average_precision"
+    scores, labels = local_values(scores), local_values(labels)
     comm = _comm(context)
     if scores.dim() != 1 or labels.shape != scores.shape:
         problem = (f"{name}: scores and labels must be 1-d of the same length (got shapes "
@@ -203,7 +207,30 @@ def average_precision(scores: Tensor, labels: Tensor, *, context: Any = None) ->
 
 
 # ---- MRR and Hits@K ---------------------------------------------------------------------
+def _as_tensor(values: Any) -> Tensor:
+    if isinstance(values, Tensor):
+        return values.as_subclass(Tensor).detach()
+    return torch.as_tensor(np.asarray(values))
+
+
+def roc_auc_score(y_true: Any, y_score: Any, *, context: Any = None) -> float:
+    """``sklearn.metrics.roc_auc_score(y_true, y_score)`` over the rows of ALL ranks: PyG's
+    evaluation line ``roc_auc_score(data.edge_label.cpu().numpy(), out.cpu().numpy())`` runs
+    unchanged with this import. Arrays or tensors of this rank's labels and scores (binary
+    labels only); collective. See :func:`roc_auc`."""
+    return float(roc_auc(_as_tensor(y_score).reshape(-1), _as_tensor(y_true).reshape(-1),
+                         context=context))
+
+
+def average_precision_score(y_true: Any, y_score: Any, *, context: Any = None) -> float:
+    """``sklearn.metrics.average_precision_score(y_true, y_score)`` over the rows of ALL
+    ranks (binary labels; collective). See :func:`average_precision`."""
+    return float(average_precision(_as_tensor(y_score).reshape(-1),
+                                   _as_tensor(y_true).reshape(-1), context=context))
+
+
 def _ranking_inputs(name: str, pos: Tensor, neg: Tensor, comm) -> tuple[Tensor, Tensor]:
+    pos, neg = local_values(pos), local_values(neg)
     problem = None
     if pos.dim() != 1:
         problem = f"{name}: pos_scores must be 1-d [n] (got shape {tuple(pos.shape)})"
@@ -343,6 +370,7 @@ def bpr_loss(pos_scores: Tensor, neg_scores: Tensor, *, reduction: str = "mean",
     Raises:
         ValueError: the shapes do not fit, or no rank has a pair (``"mean"``).
     """
+    pos_scores, neg_scores = local_values(pos_scores), local_values(neg_scores)
     _check_reduction(reduction, "bpr_loss")
     if (pos_scores.dim() != 1 or neg_scores.dim() not in (1, 2)
             or neg_scores.shape[0] != pos_scores.shape[0]):

@@ -211,11 +211,29 @@ def reference_negative_sampling(edge_index: Tensor, keys: Tensor, *,
 
 
 # ---- distributed -------------------------------------------------------------------------
-def negative_sampling(graph: Any, keys: Tensor, *, seed: int, epoch: int, num_neg: int = 1,
+def negative_sampling(graph: Any = None, keys: Any = None, *, seed: Optional[int] = None,
+                      epoch: Optional[int] = None, num_neg: int = 1,
                       method: str = "uniform", src: Optional[Tensor] = None,
                       reject_existing: bool = False, max_tries: int = 20,
-                      edge_type: Any = None) -> Tensor:
+                      edge_type: Any = None, edge_index: Any = None,
+                      num_nodes: Optional[int] = None, num_neg_samples: Optional[int] = None,
+                      force_undirected: bool = False) -> Tensor:
     """Negative pairs for this rank's ``keys``, drawn from the whole graph.
+
+    PyG's form is accepted too, so that PyG's call runs unchanged with this import::
+
+        neg_edge_index = negative_sampling(
+            edge_index=train_data.edge_index, num_nodes=train_data.num_nodes,
+            num_neg_samples=train_data.edge_label_index.size(1), method='sparse')
+
+    ``edge_index`` is the rank's DistGraph and ``num_neg_samples`` this rank's number of
+    negatives (default: its number of stored edges). The ranks' requests are laid end to end
+    as global slots ``0, 1, ...`` (rank order), and slot ``k`` is drawn as key ``k`` of the
+    keyed form, uniformly over all nodes, rejecting edges of the graph and self-loops (as
+    PyG's ``method="sparse"`` / ``"dense"`` do): the whole set of negatives is the same for
+    every number of ranks. ``seed`` defaults to 0 and ``epoch`` to the number of earlier
+    draws on this graph (a new set each call, the same sequence every run); ``num_nodes`` is
+    not needed (the graph knows its nodes) and ``force_undirected=True`` is not supported.
 
     Collective: every rank calls it with the same ``seed``, ``epoch``, ``num_neg``, ``method``,
     ``reject_existing``, ``max_tries`` and ``edge_type`` (its own ``keys``, possibly none).
@@ -256,7 +274,15 @@ def negative_sampling(graph: Any, keys: Tensor, *, seed: int, epoch: int, num_ne
         ValueError: bad arguments (on every rank when one rank's keys / src are bad).
     """
     from pyg_sar.link.negatives_comm import DirectoryComm
+    from pyg_sar.link.pair_ids import as_pair_ids
     name = "negative_sampling"
+    if edge_index is not None or keys is None or isinstance(keys, int):
+        return _pyg_form(graph if edge_index is None else edge_index,
+                         num_nodes if keys is None else keys, num_neg_samples, method,
+                         force_undirected, seed, epoch, max_tries)
+    if seed is None or epoch is None:
+        raise ValueError(f"{name}: with keys, seed= and epoch= are required (got seed={seed!r}, "
+                         f"epoch={epoch!r}): the negatives of a key are a function of them")
     _check_args(name, method, num_neg, max_tries, seed, epoch)
     src_ids = None
     if hasattr(graph, "edge_index_dict") and hasattr(graph, "node_ids_dict"):  # hetero
@@ -285,7 +311,47 @@ def negative_sampling(graph: Any, keys: Tensor, *, seed: int, epoch: int, num_ne
     src = None if src is None else src.to(dc.device)
     if method == "degree" and dc.num_edges == 0:
         raise ValueError(f"{name}: method='degree' needs a graph with edges")
-    return _sample(keys, src, seed=seed, epoch=epoch, num_neg=num_neg, method=method,
-                   reject=reject_existing, max_tries=max_tries, num_nodes=dc.num_nodes,
-                   num_edges=dc.num_edges, lookup=dc.lookup, is_edge=dc.is_edge,
-                   any_left=dc.any_left, num_src=dc.num_src if bipartite else None)
+    pairs = _sample(keys, src, seed=seed, epoch=epoch, num_neg=num_neg, method=method,
+                    reject=reject_existing, max_tries=max_tries, num_nodes=dc.num_nodes,
+                    num_edges=dc.num_edges, lookup=dc.lookup, is_edge=dc.is_edge,
+                    any_left=dc.any_left, num_src=dc.num_src if bipartite else None)
+    return pairs if bipartite else as_pair_ids(pairs, graph)
+
+
+_DRAWS = "_sar_negative_draws"
+
+
+def _pyg_form(graph: Any, num_nodes: Any, num_neg_samples: Optional[int], method: str,
+              force_undirected: bool, seed: Optional[int], epoch: Optional[int],
+              max_tries: int) -> Tensor:
+    """PyG's ``negative_sampling(edge_index, num_nodes, num_neg_samples, method, ...)`` over
+    the rank's DistGraph: global slots as keys (see :func:`negative_sampling`)."""
+    from pyg_sar.distributed.context import communicator_of
+    name = "negative_sampling"
+    if not hasattr(graph, "blocks") and hasattr(getattr(graph, "edge_index", None), "blocks"):
+        graph = graph.edge_index  # a PartitionData
+    if not hasattr(graph, "blocks") or not hasattr(graph, "node_offsets"):
+        raise ValueError(f"{name}: edge_index must be the rank's DistGraph (data.edge_index of "
+                         f"pyg_sar.distribute's output; got {type(graph).__name__}); a plain "
+                         f"edge_index tensor of the whole graph is PyG's own negative_sampling")
+    if force_undirected:
+        raise ValueError(f"{name}: force_undirected=True is not supported over a partition")
+    if method not in ("sparse", "dense", *METHODS):
+        raise ValueError(f"{name}: method must be 'sparse' or 'dense' (PyG's) or one of "
+                         f"{METHODS} (got {method!r})")
+    n = graph.num_edges if num_neg_samples is None else num_neg_samples
+    if isinstance(n, Tensor) and n.numel() == 1:
+        n = int(n)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValueError(f"{name}: num_neg_samples must be a non-negative integer (got {n!r})")
+    comm = communicator_of(graph.context)
+    counts = [n] if comm is None else [int(c) for c in comm.allgather_object(n)]
+    rank = 0 if comm is None else comm.rank
+    start = sum(counts[:rank])
+    if epoch is None:
+        epoch = int(graph.__dict__.get(_DRAWS, 0))
+        graph.__dict__[_DRAWS] = epoch + 1
+    keys = torch.arange(start, start + n, dtype=torch.long)
+    return negative_sampling(graph, keys, seed=0 if seed is None else seed, epoch=epoch,
+                             method="uniform" if method in ("sparse", "dense") else method,
+                             reject_existing=True, max_tries=max_tries)

@@ -47,7 +47,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from pyg_sar.core.collectives import sum_over_ranks
-from pyg_sar.core.loss_reduction import REDUCTIONS
+from pyg_sar.core.loss_reduction import REDUCTIONS, local_values
 from pyg_sar.core.loss_reduction import RankShare as _RankShare
 from pyg_sar.core.loss_reduction import check_reduction as _check_reduction
 from pyg_sar.core.loss_reduction import reduce_over_ranks as _reduce
@@ -74,6 +74,7 @@ def _check_mask(mask: Tensor, rows: int, name: str) -> None:
 
 def _select(out: Tensor, target: Optional[Tensor], mask: Optional[Tensor],
             name: str = "pyg_sar.nn.functional") -> tuple[Tensor, Optional[Tensor]]:
+    out, target, mask = local_values(out), local_values(target), local_values(mask)
     if mask is None:
         return out, target
     _check_mask(mask, out.shape[0], name)

@@ -1,5 +1,5 @@
 """One launch per P for tests/link/test_gather.py and tests/link/test_negatives.py: the rank side
-runs both suites (gather_cases.suite, negatives_cases.suite) on one partition of
+runs the three suites (gather_cases, negatives_cases, pair_ids_cases) on one partition of
 negatives_cases.graph; the test side launches once per session (:func:`launches`, cached in this
 module, which the two test files load under one name with :func:`shared`)."""
 from __future__ import annotations
@@ -18,8 +18,11 @@ _RESULTS: dict = {}
 def suite(ctx, parts: str) -> dict:
     gather_cases = runpy.run_path(str(HERE / "gather_cases.py"))
     negatives_cases = runpy.run_path(str(HERE / "negatives_cases.py"))
+    from pyg_sar.partition import load_partition
+    pair_ids_cases = runpy.run_path(str(HERE / "pair_ids_cases.py"))
     return {"gather": gather_cases["suite"](ctx, parts),
-            "negatives": negatives_cases["suite"](ctx, parts)}
+            "negatives": negatives_cases["suite"](ctx, parts),
+            "pair_ids": pair_ids_cases["suite"](ctx, load_partition(parts, ctx.rank))}
 
 
 def launches(tmp_path_factory) -> dict[int, list[dict]]:

@@ -1,0 +1,84 @@
+"""Pairs that index like PyG's (pyg_sar.link.pair_ids): ``z[edge_label_index[0]]`` over a
+partition equals one process on the whole graph (rank side: pair_ids_cases.py, in the shared
+pairs launch at P = 1, 3, 4 on a random partition). In one process: what keeps pairs pairs and
+the losses of fetched rows as torch computes them."""
+from __future__ import annotations
+
+import runpy
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+HERE = Path(__file__).resolve().parent
+WORLD_SIZES = (1, 3, 4)
+TOL = 1e-12
+
+
+@pytest.fixture(scope="module")
+def launches(tmp_path_factory) -> dict[int, list[dict]]:
+    pairs = runpy.run_path(str(HERE / "pairs_cases.py"))["shared"]()
+    return {p: [r["pair_ids"] for r in res]
+            for p, res in pairs.launches(tmp_path_factory).items()}
+
+
+@pytest.mark.parametrize("p", WORLD_SIZES)
+def test_rows_of_pairs_come_from_their_owners(launches, p):
+    for rank, res in enumerate(launches[p]):
+        assert res["rows"] and res["rows_grad"], (p, rank)
+
+
+@pytest.mark.parametrize("p", WORLD_SIZES)
+def test_torch_losses_of_fetched_rows_equal_one_process(launches, p):
+    for rank, res in enumerate(launches[p]):
+        assert set(res["losses"]) == {"bce_module", "bce_sum", "mse", "mean", "none_then_mean"}
+        for name, (value, grad) in res["losses"].items():
+            assert value <= TOL and grad <= TOL, (p, rank, name, value, grad)
+
+
+@pytest.mark.parametrize("p", WORLD_SIZES)
+def test_selection_keeps_pairs_and_arithmetic_does_not(launches, p):
+    for res in launches[p]:
+        assert all(res["kept"].values()), res["kept"]
+
+
+@pytest.mark.parametrize("p", (3, 4))
+def test_a_tensor_that_is_not_the_ranks_rows_is_refused_on_every_rank(launches, p):
+    for rank, res in enumerate(launches[p]):
+        msg = res["not_rows"]
+        assert msg is not None and not msg.startswith("WRONG"), (rank, msg)
+        assert "rows" in msg, msg
+
+
+def test_pyg_form_negatives_are_the_same_for_every_p(launches):
+    want = launches[1][0]["negatives"]
+    assert len(want[0]) == 31 and want[0] != want[1]  # a second call draws others
+    for p in WORLD_SIZES:
+        for res in launches[p]:
+            assert res["neg_is_pairs"]
+            assert res["negatives"] == want, p
+
+
+@pytest.mark.parametrize("p", WORLD_SIZES)
+def test_roc_auc_score_is_over_every_rank(launches, p):
+    for res in launches[p]:
+        got, want = res["auc"]
+        assert abs(got - want) <= 1e-15, (got, want)
+
+
+def test_one_process_losses_are_torchs():
+    from pyg_sar.link.pair_ids import PairRows, as_pair_ids
+    z = torch.randn(6, 3, dtype=torch.float64, requires_grad=True)
+    pairs = as_pair_ids(torch.tensor([[0, 5, 2], [1, 1, 4]]), None)
+    rows = z.detach()[pairs[0]]  # no partition: plain indexing through gather
+    assert isinstance(rows, PairRows) and torch.equal(rows.as_subclass(torch.Tensor),
+                                                      z.detach()[[0, 5, 2]])
+    score = (z[pairs[0]] * z[pairs[1]]).sum(-1)
+    y = torch.tensor([1.0, 0.0, 1.0], dtype=torch.float64)
+    plain = (z[[0, 5, 2]] * z[[1, 1, 4]]).sum(-1)
+    assert torch.allclose(F.binary_cross_entropy_with_logits(score, y),
+                          F.binary_cross_entropy_with_logits(plain, y), rtol=0, atol=1e-15)
+    with pytest.raises(ValueError, match="reduction"):
+        F.binary_cross_entropy_with_logits(score, y, reduction="avg")
+    assert "PairIds(" in repr(pairs)
