@@ -364,7 +364,9 @@ class DistGraph:
     # it gets should name the fix, not only PyG's complaint about edge_index.
     _UNCONVERTED_HELP = ("if a PyG layer raised this, the model was not converted: call "
                          "pyg_sar.convert(model) before calling it with the partition's graph "
-                         "(data.edge_index of a PartitionData)")
+                         "(data.edge_index of a PartitionData); if PyG's negative_sampling "
+                         "raised it, import negative_sampling from pyg_sar.link instead (it "
+                         "takes the same call and draws from the whole graph)")
 
     def __getattr__(self, name: str):
         # Only reached for names a DistGraph does not have: PyG reading edge_index as a tensor

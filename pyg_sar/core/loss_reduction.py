@@ -4,7 +4,7 @@
 Each rank sums its per-element losses; the global loss is that sum over every rank divided by
 the global number of selected elements (``"mean"``), or the plain sum (``"sum"``). The gradient
 each rank gets is that of its own share (``local_sum / D``), and the backward pass is marked as
-one through a global loss (:func:`~pyg_sar.distributed.grad_sync.mark_global_loss`)."""
+one through a global loss (:func:`~pyg_sar.distributed.backward.mark_global_loss`)."""
 from __future__ import annotations
 
 from typing import Any, Optional
@@ -13,7 +13,7 @@ import torch
 from torch import Tensor
 
 from pyg_sar.core.collectives import sum_over_ranks
-from pyg_sar.distributed.grad_sync import mark_global_loss
+from pyg_sar.distributed.backward import mark_global_loss
 
 REDUCTIONS = ("mean", "sum", "none")
 

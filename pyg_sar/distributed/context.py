@@ -215,7 +215,7 @@ class DistContext:
 _CONTEXT: Optional[DistContext] = None
 # Called with the new context at the end of init() (on every rank, so a callback may
 # communicate): a model converted before the job's context existed takes rank 0's parameters
-# then (pyg_sar.distributed.grad_sync), before anything of it runs.
+# then (pyg_sar.nn.grad_sync), before anything of it runs.
 _ON_INIT: list[Callable[[DistContext], None]] = []
 
 

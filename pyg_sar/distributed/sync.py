@@ -12,7 +12,7 @@ from pyg_sar.distributed.context import DistContext, resolve_context
 ParamsLike = Union[torch.nn.Module, Iterable[torch.nn.Parameter]]
 
 # Set on a ``.grad`` tensor that holds the sum over ranks already (written by the automatic
-# gradient synchronisation of converted models, :mod:`pyg_sar.distributed.grad_sync`).
+# gradient synchronisation of converted models, :mod:`pyg_sar.nn.grad_sync`).
 _SYNCED = "_pyg_sar_synchronised"
 
 

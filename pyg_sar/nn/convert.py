@@ -11,8 +11,7 @@ from torch_geometric.nn.conv import MessagePassing
 
 from pyg_sar.compression.interface import resolve
 from pyg_sar.config import SARConfig
-from pyg_sar.distributed import grad_sync
-from pyg_sar.nn import registry
+from pyg_sar.nn import grad_sync, registry
 from pyg_sar.nn.autoencoder import convert_autoencoders
 from pyg_sar.nn.converted import LayerState, SARAttentionLayer, SARLayer, converted_class
 from pyg_sar.nn.hetero import check_hetero_call
@@ -65,7 +64,7 @@ def convert(model: torch.nn.Module, config: Optional[SARConfig] = None) -> torch
     with an :class:`UnsupportedLayerError` naming the layer, its class and the reason. Calling it
     again only updates the configuration.
 
-    The converted model also looks after its training step (:mod:`pyg_sar.distributed.grad_sync`,
+    The converted model also looks after its training step (:mod:`pyg_sar.nn.grad_sync`,
     each part a ``SARConfig`` field): it sums parameter gradients over ranks after every
     backward pass that reaches them, through ``forward`` or any other method
     (``sync_gradients``), copies rank 0's parameters and buffers here when the job's context

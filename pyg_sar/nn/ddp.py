@@ -33,7 +33,7 @@ def distributed_data_parallel(model: torch.nn.Module, **kwargs: Any
     if not dist.is_initialized():
         raise RuntimeError("distributed_data_parallel: torch.distributed is not initialised; "
                            "call pyg_sar.init(init_torch_distributed=True) under mpiexec")
-    from pyg_sar.distributed.grad_sync import disable_gradient_sync
+    from pyg_sar.nn.grad_sync import disable_gradient_sync
     disable_gradient_sync(model)
     ddp = torch.nn.parallel.DistributedDataParallel(model, **kwargs)
     ddp.register_comm_hook(None, sum_allreduce_hook)

@@ -6,7 +6,7 @@ partition, rank ``r`` needs only the rows of its own nodes, in local order, and 
 engine and :func:`pyg_sar.gather`, whose backward sends the gradients back to the owner). So
 the table is cut once, each rank keeps its rows, and its parameter becomes **rank-local**:
 
-* the gradient synchronisation (:mod:`pyg_sar.distributed.grad_sync`) neither sums its
+* the gradient synchronisation (:mod:`pyg_sar.nn.grad_sync`) neither sums its
   gradient over ranks (it is the owner's already), nor broadcasts rank 0's values into it, nor
   checks it for equality across ranks; :func:`pyg_sar.all_reduce_gradients`,
   :func:`pyg_sar.broadcast_parameters` and :func:`pyg_sar.distributed.sync.check_parameters_equal`

@@ -52,7 +52,7 @@ from pyg_sar.core.loss_reduction import RankShare as _RankShare
 from pyg_sar.core.loss_reduction import check_reduction as _check_reduction
 from pyg_sar.core.loss_reduction import reduce_over_ranks as _reduce
 from pyg_sar.core.precision import accumulate_dtype, is_low_precision
-from pyg_sar.distributed.grad_sync import mark_global_loss
+from pyg_sar.distributed.backward import mark_global_loss
 
 
 def _comm(context: Any):

@@ -34,7 +34,7 @@ examples a random permutation of all nodes' features). :func:`pyg_sar.convert` g
 
 A plain Tensor ``edge_index`` runs PyG's own methods. Gradients: the encoder's and the
 discriminator's parameters are summed over ranks by the converted model's gradient sync
-(:mod:`pyg_sar.distributed.grad_sync`), since ``forward`` receives the graph.
+(:mod:`pyg_sar.nn.grad_sync`), since ``forward`` receives the graph.
 """
 from __future__ import annotations
 

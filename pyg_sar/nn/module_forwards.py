@@ -34,9 +34,9 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import torch
 
-from pyg_sar.distributed.grad_sync import graph_candidates
 from pyg_sar.graph import DistGraph
 from pyg_sar.nn.call_graph import GRAPH, graph_of
+from pyg_sar.nn.grad_sync import graph_candidates
 
 if TYPE_CHECKING:
     from pyg_sar.config import SARConfig
@@ -66,7 +66,7 @@ def registered_base(cls: type, forwards: dict[str, Callable]
 
 def find_graph(args: tuple, kwargs: dict) -> Optional[DistGraph]:
     """The :class:`DistGraph` among a call's arguments (or in a dict of them, or held by a
-    partition passed whole), looked for where :func:`~pyg_sar.distributed.grad_sync.
+    partition passed whole), looked for where :func:`~pyg_sar.nn.grad_sync.
     find_context` looks; ``None`` if there is none."""
     return next((g for g in graph_candidates(args, kwargs) if isinstance(g, DistGraph)), None)
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import pyg_sar
-from pyg_sar.distributed import grad_sync
+from pyg_sar.nn import grad_sync
 
 HERE = Path(__file__).resolve().parent
 
@@ -103,6 +103,28 @@ def test_state_pickles_and_reinstalls():
     buf.seek(0)
     loaded = torch.load(buf, weights_only=False)
     assert loaded.check_every == 7 and loaded._params == [] and loaded._context is None
+
+
+def test_the_moved_module_still_resolves_with_a_warning():
+    """pyg_sar.distributed.grad_sync moved to pyg_sar.nn.grad_sync (the policy) and
+    pyg_sar.distributed.backward (the pass's bookkeeping): the old names resolve for one
+    release, warning, and a state pickled under the old path loads."""
+    import pickle
+
+    from pyg_sar.distributed import backward
+    from pyg_sar.distributed import grad_sync as old
+    with pytest.warns(DeprecationWarning, match="pyg_sar.nn.grad_sync"):
+        assert old.GradSync is grad_sync.GradSync
+    with pytest.warns(DeprecationWarning, match="pyg_sar.distributed.backward"):
+        assert old.mark_global_loss is backward.mark_global_loss
+    model = pyg_sar.convert(_model(), pyg_sar.SARConfig(check_parameters_every=5))
+    state = model._sar_grad_sync
+    text = pickle.dumps(state, protocol=2)  # GLOBAL opcodes: the path as plain text
+    assert b"pyg_sar.nn.grad_sync" in text
+    with pytest.warns(DeprecationWarning):
+        loaded = pickle.loads(text.replace(b"pyg_sar.nn.grad_sync",
+                                           b"pyg_sar.distributed.grad_sync"))
+    assert isinstance(loaded, grad_sync.GradSync) and loaded.check_every == 5
 
 
 def test_convert_again_updates_and_uninstall_removes():

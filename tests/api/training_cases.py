@@ -347,7 +347,7 @@ def grad_sync(ctx, parts: str) -> dict:
         "identical": _fingerprint_equal(ctx, model)}
 
     # Bucket boundaries: a tiny bucket size cuts every parameter into its own bucket.
-    from pyg_sar.distributed import grad_sync as gs
+    from pyg_sar.nn import grad_sync as gs
     saved = gs.BUCKET_MB
     gs.BUCKET_MB = 1e-6
     try:

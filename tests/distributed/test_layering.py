@@ -12,7 +12,7 @@ SUPERVISION = ("hub", "operations", "witness", "witness_link", "exit_hooks", "jo
 EDGE = {"distributed/context.py", "distributed/sync.py", "checkpoint.py", "graph.py",
         "partition/loader.py", "nn/functional.py", "nn/norm.py", "sampling/distributed.py",
         "train.py", "testing/worker.py", "distributed/__init__.py", "__init__.py",
-        "distributed/supervision.py", "distributed/rank_utils.py", "distributed/grad_sync.py",
+        "distributed/supervision.py", "distributed/rank_utils.py", "nn/grad_sync.py",
         "partition/distribute.py", "link/gather.py",
         # A user's call of a converted SGFormer / Polynormer / GPSConv without a DistGraph:
         # refused in a run of several ranks (its forward spans every node), read from init's.

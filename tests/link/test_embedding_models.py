@@ -17,8 +17,8 @@ from torch_geometric.data import Data
 from torch_geometric.nn.models import LightGCN
 
 import pyg_sar
-from pyg_sar.distributed.grad_sync import _synced
 from pyg_sar.nn.embedding import is_rank_local, shard_ids
+from pyg_sar.nn.grad_sync import _synced
 from tests.link import embedding_cases as ec
 
 HERE = Path(__file__).resolve().parent
