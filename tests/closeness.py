@@ -38,6 +38,15 @@ def rel_error(actual, expected) -> float:
     return float((a - e).abs().max()) / max(float(e.abs().max()), _SCALE_FLOOR)
 
 
+def rel_norm_error(actual, expected) -> float:
+    """``||actual - expected|| / ||expected||`` (Frobenius norms): the error of a whole tensor
+    on average, where :func:`rel_error` takes its largest entry (0.0 for empty tensors)."""
+    a, e = _as_float64(actual, expected)
+    if a.numel() == 0:
+        return 0.0
+    return float((a - e).norm()) / max(float(e.norm()), _SCALE_FLOOR)
+
+
 def assert_close(actual, expected, *, atol: float, rtol: float = 0.0, what: str = "") -> None:
     """Every entry within ``atol + rtol * |expected|`` of the reference (equal infinities are
     close, a nan never is), else an AssertionError naming ``what``, the largest absolute

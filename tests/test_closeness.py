@@ -54,3 +54,12 @@ def test_assert_close_tolerances_and_message():
     assert msg.startswith("x grad: 1 of 4 entries not within atol=0.001, rtol=0.001")
     assert "largest difference 1.000e-01 at index (1, 0)" in msg
     assert "(actual 3.1, expected 3.0)" in msg
+
+
+def test_rel_norm_error_is_the_norm_ratio():
+    from tests.closeness import rel_norm_error
+    want = torch.tensor([3.0, 4.0], dtype=torch.float64)
+    assert rel_norm_error(want + torch.tensor([0.0, 0.5]), want) == 0.5 / 5.0
+    assert rel_norm_error(torch.empty(0), torch.empty(0)) == 0.0
+    with pytest.raises(AssertionError, match="shape"):
+        rel_norm_error(torch.zeros(2), torch.zeros(3))

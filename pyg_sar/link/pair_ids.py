@@ -14,8 +14,9 @@ tensor that remembers its partition, so that a PyG decoder runs unchanged::
   runs the same training loop. A tensor whose row count is not the rank's number of nodes
   is refused with the reason (on every rank), never indexed as if the ids were local.
 * Selecting, reshaping, concatenating and moving pairs (``pairs[0]``, ``pairs[:, mask]``,
-  ``torch.cat([pos, neg], dim=-1)``, ``.flatten()``, ``.to(device)``) keeps them pairs;
-  arithmetic on them gives a plain tensor.
+  ``torch.cat([pos, neg], dim=-1)``, ``.flatten()``, ``.to(device)``) keeps them pairs, as do
+  the values of ``unique`` and ``sort`` (not their inverse, counts or positions); arithmetic
+  on them gives a plain tensor.
 * The rows fetched are :class:`PairRows`: this rank's share of a tensor whose whole is the
   concatenation over the ranks. The losses of ``torch.nn.functional`` (and their
   ``torch.nn`` modules: ``BCEWithLogitsLoss``, ``BCELoss``, ``MSELoss``, ``L1Loss``) with
@@ -93,6 +94,11 @@ _PAIR_KEEPING = {
 }
 
 
+# Functions whose first output holds ids (kept pairs) and whose others positions or counts.
+_FIRST_OUTPUT_KEEPS = {torch.unique, Tensor.unique, torch.unique_consecutive,
+                       Tensor.unique_consecutive, torch.sort, Tensor.sort}
+
+
 class PairIds(Tensor):
     """An int64 tensor of node pairs in a partition's NEW global ids (see the module's text):
     indexing this rank's node rows with it gathers the rows from their owners."""
@@ -114,6 +120,11 @@ class PairIds(Tensor):
             return _rows(args[0], args[2])
         source = _first((*args, *kwargs.values()), PairIds)
         out = _call_plain(func, args, kwargs)
+        if func in _FIRST_OUTPUT_KEEPS and _all_pairs(args, kwargs, source):
+            keep = lambda t: as_pair_ids(t, source._sar_graph)  # noqa: E731
+            if isinstance(out, Tensor):
+                return keep(out)
+            return type(out)((keep(out[0]), *out[1:])) if isinstance(out, tuple) else out
         if func not in _PAIR_KEEPING or not _all_pairs(args, kwargs, source):
             return out
         return _wrap(out, lambda t: as_pair_ids(t, source._sar_graph)

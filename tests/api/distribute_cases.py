@@ -81,6 +81,27 @@ def suite(ctx, offline: str, method: str = "metis") -> dict:
     out["gcn2_error"] = float((dconv(vpart.x, vpart.x, vpart.adj_t) - want).abs().max())
     out["has_values"] = vpart.adj_t.edge_values is not None
 
+    # 5. pair sets of a plain Data (RelLinkPredDataset's layout): the pairs whose source the rank
+    #    owns, in new ids, as PairIds; aligned rows; every pair on exactly one rank
+    from pyg_sar.link.pair_ids import PairIds
+    gen = torch.Generator().manual_seed(2)
+    kg = make_data()
+    kg.train_edge_index = torch.randint(0, kg.num_nodes, (2, 57), generator=gen)
+    kg.train_edge_type = torch.randint(0, 5, (57,), generator=gen)
+    kpart = pyg_sar.distribute(kg, method=method)
+    ids = kpart.train_edge_ids
+    z = kpart.node_ids.double()[:, None]  # each row names its node's original id
+    ends = z[kpart.train_edge_index][..., 0].long()
+    every = sorted(i for r in ctx.comm.allgather_object(ids.tolist()) for i in r)
+    out["pair_sets"] = {
+        "pairs": isinstance(kpart.train_edge_index, PairIds),
+        "ends": torch.equal(ends, kg.train_edge_index[:, ids]),
+        "aligned": torch.equal(kpart.train_edge_type, kg.train_edge_type[ids]),
+        "sources_owned": bool(torch.isin(kg.train_edge_index[0, ids], kpart.node_ids).all()),
+        "each_once": every == list(range(57)),
+        "graph_nodes": kpart.edge_index.num_global_nodes == kg.num_nodes,
+    }
+
     ctx.comm.barrier()
     out["leftovers"] = _leftovers()
     return out

@@ -82,6 +82,14 @@ def test_rank0_errors_reach_every_rank(launch):
             err["message"]
 
 
+def test_pair_sets_of_a_plain_data_go_to_their_sources_owner(launch):
+    """RelLinkPredDataset's layout (train_edge_index + train_edge_type on a plain Data): each
+    rank holds the pairs whose source it owns, as PairIds whose rows are their ends'."""
+    ranks, _ = launch
+    for res in ranks:
+        assert all(res["pair_sets"].values()), res["pair_sets"]
+
+
 def test_no_temporary_folder_is_left(launch):
     ranks, leftovers = launch
     assert all(res["leftovers"] == [] for res in ranks)

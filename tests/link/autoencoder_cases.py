@@ -30,6 +30,7 @@ from torch_geometric.nn.models import ARGVA, GAE, VGAE
 import pyg_sar
 from pyg_sar.link import reference_negative_sampling
 from pyg_sar.nn.autoencoder import keyed_normal
+from tests.closeness import rel_norm_error as _rel_norm
 
 NUM_NODES, NUM_EDGES, DIM, OUT = 70, 200, 6, 4
 STEPS, LR = 6, 0.01
@@ -160,12 +161,6 @@ def auc_ap(scores: torch.Tensor, labels: torch.Tensor) -> tuple[float, float]:
     precision = tp / seen
     steps = torch.cat([recall[:1], recall[1:] - recall[:-1]])
     return auc, float((steps * precision).sum())
-
-
-def _rel_norm(a: torch.Tensor, b: torch.Tensor) -> float:
-    """The Frobenius-norm relative error (not tests.closeness.rel_error's largest entry)."""
-    a, b = a.detach().double(), b.detach().double()
-    return float((a - b).norm() / b.norm().clamp_min(1e-300))
 
 
 def _scalar_rel(a: float, b: float) -> float:

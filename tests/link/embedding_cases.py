@@ -19,6 +19,7 @@ from torch_geometric.nn.models import LightGCN
 
 import pyg_sar
 from pyg_sar.nn.embedding import is_rank_local
+from tests.closeness import rel_norm_error as rel
 
 DIM, LAYERS, STEPS, LAMBDA, LR = 8, 2, 20, 1e-2, 0.05
 
@@ -44,11 +45,6 @@ def pairs(data, n_users, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     lo, hi = (n_users, data.num_nodes) if n_users is not None else (0, data.num_nodes)
     neg = torch.randint(lo, hi, (pos.shape[1],), generator=g)
     return pos, neg
-
-
-def rel(a: torch.Tensor, b: torch.Tensor) -> float:
-    a, b = a.detach().double(), b.detach().double()
-    return float((a - b).norm() / b.norm().clamp_min(1e-300))
 
 
 def _new_ids(ctx, part) -> torch.Tensor:

@@ -18,6 +18,7 @@ from torch_geometric.nn import DeepGraphInfomax, GCNConv
 
 import pyg_sar
 from pyg_sar.nn import infomax
+from tests.closeness import rel_norm_error as rel
 
 HIDDEN, STEPS, LR = 32, 6, 0.01
 
@@ -50,11 +51,6 @@ def model_pair(num_features: int, seed: int = 0, corruption=None):
     ref = DeepGraphInfomax(HIDDEN, Encoder(num_features, HIDDEN), summary=summary,
                            corruption=corruption or infomax.corruption(seed=seed)).double()
     return ref, copy.deepcopy(ref)
-
-
-def rel(a: torch.Tensor, b: torch.Tensor) -> float:
-    a, b = a.detach().double(), b.detach().double()
-    return float((a - b).norm() / b.norm().clamp_min(1e-300))
 
 
 def _every(ctx, t: torch.Tensor) -> torch.Tensor:

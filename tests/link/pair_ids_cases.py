@@ -103,6 +103,8 @@ def suite(ctx, part) -> dict:
 
     # what keeps pairs pairs
     cat = torch.cat([pairs, as_pair_ids(_pairs(ctx, n, 30), g)], dim=-1)
+    uniq = torch.unique(cat)
+    uniq_rows = z.detach()[uniq]  # collective: outside any short-circuit
     out["kept"] = {
         "select": isinstance(pairs[0], PairIds),
         "cat": isinstance(cat, PairIds),
@@ -110,6 +112,12 @@ def suite(ctx, part) -> dict:
         "cat_with_plain": not isinstance(torch.cat([pairs, torch.zeros(2, 1, dtype=torch.long)],
                                                    dim=-1), PairIds),
         "arithmetic": not isinstance(pairs + 1, PairIds),
+        "unique": isinstance(uniq, PairIds)
+        and not isinstance(torch.unique(cat, return_inverse=True)[1], PairIds)
+        and torch.equal(uniq_rows[:, 0].long(),
+                        everyone[torch.unique(cat.as_subclass(torch.Tensor))]),
+        "sort": isinstance(cat.flatten().sort().values, PairIds)
+        and not isinstance(cat.flatten().sort().indices, PairIds),
         "float": not isinstance(pairs.to(F64), PairIds),
         "pickle": type(pickle.loads(pickle.dumps(pairs))) is torch.Tensor,
     }

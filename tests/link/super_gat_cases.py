@@ -23,6 +23,7 @@ import pyg_sar
 import pyg_sar.nn.functional as SF
 from pyg_sar.link.negatives import negative_sampling, reference_negative_sampling
 from pyg_sar.nn.super_gat import positive_mask
+from tests.closeness import rel_norm_error as rel
 
 NUM_NEG, SEED, HEADS = 150, 7, 2
 
@@ -66,11 +67,6 @@ def _oracle_draws(ref: Net, data, step: int) -> list:
                                                 num_nodes=n, seed=index, epoch=step,
                                                 reject_existing=True))
     return negs
-
-
-def rel(a: torch.Tensor, b: torch.Tensor) -> float:
-    a, b = a.detach().double(), b.detach().double()
-    return float((a - b).norm() / b.norm().clamp_min(1e-300))
 
 
 def case(ctx, data, part, mode: str, attention_type: str, steps: int, sampled: bool) -> dict:
