@@ -131,6 +131,44 @@ def _graph_summary(partition: Any) -> Optional[dict]:
     return {"num_nodes": meta.get("num_nodes"), "num_edges": meta.get("num_edges")}
 
 
+def draw_counters(model: torch.nn.Module) -> dict[str, dict]:
+    """The counters of the model's keyed draws, by submodule name: the auto-encoders' negatives
+    and noise (``_sar_draws``, :mod:`pyg_sar.nn.autoencoder`) and DGI's corruption epoch
+    (:class:`pyg_sar.nn.infomax.NodePermutation`). The same on every rank; a resumed run draws
+    what the uninterrupted one would have."""
+    from pyg_sar.nn.autoencoder import DRAWS
+    from pyg_sar.nn.infomax import NodePermutation
+    out: dict[str, dict] = {}
+    for name, module in model.named_modules():
+        entry: dict = {}
+        draws = module.__dict__.get(DRAWS)
+        if draws:
+            entry["draws"] = {str(k): int(v) for k, v in draws.items()}
+        corruption = module.__dict__.get("corruption")
+        if isinstance(corruption, NodePermutation):
+            entry["corruption_epoch"] = int(corruption.epoch)
+        if entry:
+            out[name] = entry
+    return out
+
+
+def restore_draw_counters(model: torch.nn.Module, saved: dict) -> None:
+    """Set the counters :func:`draw_counters` saved (a submodule missing now is skipped: the
+    model check before refuses another architecture)."""
+    from pyg_sar.nn.autoencoder import DRAWS
+    from pyg_sar.nn.infomax import NodePermutation
+    modules = dict(model.named_modules())
+    for name, entry in (saved or {}).items():
+        module = modules.get(name)
+        if module is None:
+            continue
+        if "draws" in entry:
+            module.__dict__[DRAWS] = {k: int(v) for k, v in entry["draws"].items()}
+        corruption = module.__dict__.get("corruption")
+        if "corruption_epoch" in entry and isinstance(corruption, NodePermutation):
+            corruption.epoch = int(entry["corruption_epoch"])
+
+
 def save_checkpoint(path: str | Path, model: torch.nn.Module,
                     optimizer: Optional[torch.optim.Optimizer] = None, epoch: int = 0, *,
                     config: Optional[dict] = None, partition: Any = None,
@@ -189,6 +227,8 @@ def save_checkpoint(path: str | Path, model: torch.nn.Module,
         # original node ids of the rows of every rank-local table: a job of another size
         # re-shards them (pyg_sar.reshard)
         "rank_local_ids": rank_local_ids(model),
+        # the keyed draws' counters (auto-encoders' negatives and noise, DGI's corruption)
+        "draws": draw_counters(model),
     }
     buffer = io.BytesIO()
     torch.save(payload, buffer)
@@ -380,6 +420,7 @@ def load_checkpoint(path: str | Path, model: torch.nn.Module,
         model.load_state_dict(payload["model"], strict=True)
     for name, comp in compressors_of(model).items():
         comp.load_state_dict(payload["compression"][name])
+    restore_draw_counters(model, payload.get("draws", {}))
     if optimizer is not None:
         optimizer.load_state_dict(payload["optimizer"])
     if restore_rng:
@@ -449,6 +490,7 @@ def _load_on_another_world_size(root: Path, latest: dict, model: torch.nn.Module
     if optimizer is not None:
         optimizer.load_state_dict(optimizer_state)
     first = payloads[0]
+    restore_draw_counters(model, first.get("draws", {}))
     return Checkpoint(epoch=int(first["epoch"]), path=root / latest["snapshot"],
                       config=json.loads(first["config_json"]),
                       extra=json.loads(first["extra_json"]), fingerprint=latest.get("fingerprint"),

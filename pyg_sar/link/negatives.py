@@ -232,7 +232,9 @@ def negative_sampling(graph: Any = None, keys: Any = None, *, seed: Optional[int
     keyed form, uniformly over all nodes, rejecting edges of the graph and self-loops (as
     PyG's ``method="sparse"`` / ``"dense"`` do): the whole set of negatives is the same for
     every number of ranks. ``seed`` defaults to 0 and ``epoch`` to the number of earlier
-    draws on this graph (a new set each call, the same sequence every run); ``num_nodes`` is
+    draws on this graph (a new set each call, the same sequence every run; the count lives on
+    the graph object and starts again in a resumed run: pass ``epoch=`` to continue the
+    sequence of the interrupted one exactly); ``num_nodes`` is
     not needed (the graph knows its nodes) and ``force_undirected=True`` is not supported.
 
     Collective: every rank calls it with the same ``seed``, ``epoch``, ``num_neg``, ``method``,

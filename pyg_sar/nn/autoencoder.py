@@ -50,7 +50,8 @@ such model a converted class whose methods, after ``encode`` (or ``forward``) ra
 
 Every one of these methods is collective over a DistGraph: every rank calls it, in the same
 order (a rank without pairs passes empty ones). The draw counters live on the model object
-(``_sar_draws``), are the same on every rank and are not saved in checkpoints. A plain Tensor
+(``_sar_draws``), are the same on every rank and are saved in checkpoints
+(:func:`pyg_sar.save_checkpoint`), so a resumed run draws on. A plain Tensor
 ``edge_index`` given to ``encode`` / ``forward`` runs PyG's own methods until the next
 ``encode`` over a DistGraph. A user subclass keeps the methods it overrides (they then run on
 the rank's rows as written).

@@ -119,7 +119,8 @@ class NodePermutation:
     Pass it as ``DeepGraphInfomax(..., corruption=pyg_sar.nn.infomax.corruption(seed=0))`` in
     place of PyG's ``x[torch.randperm(x.size(0))]``. Call ``i`` (counting from 0, over the
     object's life) uses ``epoch = start_epoch + i``; the attribute ``epoch`` holds the next
-    one (set it to choose, e.g. after resuming). A model trained over a plain ``edge_index``
+    one (set it to choose; :func:`pyg_sar.save_checkpoint` saves it with the model and
+    :func:`pyg_sar.load_checkpoint` restores it). A model trained over a plain ``edge_index``
     in one process and the converted model over any number of ranks draw the same
     permutations.
 

@@ -202,3 +202,31 @@ def test_bad_arguments(tmp_path):
         pyg_sar.save_checkpoint(tmp_path, _model(), None, -1)
     with pytest.raises(ValueError, match="JSON-serialisable"):
         pyg_sar.save_checkpoint(tmp_path, _model(), None, 1, extra={"t": torch.zeros(1)})
+
+
+def test_keyed_draw_counters_are_saved_and_restored(tmp_path):
+    """The auto-encoders' draw counters and DGI's corruption epoch travel with the checkpoint,
+    so a resumed run draws the negatives, noise and permutations the uninterrupted one would."""
+    from torch_geometric.nn import GAE, DeepGraphInfomax
+
+    from pyg_sar.checkpoint import draw_counters
+    from pyg_sar.nn.autoencoder import DRAWS
+    from pyg_sar.nn.infomax import corruption
+
+    def models():
+        torch.manual_seed(0)
+        gae = GAE(torch.nn.Linear(4, 3))
+        dgi = DeepGraphInfomax(3, encoder=torch.nn.Linear(4, 3),
+                               summary=lambda z, *a, **k: z.mean(0),
+                               corruption=corruption(seed=1))
+        return torch.nn.ModuleDict({"gae": gae, "dgi": dgi})
+
+    model = models()
+    model["gae"].__dict__[DRAWS] = {"negatives": 7, "noise": 3}
+    model["dgi"].corruption.epoch = 11
+    pyg_sar.save_checkpoint(tmp_path / "ck", model, None, 2)
+    fresh = models()
+    assert draw_counters(fresh) == {"dgi": {"corruption_epoch": 0}}
+    pyg_sar.load_checkpoint(tmp_path / "ck", fresh)
+    assert draw_counters(fresh) == {"gae": {"draws": {"negatives": 7, "noise": 3}},
+                                    "dgi": {"corruption_epoch": 11}}
