@@ -75,6 +75,7 @@ FULL_TIER = (
     "tests/distributed/test_rank_launcher.py",
     "tests/train/test_train_link.py",
     "tests/link/test_gather.py",            # its P = 3, 4 id checks; test_link_exactness stays
+    "tests/link/test_pair_ids.py",          # the same launch; test_pair_ids_one_process stays
     "tests/distributed/test_comm_primitives.py",  # test_dist_bootstrap stays
     "tests/partition/test_link_split_forms.py",   # the zoo of RandomLinkSplit forms
     "tests/engine/test_linear_attention.py",  # test_ring_attention stays
