@@ -9,7 +9,9 @@ tensor that remembers its partition, so that a PyG decoder runs unchanged::
         return (z[edge_label_index[0]] * z[edge_label_index[1]]).sum(dim=-1)
 
 * ``z[pairs]`` (``z`` this rank's node rows, e.g. ``model.encode``'s output) is
-  :func:`pyg_sar.gather`: the rows of those global ids, from their owners, differentiable.
+  :func:`pyg_sar.gather`: the rows of those global ids, from their owners, differentiable;
+  ``z[pairs, 1]`` takes the rows, then the column. Pairs elsewhere in an index
+  (``z[:, pairs]``) are refused.
   It is collective: every rank indexes (with its own pairs, possibly none), as every rank
   runs the same training loop. A tensor whose row count is not the rank's number of nodes
   is refused with the reason (on every rank), never indexed as if the ids were local.
@@ -22,6 +24,8 @@ tensor that remembers its partition, so that a PyG decoder runs unchanged::
   ``torch.nn`` modules: ``BCEWithLogitsLoss``, ``BCELoss``, ``MSELoss``, ``L1Loss``) with
   ``reduction="mean"`` or ``"sum"`` reduce over every rank, as
   :mod:`pyg_sar.nn.functional`'s do; so do ``.sum()`` and ``.mean()`` over all elements.
+  These are collective, like the indexing: every rank computes them (never under an
+  ``if rank == 0``).
   Anything else computed from them is this rank's share (``out.sigmoid()``,
   ``out.view(-1)``), and leaving torch (``.numpy()``, ``.tolist()``) gives this rank's
   values: metrics over all ranks are :func:`pyg_sar.link.roc_auc_score` and friends.
@@ -108,9 +112,12 @@ class PairIds(Tensor):
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if func is Tensor.__getitem__ and len(args) == 2 and isinstance(args[1], PairIds) \
-                and not isinstance(args[0], PairIds):
-            return _rows(args[0], args[1])
+        if func is Tensor.__getitem__ and len(args) == 2 and not isinstance(args[0], PairIds):
+            index = args[1]
+            if isinstance(index, PairIds):
+                return _rows(args[0], index)
+            if isinstance(index, tuple) and _first(index, PairIds) is not None:
+                return _rows_then(args[0], index)
         if func in (Tensor.index_select, torch.index_select) and len(args) >= 3 \
                 and isinstance(args[2], PairIds) and not isinstance(args[0], PairIds):
             dim = args[1]
@@ -167,6 +174,19 @@ def _rows(data: Tensor, pairs: PairIds) -> PairRows:
     ids = pairs.as_subclass(Tensor)
     rows = gather(data, ids.reshape(-1), ids="new", graph=graph, name="z[pairs]")
     return as_pair_rows(rows.reshape(*ids.shape, *data.shape[1:]), graph)
+
+
+def _rows_then(data: Tensor, index: tuple) -> PairRows:
+    """``data[pairs, rest...]``: the rows of ``pairs``, then ``rest`` on their trailing
+    dimensions; pairs anywhere else, or tensors in ``rest``, are refused (a plain index would
+    read the rank's own rows as if the ids were local)."""
+    head, rest = index[0], index[1:]
+    if not isinstance(head, PairIds) or any(isinstance(r, Tensor) for r in rest):
+        raise ValueError(f"pyg_sar: pairs of new global ids select node rows: index the rows "
+                         f"first, data[pairs], then the rest (got an index of "
+                         f"{[type(i).__name__ for i in index]})")
+    rows = _rows(data, head)
+    return rows[(slice(None),) * head.dim() + tuple(rest)]
 
 
 # ---- PairRows ------------------------------------------------------------------------------

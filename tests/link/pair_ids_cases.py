@@ -103,6 +103,10 @@ def suite(ctx, part) -> dict:
 
     # what keeps pairs pairs
     cat = torch.cat([pairs, as_pair_ids(_pairs(ctx, n, 30), g)], dim=-1)
+    col = z.detach()[pairs[0], 1]  # rows of the pairs, then a column
+    out["rows_then_column"] = bool(torch.equal(col.as_subclass(torch.Tensor).long(),
+                                               10 * everyone[pairs[0].as_subclass(torch.Tensor)]))
+    out["pairs_not_first"] = _error(lambda: z.detach()[:, pairs[0]])
     uniq = torch.unique(cat)
     uniq_rows = z.detach()[uniq]  # collective: outside any short-circuit
     out["kept"] = {

@@ -36,6 +36,14 @@ def test_torch_losses_of_fetched_rows_equal_one_process(launches, p):
 
 
 @pytest.mark.parametrize("p", WORLD_SIZES)
+def test_a_tuple_index_takes_the_rows_first_or_is_refused(launches, p):
+    for res in launches[p]:
+        assert res["rows_then_column"]
+        msg = res["pairs_not_first"]
+        assert msg is not None and "index the rows first" in msg, msg
+
+
+@pytest.mark.parametrize("p", WORLD_SIZES)
 def test_selection_keeps_pairs_and_arithmetic_does_not(launches, p):
     for res in launches[p]:
         assert all(res["kept"].values()), res["kept"]
