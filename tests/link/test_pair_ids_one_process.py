@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 
 def test_one_process_losses_are_torchs():
-    from pyg_sar.link.pair_ids import PairRows, as_pair_ids
+    from pyg_sar.link.pair_ids import PairIds, PairRows, as_pair_ids
     z = torch.randn(6, 3, dtype=torch.float64, requires_grad=True)
     pairs = as_pair_ids(torch.tensor([[0, 5, 2], [1, 1, 4]]), None)
     rows = z.detach()[pairs[0]]  # no partition: plain indexing through gather
@@ -24,6 +24,8 @@ def test_one_process_losses_are_torchs():
     with pytest.raises(ValueError, match="reduction"):
         F.binary_cross_entropy_with_logits(score, y, reduction="avg")
     assert "PairIds(" in repr(pairs)
+    src, dst = pairs  # PyG's decoders unpack the two rows
+    assert isinstance(src, PairIds) and isinstance(dst, PairIds) and isinstance(pairs.T, PairIds)
 
 
 def test_one_process_link_split_hands_out_pairs_and_names_pygs_sampler(tmp_path, monkeypatch):
