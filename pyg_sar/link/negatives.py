@@ -276,8 +276,9 @@ def negative_sampling(graph: Any = None, keys: Any = None, *, seed: Optional[int
         ValueError: bad arguments (on every rank when one rank's keys / src are bad).
     """
     from pyg_sar.link.negatives_comm import DirectoryComm
-    from pyg_sar.link.pair_ids import as_pair_ids
+    from pyg_sar.link.pair_ids import as_pair_ids, as_typed_pair_ids, type_owner
     name = "negative_sampling"
+    hetero_part, typed = graph, None
     if edge_index is not None or keys is None or isinstance(keys, int):
         return _pyg_form(graph if edge_index is None else edge_index,
                          num_nodes if keys is None else keys, num_neg_samples, method,
@@ -292,6 +293,7 @@ def negative_sampling(graph: Any = None, keys: Any = None, *, seed: Optional[int
             raise ValueError(f"{name}: a heterogeneous partition needs edge_type= (one of "
                              f"{list(graph.edge_types)}): the edge type whose pairs are drawn")
         et = graph.edge_type_of(edge_type)
+        typed = (type_owner(hetero_part, et[0]), type_owner(hetero_part, et[-1]))
         src_ids = graph.node_ids_dict[et[0]]
         graph = graph.edge_index_dict[et]
     elif edge_type is not None:
@@ -317,6 +319,8 @@ def negative_sampling(graph: Any = None, keys: Any = None, *, seed: Optional[int
                     reject=reject_existing, max_tries=max_tries, num_nodes=dc.num_nodes,
                     num_edges=dc.num_edges, lookup=dc.lookup, is_edge=dc.is_edge,
                     any_left=dc.any_left, num_src=dc.num_src if bipartite else None)
+    if typed is not None:
+        return as_typed_pair_ids(pairs, *typed)
     return pairs if bipartite else as_pair_ids(pairs, graph)
 
 

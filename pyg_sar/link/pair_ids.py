@@ -42,13 +42,39 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-__all__ = ["PairIds", "PairRows", "as_pair_ids"]
+__all__ = ["PairIds", "PairRows", "TypeOwner", "as_pair_ids", "as_typed_pair_ids"]
 
 
 def as_pair_ids(ids: Tensor, graph: Any) -> PairIds:
     """``ids`` (new global ids of the partition of ``graph``, a DistGraph) as :class:`PairIds`."""
     out = ids.as_subclass(PairIds)
     out._sar_graph = graph
+    return out
+
+
+class TypeOwner:
+    """Who owns the nodes of one node type of a heterogeneous partition: the ``P + 1``
+    boundaries of the ranks' new-id ranges, and the communication context (what
+    :func:`pyg_sar.gather` needs)."""
+
+    def __init__(self, node_type: str, node_offsets: list[int], context: Any) -> None:
+        self.node_type, self.node_offsets, self.context = node_type, list(node_offsets), context
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TypeOwner) and other.node_type == self.node_type \
+            and other.node_offsets == self.node_offsets and other.context is self.context
+
+    def __hash__(self) -> int:
+        return hash((self.node_type, tuple(self.node_offsets)))
+
+
+def as_typed_pair_ids(ids: Tensor, src: TypeOwner, dst: TypeOwner) -> PairIds:
+    """``[2, n]`` pairs of one edge type, row 0 in the new ids of ``src``'s node type and row
+    1 in those of ``dst``'s, as :class:`PairIds`: ``pairs[0]`` indexes the source type's rows,
+    ``pairs[1]`` the destination type's."""
+    out = ids.as_subclass(PairIds)
+    out._sar_graph = None
+    out._sar_rows = (src, dst)
     return out
 
 
@@ -109,10 +135,14 @@ class PairIds(Tensor):
     indexing this rank's node rows with it gathers the rows from their owners."""
 
     _sar_graph: Any = None
+    _sar_rows: Optional[tuple] = None  # typed pairs: the owners of row 0 and row 1
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        typed = _first((*args, *kwargs.values()), PairIds)
+        if typed is not None and typed._sar_rows is not None:
+            return _typed(func, args, kwargs, typed)
         if func is Tensor.__getitem__ and len(args) == 2 and not isinstance(args[0], PairIds):
             index = args[1]
             if isinstance(index, PairIds):
@@ -146,6 +176,53 @@ class PairIds(Tensor):
         return "PairIds(" + repr(self.as_subclass(Tensor)) + ")"
 
 
+_TYPED_KEEPING = {Tensor.clone, Tensor.to, Tensor.cpu, Tensor.cuda, Tensor.contiguous,
+                  Tensor.detach, torch.cat, torch.concat}
+
+
+def _typed(func: Callable, args: tuple, kwargs: dict, source: PairIds) -> Any:
+    """Typed pairs (two node types): a row selected (``pairs[0]``, unpacking) is the pairs of
+    that row's type; columns selected, moved or concatenated keep both rows' types; indexing
+    node rows with both rows at once is refused (which type's rows?)."""
+    src, dst = source._sar_rows
+    if func is Tensor.__getitem__ and not isinstance(args[0], PairIds):
+        raise ValueError(f"pyg_sar: these pairs join node types {src.node_type!r} (row 0) and "
+                         f"{dst.node_type!r} (row 1): index each type's rows with its row, "
+                         f"z_dict[{src.node_type!r}][pairs[0]], z_dict[{dst.node_type!r}]"
+                         f"[pairs[1]]")
+    out = _call_plain(func, args, kwargs)
+    if func is Tensor.__iter__:
+        out = tuple(out)
+    rows = None
+    if func is Tensor.__getitem__ and args[0] is source:
+        index = args[1]
+        first = index[0] if isinstance(index, tuple) and index else index
+        if isinstance(first, int) and not isinstance(first, bool):
+            rows = [(src, dst)[first]]
+        elif isinstance(first, slice) and first == slice(None):
+            rows = "keep"
+    elif func in (Tensor.unbind, torch.unbind, Tensor.__iter__) and \
+            kwargs.get("dim", args[1] if len(args) > 1 else 0) == 0:
+        rows = [src, dst]
+    elif func in _TYPED_KEEPING and _all_typed(args, kwargs, source):
+        rows = "keep"
+    if rows is None:
+        return out
+    if rows == "keep":
+        return _wrap(out, lambda t: t if t.is_floating_point() else
+                     as_typed_pair_ids(t, src, dst))
+    if isinstance(out, Tensor):
+        return as_pair_ids(out, rows[0])
+    wrapped = tuple(as_pair_ids(t, owner) for t, owner in zip(out, rows))
+    return iter(wrapped) if func is Tensor.__iter__ else wrapped
+
+
+def _all_typed(args: tuple, kwargs: dict, source: PairIds) -> bool:
+    tensors = [a for a in _flatten(args) + _flatten(list(kwargs.values()))
+               if isinstance(a, Tensor)]
+    return all(isinstance(t, PairIds) and t._sar_rows == source._sar_rows for t in tensors)
+
+
 def _all_pairs(args: tuple, kwargs: dict, source: Optional[PairIds]) -> bool:
     """Whether every tensor input is a PairIds of ``source``'s partition (``torch.cat`` of
     pairs with a plain tensor gives a plain tensor)."""
@@ -154,7 +231,8 @@ def _all_pairs(args: tuple, kwargs: dict, source: Optional[PairIds]) -> bool:
     graph = source._sar_graph
     tensors = [a for a in _flatten(args) + _flatten(list(kwargs.values()))
                if isinstance(a, Tensor)]
-    return all(isinstance(t, PairIds) and t._sar_graph is graph for t in tensors)
+    return all(isinstance(t, PairIds) and t._sar_rows is None
+               and (t._sar_graph is graph or t._sar_graph == graph) for t in tensors)
 
 
 def _flatten(items: Any) -> list:
@@ -173,7 +251,17 @@ def _rows(data: Tensor, pairs: PairIds) -> PairRows:
     graph = pairs._sar_graph
     data = _plain(data)
     ids = pairs.as_subclass(Tensor)
-    rows = gather(data, ids.reshape(-1), ids="new", graph=graph, name="z[pairs]")
+    try:  # gather checks every rank's input and raises on every rank
+        if isinstance(graph, TypeOwner):
+            rows = gather(data, ids.reshape(-1), ids="new", node_offsets=graph.node_offsets,
+                          context=graph.context, name="z[pairs]")
+        else:
+            rows = gather(data, ids.reshape(-1), ids="new", graph=graph, name="z[pairs]")
+    except ValueError as e:
+        raise ValueError(f"{e}. Indexing with pairs (PairIds) fetches rows of the rank's nodes "
+                         f"from their owners; to index a tensor of another length (e.g. one "
+                         f"row per node of the whole graph, in new ids) use the plain ids, "
+                         f"pairs.as_subclass(torch.Tensor)") from None
     return as_pair_rows(rows.reshape(*ids.shape, *data.shape[1:]), graph)
 
 
@@ -286,9 +374,13 @@ def _global_loss(func: Callable, source: PairRows, args: tuple, kwargs: dict) ->
 def with_pair_ids(result: Any) -> Any:
     """The parts of a homogeneous link split (``distribute`` / ``load_link_split``) with their
     ``*edge_label_index`` pairs as :class:`PairIds`; anything else unchanged."""
+    from pyg_sar.partition.hetero import HeteroPartition
     from pyg_sar.partition.loader import PartitionData
     parts = result if isinstance(result, tuple) else (result,)
     for part in parts:
+        if isinstance(part, HeteroPartition):
+            _typed_pairs_of(part)
+            continue
         graph = getattr(part, "edge_index", None) if isinstance(part, PartitionData) else None
         if graph is None or not hasattr(graph, "node_offsets"):
             continue
@@ -298,3 +390,19 @@ def with_pair_ids(result: Any) -> Any:
                     and not isinstance(value, PairIds):
                 part[key] = as_pair_ids(value, graph)
     return result
+
+
+def type_owner(part: Any, node_type: str) -> TypeOwner:
+    """The :class:`TypeOwner` of ``node_type`` in the heterogeneous partition ``part``."""
+    return TypeOwner(node_type, part.node_offsets_dict[node_type], part._context)
+
+
+def _typed_pairs_of(part: Any) -> None:
+    """A heterogeneous split's pairs (``part[edge_type].edge_label_index`` ...) as typed
+    :class:`PairIds`."""
+    for et, data in part.pair_data_dict.items():
+        for key, value in list(data.items()):
+            if key.endswith("edge_label_index") and isinstance(value, Tensor) \
+                    and not isinstance(value, PairIds):
+                data[key] = as_typed_pair_ids(value, type_owner(part, et[0]),
+                                              type_owner(part, et[-1]))

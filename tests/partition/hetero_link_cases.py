@@ -106,13 +106,19 @@ def pairs_report(ctx, triple: tuple, parts: tuple) -> dict:
     for split, ref, p in zip(SPLITS, triple, parts):
         sets = {}
         for s in sets_of(p[ET]):
-            index, label, ids = p[ET][f"{s}_index"], p[ET][s], p[ET][f"{s}_ids"]
+            typed, label, ids = p[ET][f"{s}_index"], p[ET][s], p[ET][f"{s}_ids"]
+            index = typed.as_subclass(torch.Tensor)  # the plain new ids, for bookkeeping
             pairs = torch.stack([orig["user"][index[0]], orig["movie"][index[1]]])
             # the pair ends' rows, fetched by type from their owners
             xu = _gather(p, "user", p.x_dict["user"], index[0])
             xm = _gather(p, "movie", p.x_dict["movie"], index[1])
+            # ... and as PyG's decoders index them: typed pairs, one row per node type
+            row, col = typed
+            pu, pm = p.x_dict["user"][row], p.x_dict["movie"][col]
             gathered = torch.equal(xu, ref["user"].x[pairs[0]]) and \
-                torch.equal(xm, ref["movie"].x[pairs[1]])
+                torch.equal(xm, ref["movie"].x[pairs[1]]) and \
+                torch.equal(pu.as_subclass(torch.Tensor), xu) and \
+                torch.equal(pm.as_subclass(torch.Tensor), xm)
             sets[s] = {"pairs": pairs.tolist(), "label": label.tolist(), "ids": ids.tolist(),
                        "owns_sources": bool(((index[0] >= lo) & (index[0] < hi)).all()),
                        "dtype": str(label.dtype), "gathered": gathered}
@@ -134,7 +140,7 @@ def negatives_report(ctx, triple: tuple, parts: tuple) -> dict:
     orig = _all_ids(ctx, parts[0])
     train, p = triple[0], parts[0]
     s = sets_of(p[ET])[0]
-    keys, index = p[ET][f"{s}_ids"], p[ET][f"{s}_index"]
+    keys, index = p[ET][f"{s}_ids"], p[ET][f"{s}_index"].as_subclass(torch.Tensor)
     ref_edges = train[ET].edge_index
     out = {}
     for method in ("uniform", "degree"):
@@ -148,6 +154,7 @@ def negatives_report(ctx, triple: tuple, parts: tuple) -> dict:
                     ref_edges, keys, num_nodes=(NUM_USERS, NUM_MOVIES), seed=NEG_SEED,
                     epoch=2, num_neg=3, method=method, reject_existing=reject,
                     src=None if src is None else orig["user"][src])
+                neg = neg.as_subclass(torch.Tensor)  # plain new ids, to index the id tables
                 got = torch.stack([orig["user"][neg[0]], orig["movie"][neg[1]]])
                 out[f"{method}/{reject}/{keep_src}"] = float(not torch.equal(got, ref))
     return out

@@ -60,6 +60,7 @@ def suite(ctx, forms: list) -> dict:
                 if f"{s}_index" not in p:
                     continue
                 index, label, ids = p[f"{s}_index"], p[s], p[f"{s}_ids"]
+                index = index.as_subclass(torch.Tensor)  # plain new ids: a global id table
                 sets[s] = {"pairs": new_to_orig[index].tolist(), "label": label.tolist(),
                            "ids": ids.tolist(),
                            "owns_sources": bool(((index[0] >= lo) & (index[0] < hi)).all()),
