@@ -348,11 +348,16 @@ def _pyg_form(graph: Any, num_nodes: Any, num_neg_samples: Optional[int], method
     n = graph.num_edges if num_neg_samples is None else num_neg_samples
     if isinstance(n, Tensor) and n.numel() == 1:
         n = int(n)
+    problem = None
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise ValueError(f"{name}: num_neg_samples must be a non-negative integer (got {n!r})")
+        problem = f"{name}: num_neg_samples must be a non-negative integer (got {n!r})"
     comm = communicator_of(graph.context)
-    counts = [n] if comm is None else [int(c) for c in comm.allgather_object(n)]
     rank = 0 if comm is None else comm.rank
+    told = [(n, problem)] if comm is None else comm.allgather_object((n, problem))
+    bad = [(r, p) for r, (_, p) in enumerate(told) if p is not None]
+    if bad:  # on every rank, naming the rank whose input was bad
+        raise ValueError(f"{bad[0][1]} (rank {bad[0][0]})")
+    counts = [int(c) for c, _ in told]
     start = sum(counts[:rank])
     if epoch is None:
         epoch = int(graph.__dict__.get(_DRAWS, 0))

@@ -62,6 +62,8 @@ def test_one_process_link_split_hands_out_pairs_and_names_pygs_sampler(tmp_path,
         with pytest.raises(TypeError, match="import negative_sampling from pyg_sar.link"):
             pyg_negative_sampling(edge_index=train.edge_index, num_nodes=train.num_nodes,
                                   num_neg_samples=7, method="sparse")
+        with pytest.raises(ValueError, match=r"num_neg_samples must be .* \(rank 0\)"):
+            negative_sampling(edge_index=train.edge_index, num_neg_samples=-1)
         with pytest.raises(ValueError, match="force_undirected"):
             negative_sampling(edge_index=train.edge_index, num_neg_samples=7,
                               force_undirected=True)
