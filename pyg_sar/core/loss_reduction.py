@@ -13,6 +13,7 @@ import torch
 from torch import Tensor
 
 from pyg_sar.core.collectives import sum_over_ranks
+from pyg_sar.core.precision import accumulate_dtype, is_low_precision
 from pyg_sar.distributed.backward import mark_global_loss
 
 REDUCTIONS = ("mean", "sum", "none")
@@ -53,6 +54,15 @@ def reduce_over_ranks(local_sum: Tensor, count: Any, reduction: str, comm, name:
     the dtype to return it in when ``local_sum`` is a float32 sum of low-precision losses."""
     loss = _reduce_wide(local_sum, count, reduction, comm, name)
     return loss if dtype is None else loss.to(dtype)
+
+
+def reduce_elements(values: Tensor, reduction: str, comm, name: str) -> Tensor:
+    """The mean (``"mean"``) or sum (``"sum"``) of every element of every rank's ``values``,
+    as :func:`reduce_over_ranks` (low-precision values summed in float32 and the result
+    returned in their dtype)."""
+    dtype = values.dtype if is_low_precision(values.dtype) else None
+    return reduce_over_ranks(values.sum(dtype=accumulate_dtype(values.dtype)), values.numel(),
+                             reduction, comm, name, dtype)
 
 
 def _reduce_wide(local_sum: Tensor, count: Any, reduction: str, comm, name: str) -> Tensor:

@@ -87,14 +87,8 @@ def _plain(x: Any) -> Any:
 
 
 def _first(args: Any, cls: type) -> Optional[Tensor]:
-    for a in args:
-        if isinstance(a, cls):
-            return a
-        if isinstance(a, (list, tuple)):
-            found = _first(a, cls)
-            if found is not None:
-                return found
-    return None
+    """The first ``cls`` among ``args`` (lists and tuples searched too)."""
+    return next((a for a in _flatten(args) if isinstance(a, cls)), None)
 
 
 def _wrap(out: Any, make: Callable[[Tensor], Tensor]) -> Any:
@@ -218,9 +212,12 @@ def _typed(func: Callable, args: tuple, kwargs: dict, source: PairIds) -> Any:
 
 
 def _all_typed(args: tuple, kwargs: dict, source: PairIds) -> bool:
-    tensors = [a for a in _flatten(args) + _flatten(list(kwargs.values()))
-               if isinstance(a, Tensor)]
-    return all(isinstance(t, PairIds) and t._sar_rows == source._sar_rows for t in tensors)
+    return all(isinstance(t, PairIds) and t._sar_rows == source._sar_rows
+               for t in _tensors(args, kwargs))
+
+
+def _tensors(args: tuple, kwargs: dict) -> list[Tensor]:
+    return [a for a in _flatten((*args, *kwargs.values())) if isinstance(a, Tensor)]
 
 
 def _all_pairs(args: tuple, kwargs: dict, source: Optional[PairIds]) -> bool:
@@ -229,10 +226,9 @@ def _all_pairs(args: tuple, kwargs: dict, source: Optional[PairIds]) -> bool:
     if source is None:
         return False
     graph = source._sar_graph
-    tensors = [a for a in _flatten(args) + _flatten(list(kwargs.values()))
-               if isinstance(a, Tensor)]
     return all(isinstance(t, PairIds) and t._sar_rows is None
-               and (t._sar_graph is graph or t._sar_graph == graph) for t in tensors)
+               and (t._sar_graph is graph or t._sar_graph == graph)
+               for t in _tensors(args, kwargs))
 
 
 def _flatten(items: Any) -> list:
@@ -313,8 +309,6 @@ class PairRows(Tensor):
         if func is Tensor.__getitem__ and len(args) == 2 and isinstance(args[1], PairIds):
             return PairIds.__torch_function__(func, types, args, kwargs)
         out = _call_plain(func, args, kwargs)
-        if func in (Tensor.__reduce_ex__,):
-            return out
         return _wrap(out, lambda t: as_pair_rows(t, source._sar_graph))
 
     def __reduce_ex__(self, protocol):
@@ -337,13 +331,9 @@ def _comm(source: PairRows) -> Any:
 
 
 def _reduce(per_element: Tensor, reduction: str, source: PairRows, name: str) -> Tensor:
-    """The global ``"mean"`` / ``"sum"`` of this rank's per-element values (summed in float32
-    for low-precision values, returned in their dtype)."""
-    from pyg_sar.core.loss_reduction import reduce_over_ranks
-    from pyg_sar.core.precision import accumulate_dtype
-    total = reduce_over_ranks(per_element.sum(dtype=accumulate_dtype(per_element.dtype)),
-                              per_element.numel(), reduction, _comm(source), name)
-    return total.to(per_element.dtype)
+    """The global ``"mean"`` / ``"sum"`` of this rank's per-element values."""
+    from pyg_sar.core.loss_reduction import reduce_elements
+    return reduce_elements(per_element, reduction, _comm(source), name)
 
 
 def _global_reduction(kind: str, source: PairRows, values: Tensor) -> Tensor:

@@ -47,7 +47,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from pyg_sar.core.collectives import sum_over_ranks
-from pyg_sar.core.loss_reduction import REDUCTIONS, local_values
+from pyg_sar.core.loss_reduction import REDUCTIONS, local_values, reduce_elements
 from pyg_sar.core.loss_reduction import RankShare as _RankShare
 from pyg_sar.core.loss_reduction import check_reduction as _check_reduction
 from pyg_sar.core.loss_reduction import reduce_over_ranks as _reduce
@@ -178,9 +178,7 @@ def global_mean(values: Tensor, mask: Optional[Tensor] = None, *, context: Any =
     """
     comm = _comm(context)
     values, _ = _select(values, None, mask, "global_mean")
-    dtype = values.dtype if _low(values) else None  # summed in float32, returned in its dtype
-    return _reduce(values.sum(dtype=accumulate_dtype(values.dtype)), values.numel(), "mean",
-                   comm, "global_mean", dtype)
+    return reduce_elements(values, "mean", comm, "global_mean")
 
 
 def _class_index_loss(name: str, fn, out: Tensor, target: Tensor, mask: Optional[Tensor],

@@ -174,7 +174,9 @@ def error_cases(ctx) -> dict:
     return out
 
 
-def _error(fn) -> str | None:
+def value_error_message(fn) -> str | None:
+    """The message of the ValueError ``fn()`` raises; None if it raises none; "WRONG: ..." for
+    any other exception (also used by pair_ids_cases.py)."""
     try:
         fn()
     except ValueError as e:
@@ -225,13 +227,14 @@ def ids_cases(ctx, part) -> dict:
     # original ids, ids left out: an error on every rank, never rows
     for how, kw in (("node_offsets", {"node_offsets": g}), ("context", {"context": g}),
                     ("graph", {"graph": g}), ("plain", {})):
-        out[f"left_out/{how}"] = _error(lambda kw=kw: gather(z0, orig, **kw))
-    out["original_without_graph"] = _error(lambda: gather(z0, orig, ids="original"))
-    out["original_list_offsets"] = _error(
+        out[f"left_out/{how}"] = value_error_message(lambda kw=kw: gather(z0, orig, **kw))
+    out["original_without_graph"] = value_error_message(lambda: gather(z0, orig, ids="original"))
+    out["original_list_offsets"] = value_error_message(
         lambda: gather(z0, orig, ids="original", node_offsets=list(g.node_offsets)))
-    out["bad_ids"] = _error(lambda: gather(z0, orig, ids="old", node_offsets=g))
+    out["bad_ids"] = value_error_message(lambda: gather(z0, orig, ids="old", node_offsets=g))
     bad = torch.tensor([0, n + 3]) if rank == 0 else orig
-    out["original_out_of_range"] = _error(lambda: gather(z0, bad, ids="original", graph=g))
+    out["original_out_of_range"] = value_error_message(
+        lambda: gather(z0, bad, ids="original", graph=g))
     return out
 
 

@@ -16,26 +16,16 @@ random partition, so new ids differ from original ids).
 from __future__ import annotations
 
 import pickle
-import traceback
 
 import torch
 import torch.nn.functional as F
 
 from pyg_sar.link.pair_ids import PairIds, PairRows, as_pair_ids
 from tests.closeness import rel_error
+from tests.link.gather_cases import value_error_message as _error
 
 F64 = torch.float64
 TOTAL_NEG = 31  # negatives drawn in PyG's form, split unevenly over the ranks
-
-
-def _error(fn) -> str | None:
-    try:
-        fn()
-    except ValueError as e:
-        return str(e)
-    except Exception:  # noqa: BLE001 - reported to the test
-        return "WRONG: " + traceback.format_exc()
-    return None
 
 
 def _allgather(ctx, t: torch.Tensor) -> torch.Tensor:

@@ -39,6 +39,12 @@ def launches(tmp_path_factory) -> dict[int, list[dict]]:
     return _RESULTS
 
 
+def suite_results(tmp_path_factory, name: str) -> dict[int, list[dict]]:
+    """``{P: [rank's result of suite name]}`` ("gather", "negatives", "pair_ids"), from the
+    session's one launch per P."""
+    return {p: [r[name] for r in res] for p, res in launches(tmp_path_factory).items()}
+
+
 def shared():
     """This module, loaded once per session under one name (so both test files share the
     launches)."""

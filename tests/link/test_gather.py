@@ -33,8 +33,7 @@ gc = runpy.run_path(str(CASES))
 @pytest.fixture(scope="module")
 def launches(tmp_path_factory) -> dict[int, list[dict]]:
     pairs = runpy.run_path(str(HERE / "pairs_cases.py"))["shared"]()
-    return {p: [r["gather"] for r in res]
-            for p, res in pairs.launches(tmp_path_factory).items()}
+    return pairs.suite_results(tmp_path_factory, "gather")
 
 
 @pytest.mark.parametrize("p", WORLD_SIZES)

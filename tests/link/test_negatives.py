@@ -30,8 +30,7 @@ N = nc["N"]
 @pytest.fixture(scope="module")
 def launches(tmp_path_factory) -> dict[int, list[dict]]:
     pairs = runpy.run_path(str(HERE / "pairs_cases.py"))["shared"]()
-    return {p: [r["negatives"] for r in res]
-            for p, res in pairs.launches(tmp_path_factory).items()}
+    return pairs.suite_results(tmp_path_factory, "negatives")
 
 
 @pytest.mark.parametrize("p", WORLD_SIZES)

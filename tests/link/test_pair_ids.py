@@ -17,8 +17,7 @@ TOL = 1e-12
 @pytest.fixture(scope="module")
 def launches(tmp_path_factory) -> dict[int, list[dict]]:
     pairs = runpy.run_path(str(HERE / "pairs_cases.py"))["shared"]()
-    return {p: [r["pair_ids"] for r in res]
-            for p, res in pairs.launches(tmp_path_factory).items()}
+    return pairs.suite_results(tmp_path_factory, "pair_ids")
 
 
 @pytest.mark.parametrize("p", WORLD_SIZES)
