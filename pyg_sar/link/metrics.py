@@ -208,9 +208,9 @@ def average_precision(scores: Tensor, labels: Tensor, *, context: Any = None) ->
 
 # ---- MRR and Hits@K ---------------------------------------------------------------------
 def _as_tensor(values: Any) -> Tensor:
-    if isinstance(values, Tensor):
-        return values.as_subclass(Tensor).detach()
-    return torch.as_tensor(np.asarray(values))
+    """Arrays as tensors; tensors as they are (roc_auc / average_precision take their
+    rank's values and detach them)."""
+    return values if isinstance(values, Tensor) else torch.as_tensor(np.asarray(values))
 
 
 def roc_auc_score(y_true: Any, y_score: Any, *, context: Any = None) -> float:
