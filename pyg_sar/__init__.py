@@ -40,6 +40,8 @@ _LAZY = {
     "log": "pyg_sar.distributed.rank_utils",
     "barrier": "pyg_sar.distributed.rank_utils",
     "global_sum": "pyg_sar.distributed.rank_utils",
+    "global_mean": "pyg_sar.nn.functional",
+    "replicated": "pyg_sar.nn.functional",
     "UnsupportedLayerError": "pyg_sar.nn.layers",
     "gather": "pyg_sar.link.gather",
     "save_checkpoint": "pyg_sar.checkpoint",

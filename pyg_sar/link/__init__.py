@@ -33,6 +33,9 @@ _LAZY: dict[str, str] = {
                     "pyg_sar.link.negatives"),
     # pairs that index like PyG's: z[edge_label_index[0]] gathers from every rank
     **dict.fromkeys(("PairIds", "PairRows"), "pyg_sar.link.pair_ids"),
+    # knowledge-graph triples: head-or-tail corruption, filtered ranking over all nodes
+    **dict.fromkeys(("corrupt_pairs", "reference_corrupt_pairs"), "pyg_sar.link.corruption"),
+    "FilteredMRR": "pyg_sar.link.filtered_rank",
     # original -> new global ids of a partition (H2)
     "to_new_ids": "pyg_sar.link.split",
 }

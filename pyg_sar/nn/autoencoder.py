@@ -200,10 +200,17 @@ def encode(self, *args: Any, **kwargs: Any) -> Any:
 
 def decode(self, *args: Any, **kwargs: Any) -> Tensor:
     """PyG's ``decode``; after ``encode`` over a DistGraph, ``decode(z, edge_index, ...)``
-    scores pairs of NEW global ids (their ends fetched from their owners)."""
+    scores pairs of NEW global ids (their ends fetched from their owners), returned as
+    :class:`~pyg_sar.link.PairRows` (the rank's share: torch's losses on them are global)."""
     if _distributed(self) is None or len(args) < 2:
         return self._sar_base.decode(self, *args, **kwargs)
-    return _decode_pairs(self, args[0], args[1], *args[2:], **kwargs)
+    out = _decode_pairs(self, args[0], args[1], *args[2:], **kwargs)
+    if isinstance(out, Tensor) and out.dim() and out.shape[0] == args[1].shape[-1]:
+        # one score per pair: this rank's share of the scores of all ranks' pairs, so that
+        # torch's losses on them (BCE-with-logits on cat([pos, neg])) reduce over every rank
+        from pyg_sar.link.pair_ids import as_pair_rows
+        out = as_pair_rows(out, self.__dict__[GRAPH])
+    return out
 
 
 def recon_loss(self, z: Tensor, pos_edge_index: Tensor,

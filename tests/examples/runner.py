@@ -22,6 +22,10 @@ single-process PyG baseline of the examples that are not ports of a PyG script.
 data handed to ``pyg_sar.distribute``), and ``--save-params PREFIX`` writes, after each script,
 the final parameters of its global ``model`` to ``PREFIX<script>.rank<r>.pt``: together they
 check a port's training end to end against one process (tests/examples/test_port_exactness.py).
+A script whose global ``data`` has ``node_ids`` (a partition) also saves them, as
+``"__node_ids__"``: the rows of a node table the port shards (``pyg_sar.shard_embedding``).
+``--no-dropout`` makes ``torch.nn.functional.dropout`` the identity while the scripts run (a
+script that drops out with ``F.dropout`` would draw its masks per rank).
 """
 from __future__ import annotations
 
@@ -77,6 +81,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="float64 default dtype and data (exactness checks)")
     parser.add_argument("--save-params", default=None, metavar="PREFIX",
                         help="write each script's final model parameters to PREFIX...")
+    parser.add_argument("--no-dropout", action="store_true",
+                        help="torch.nn.functional.dropout is the identity")
     parser.add_argument("scripts", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     runs = split_scripts(args.scripts)
@@ -93,6 +99,8 @@ def main(argv: list[str] | None = None) -> None:
             parser.error("--plain runs one process")
         pyg_sar.distribute = lambda data, *a, **k: data
         pyg_sar.convert = lambda model, *a, **k: model
+    if args.no_dropout:
+        torch.nn.functional.dropout = lambda input, *a, **k: input
     if args.float64:
         torch.set_default_dtype(torch.float64)
         distribute = pyg_sar.distribute
@@ -110,6 +118,9 @@ def main(argv: list[str] | None = None) -> None:
             result = runpy.run_path(path, init_globals=init_globals, run_name="__main__")
             if args.save_params is not None:
                 state = {k: v.detach().cpu() for k, v in result["model"].state_dict().items()}
+                node_ids = getattr(result.get("data"), "node_ids", None)
+                if isinstance(node_ids, torch.Tensor):
+                    state["__node_ids__"] = node_ids.cpu()
                 name = "_".join([os.path.splitext(os.path.basename(path))[0],
                                  *(a.lstrip("-") for a in script_args)])
                 torch.save(state, f"{args.save_params}{name}.rank{rank}.pt")

@@ -16,7 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 DIFFS = Path(__file__).with_name("ported")
 PORTED = ("gcn", "gat", "tagcn", "sgc", "mixhop", "pmlp", "gcn2_cora", "link_pred",
-          "infomax_transductive", "autoencoder")
+          "infomax_transductive", "autoencoder", "rgcn_link_pred")
 # link_pred.py changes more: its pair decoder (gather), negatives, loss and AUC lines, and two
 # imports without a replacement (scikit-learn's AUC, PyG's negative_sampling).
 LIMITS = {"link_pred": 22}
@@ -50,8 +50,9 @@ def test_port_is_pygs_script_plus_its_recorded_diff(name):
         f"examples/{name}.py changed outside its recorded diff: regenerate the diffs")
     assert pd.make_diff_file(original, port, name, meta["commit"]) == diff
     # The only Planetoid import is pyg_sar's (PyG's downloads; the shipped files do not).
-    assert "from torch_geometric.datasets import Planetoid" in original
-    assert "from pyg_sar.datasets import Planetoid" in port
+    if "Planetoid" in original:
+        assert "from torch_geometric.datasets import Planetoid" in original
+        assert "from pyg_sar.datasets import Planetoid" in port
     added, removed = _counts(pd, diff)
     limit = LIMITS.get(name, 10)
     assert added + removed <= limit, f"{name}: {added} lines added, {removed} removed"

@@ -77,8 +77,14 @@ def make_data() -> Data:
     ei = ei[:, ei[0] != ei[1]]
     edge_type = torch.randint(0, RELATIONS, (ei.shape[1],), generator=g)
     train = edge_type < RELATIONS // 2
+    # valid: a few triples of the relations the decoder scores (0 .. RELATIONS // 2 - 1)
+    valid = torch.randint(0, N, (2, 12), generator=g)
+    valid = valid[:, valid[0] != valid[1]]
     return Data(edge_index=ei, edge_type=edge_type, num_nodes=N,
-                train_edge_index=ei[:, train], train_edge_type=edge_type[train])
+                train_edge_index=ei[:, train], train_edge_type=edge_type[train],
+                valid_edge_index=valid,
+                valid_edge_type=torch.randint(0, RELATIONS // 2, (valid.shape[1],),
+                                              generator=g))
 
 
 def negatives(edge_index: torch.Tensor, step: int) -> torch.Tensor:
@@ -138,6 +144,64 @@ def _train_dist(model, part, mine, world: int, torch_clip: bool = False) -> list
     return losses
 
 
+def reference_mrr(decoder, z, data, edge_index, edge_type) -> float:
+    """PyG's ``rgcn_link_pred.py`` ``compute_mrr`` (its loops, its filters, its fair rank),
+    one process on the whole graph."""
+    sets = [(data.train_edge_index, data.train_edge_type),
+            (data.valid_edge_index, data.valid_edge_type)]
+    ranks = []
+    for i in range(edge_type.numel()):
+        (src, dst), rel = edge_index[:, i], edge_type[i]
+        for side in (0, 1):
+            mask = torch.ones(data.num_nodes, dtype=torch.bool)
+            for (heads, tails), types in sets:
+                if side == 0:
+                    mask[tails[(heads == src) & (types == rel)]] = False
+                else:
+                    mask[heads[(tails == dst) & (types == rel)]] = False
+            cand = torch.cat([torch.tensor([dst if side == 0 else src]),
+                              torch.arange(data.num_nodes)[mask]])
+            fixed = torch.full_like(cand, fill_value=src if side == 0 else dst)
+            pairs = torch.stack([fixed, cand] if side == 0 else [cand, fixed])
+            out = decoder(z, pairs, torch.full_like(cand, fill_value=rel))
+            true = out[0]
+            ranks.append(float(((out > true).sum() + 1 + (out >= true).sum()).double() * 0.5))
+    return float((1.0 / torch.tensor(ranks, dtype=torch.float64)).mean())
+
+
+def mrr_and_corruption(ctx, data: Data, part, ref: GAE) -> dict:
+    """``pyg_sar.link.FilteredMRR`` against the script's ``compute_mrr`` on the trained
+    reference's ``z`` (the rank's rows of it), and ``corrupt_pairs`` against
+    ``reference_corrupt_pairs`` (original ids, two epochs)."""
+    with torch.no_grad():
+        z_all = ref.encode(data.edge_index, data.edge_type)
+    want = reference_mrr(ref.decoder, z_all, data, data.valid_edge_index, data.valid_edge_type)
+    mrr = pyg_sar.link.FilteredMRR(ref.decoder, part)
+    got = float(mrr(z_all[part.node_ids], part.valid_edge_index, part.valid_edge_type))
+    out = {"mrr": got, "mrr_want": want, "mrr_error": abs(got - want) / want}
+    mine = part.train_edge_index
+    corrupt = {}
+    for epoch in (0, 1):
+        neg = pyg_sar.link.corrupt_pairs(mine, part.num_nodes, epoch=epoch)
+        original = torch.stack([pyg_sar.gather(part.node_ids.double()[:, None], row,
+                                               ids="new", graph=part).view(-1).long()
+                                for row in neg.as_subclass(torch.Tensor)])
+        mine_orig = torch.stack([pyg_sar.gather(part.node_ids.double()[:, None], row,
+                                                ids="new", graph=part).view(-1).long()
+                                 for row in mine.as_subclass(torch.Tensor)])
+        ref_neg = pyg_sar.link.reference_corrupt_pairs(mine_orig, N, epoch=epoch)
+        corrupt[str(epoch)] = {"equal": bool(torch.equal(original, ref_neg)),
+                          "changed_one_end": bool(((original != mine_orig).sum(0) <= 1).all()),
+                          "n": int(neg.shape[1])}
+    out["corrupt"] = corrupt
+    whole = pyg_sar.link.reference_corrupt_pairs(data.train_edge_index, N, epoch=0)
+    out["heads_replaced"] = float((whole[0] != data.train_edge_index[0]).double().mean())
+    out["bad_num_nodes"] = error_of(lambda: pyg_sar.link.corrupt_pairs(mine, N + 1))
+    out["plain_pairs"] = error_of(lambda: pyg_sar.link.corrupt_pairs(
+        mine.as_subclass(torch.Tensor)))
+    return out
+
+
 def suite(ctx) -> dict:
     data = make_data()
     part = pyg_sar.distribute(data, context=ctx)
@@ -166,5 +230,6 @@ def suite(ctx) -> dict:
     model = pyg_sar.convert(make_model(0))
     pyg_sar.shard_embedding(model.encoder.node_emb, part)
     out["torch_clip"] = error_of(lambda: _train_dist(model, part, mine, world, torch_clip=True))
+    out.update(mrr_and_corruption(ctx, data, part, ref))
     pyg_sar.barrier()
     return out
