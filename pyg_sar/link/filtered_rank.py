@@ -17,6 +17,7 @@ Bound in one line of the script, after its own ``def compute_mrr``::
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -25,8 +26,9 @@ from torch import Tensor
 
 __all__ = ["FilteredMRR"]
 
-# Candidate pairs scored at once: queries x block rows (bounds the decoder's temporaries).
-_PAIRS_PER_CALL = 1 << 16
+# Elements of one decoder call's row tensors (candidate pairs x row width): bounds the
+# decoder's temporaries (2**23 float32 numbers: 32 MiB per tensor).
+_ELEMENTS_PER_CALL = 1 << 23
 
 
 def _plain(t: Tensor) -> Tensor:
@@ -152,12 +154,13 @@ class FilteredMRR:
         rs, rd = _plain(ends[:n]), _plain(ends[n:])
         arange = torch.arange(n, device=z.device)
         true = self.decoder(torch.cat([rs, rd]), torch.stack([arange, n + arange]), types)
+        width = max(1, math.prod(z.shape[1:]))  # numbers per row
         above = torch.zeros(2, n, dtype=torch.long, device=z.device)   # score > true
         at_least = torch.zeros(2, n, dtype=torch.long, device=z.device)  # score >= true
         for b in range(self.world):
             block, known = self._block(b, z)
             ids = torch.arange(self.offsets[b], self.offsets[b + 1], device=z.device)
-            step = max(1, _PAIRS_PER_CALL // max(ids.numel(), 1))
+            step = max(1, _ELEMENTS_PER_CALL // width // max(ids.numel(), 1))
             for start in range(0, n, step):
                 q = arange[start:start + step]
                 self._count(0, q, rs, block, ids, types, true, self.codes,

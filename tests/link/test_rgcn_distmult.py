@@ -51,6 +51,7 @@ def test_filtered_mrr_is_the_scripts_compute_mrr(launches, p):
     PyG's loop over every triple and every node in one process."""
     for res in launches[p]:
         assert res["mrr_error"] <= 1e-6, (res["mrr"], res["mrr_want"])
+        assert res["mrr_chunked"] == res["mrr"]
         assert 0 < res["mrr"] <= 1
 
 
