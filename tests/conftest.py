@@ -43,8 +43,8 @@ FULL_TIER = (
     "tests/test_wheel_contents.py",         # builds and runs the package outside the tree
     # The exhaustive matrices and the second and further launches of an area whose first tier
     # keeps a representative (per-file times of a first-tier run: docs/development.md). Files
-    # that share a launch (tests/engine, tests/compression and tests/api conftest.py) stay
-    # together: moving one would start the launch in both tiers.
+    # that share a launch (tests/core, tests/compression and tests/api conftest.py; gloo3_launch
+    # below) stay together: moving one would start the launch in both tiers.
     "tests/zoo/test_zoo.py",                # every zoo recipe at P = 1, 3 (the first tier
                                             # converts each in test_save_load / refusals)
     "tests/api/test_predict.py",
@@ -70,7 +70,7 @@ FULL_TIER = (
     "tests/hetero/test_hetero_bases.py",
     "tests/sampling/test_sampling_distributed.py",
     "tests/sampling/test_sampling_cli.py",
-    "tests/engine/test_engine_helpers.py",
+    "tests/core/test_engine_helpers.py",
     "tests/distributed/test_init_footprint.py",
     "tests/distributed/test_rank_launcher.py",
     "tests/train/test_train_link.py",
@@ -78,9 +78,9 @@ FULL_TIER = (
     "tests/link/test_pair_ids.py",          # the same launch; test_pair_ids_one_process stays
     "tests/distributed/test_comm_primitives.py",  # test_dist_bootstrap stays
     "tests/partition/test_link_split_forms.py",   # the zoo of RandomLinkSplit forms
-    "tests/engine/test_linear_attention.py",  # test_ring_attention stays
-    "tests/engine/test_gps.py",
-    "tests/engine/test_custom_aggregate.py",
+    "tests/nn/test_linear_attention.py",  # test_ring_attention stays
+    "tests/nn/test_gps.py",
+    "tests/nn/test_custom_aggregate.py",
     "tests/api/test_convert_before_init.py",  # its own mpiexec launch
     # Single tests (node ids): bf16 has its own tier-two suites (tests/precision, the bf16 zoo).
     "tests/train/test_train_cli.py::test_two_ranks_with_bf16_on_the_wire_and_bf16_mixed",
@@ -112,3 +112,24 @@ def _no_context_leaks_between_tests():
     import pyg_sar
     if pyg_sar.get_context() is not None:
         pyg_sar.shutdown()
+
+
+@pytest.fixture(scope="session")
+def gloo3_launch(tmp_path_factory) -> dict[str, list]:
+    """Name -> the ranks' results of the P = 3 cases that need torch.distributed's gloo group
+    under plain processes (``launcher="spawn"``): DDP (tests/core/test_engine_helpers.py), the
+    reductions (tests/core/test_reduce.py) and the label one-hot
+    (tests/nn/test_model_adapters.py) run in one launch instead of three, each on its own
+    partition (built by each test file's ``gloo3_call``), each test reading its own result."""
+    from pyg_sar.testing import run_on_ranks
+    from tests.core import test_engine_helpers, test_reduce
+    from tests.nn import test_model_adapters
+
+    root = tmp_path_factory.mktemp("gloo3")
+    calls = [module.gloo3_call(root / name) for name, module in (
+        ("ddp", test_engine_helpers), ("reductions", test_reduce),
+        ("label_classes", test_model_adapters))]
+    cases = Path(__file__).resolve().parent / "core" / "shared_launch_cases.py"
+    ranks = run_on_ranks(f"{cases}:several", 3, launcher="spawn", backend="gloo", timeout=600,
+                         kwargs={"calls": calls})
+    return {name: [res[name] for res in ranks] for name, *_ in calls}

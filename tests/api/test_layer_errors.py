@@ -96,7 +96,7 @@ class MyARMA(ARMAConv):
 def test_arma_runs_trusted_or_not(graph, conv_cls, trusted):
     """ARMAConv runs through its adapter forward (its stacks propagated as channels), a
     trusted subclass that keeps PyG's forward too (exactness in every mode and the refusal of
-    a subclass propagating 3-D stacks: tests/engine/test_custom_aggregate.py)."""
+    a subclass propagating 3-D stacks: tests/nn/test_custom_aggregate.py)."""
     data, part = graph
     torch.manual_seed(0)
     plain = ARMANet(conv_cls).double()

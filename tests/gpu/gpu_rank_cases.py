@@ -7,8 +7,8 @@ from __future__ import annotations
 import torch
 
 import pyg_sar
-from tests.engine import device_cases as dc
-from tests.engine import engine_cases as ec
+from tests.core import device_cases as dc
+from tests.core import engine_cases as ec
 
 ENGINE_LAYERS = ("gcn", "sage_mean", "gat", "gatv2_edge", "basic_sage_bn_jk")
 

@@ -21,8 +21,8 @@ import torch
 import pyg_sar
 from pyg_sar.testing import has_mpi, run_on_ranks
 from pyg_sar.testing.devices import DEVICES, require_device, supports_float64
-from tests.engine import device_cases as dc
-from tests.engine import engine_cases as ec
+from tests.core import device_cases as dc
+from tests.core import engine_cases as ec
 
 HERE = Path(__file__).resolve().parent
 

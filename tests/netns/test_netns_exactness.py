@@ -1,6 +1,6 @@
 """The engine's exactness suite at P = 3 with every rank on its own network-namespace host
 (MPICH's mpiexec launching into the namespaces, ranks on TCP over the veth links): every case
-of tests/engine/test_engine_exactness.py matches single-process PyG (outputs, input gradients,
+of tests/core/test_engine_exactness.py matches single-process PyG (outputs, input gradients,
 every parameter gradient), as on one host."""
 from pathlib import Path
 
@@ -9,8 +9,8 @@ import pytest
 import pyg_sar
 from pyg_sar.testing.launcher import has_mpi
 from pyg_sar.testing.netns import NetnsHosts, run_on_hosts, unavailable_reason
-from tests.engine import engine_cases as ec
-from tests.engine.test_engine_exactness import CASES, TOL, _key
+from tests.core import engine_cases as ec
+from tests.core.test_engine_exactness import CASES, TOL, _key
 
 ENGINE = Path(__file__).resolve().parents[1] / "engine"
 

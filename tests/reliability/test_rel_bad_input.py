@@ -6,7 +6,7 @@ Already covered elsewhere (not repeated here): num_parts < 1, more parts than no
 method, non-integer / negative / out-of-range edge ids, wrong row counts
 (tests/partition/test_partition_validation.py); missing folder or file, checksum, malformed
 meta.json, future format version, pickle payload, rank out of range at load
-(tests/partition/test_partition_format.py); unsupported layers (tests/engine/test_convert.py);
+(tests/partition/test_partition_format.py); unsupported layers (tests/nn/test_convert.py);
 from_pyg checks (tests/datasets/test_datasets_validate.py).
 """
 from __future__ import annotations

@@ -11,11 +11,11 @@ from torch_geometric.nn.models.linkx import SparseLinear
 
 import pyg_sar
 from pyg_sar.graph import DistGraph
-from tests.engine import engine_cases as ec
+from tests.core import engine_cases as ec
 
 
 def gloo3_call(root: Path) -> list:
-    """The label case of the shared P = 3 spawn/gloo launch (tests/engine/conftest.py): its
+    """The label case of the shared P = 3 spawn/gloo launch (tests/core/conftest.py): its
     inputs and ``[name, module, function, kwargs]``."""
     root.mkdir(parents=True)
     data = ec.make_graph()
@@ -25,7 +25,7 @@ def gloo3_call(root: Path) -> list:
     pyg_sar.partition_graph(data, 3, root / "p3", method="contiguous")
     torch.save({k: data[k] for k in ("y", "edge_index", "train_mask", "edge_weight")},
                root / "graph.pt")
-    return ["label_classes", "model_adapter_cases", "label_classes",
+    return ["label_classes", "tests.nn.model_adapter_cases", "label_classes",
             {"parts": str(root / "p3"), "graph": str(root / "graph.pt")}]
 
 

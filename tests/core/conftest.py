@@ -5,10 +5,8 @@ random with seed P for odd P), so one launch per P runs both suites
 (10 rank starts). A rank that fails fails both files' tests with its traceback; a case that is
 off fails its own test, named by its case key, as before.
 
-Likewise the P = 3 cases that need torch.distributed's gloo group under plain processes
-(``launcher="spawn"``): DDP (test_engine_helpers.py), the reductions (test_reduce.py) and the
-label one-hot (test_model_adapters.py) run in one launch instead of three, each on its own
-partition, each test reading its own result."""
+The P = 3 cases that need torch.distributed's gloo group (``gloo3_launch``) span tests/core and
+tests/nn; their shared launch is in tests/conftest.py."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,9 +25,9 @@ def engine_launches(tmp_path_factory) -> dict[int, list[dict]]:
     from pyg_sar.datasets import sbm
     from pyg_sar.ops import native_available
     from pyg_sar.testing import run_on_ranks
-    from tests.engine import engine_cases as ec
-    from tests.engine import test_engine_exactness as te
-    from tests.engine import test_fused_attention as tf
+    from tests.core import engine_cases as ec
+    from tests.core import test_engine_exactness as te
+    from tests.core import test_fused_attention as tf
 
     assert te.WORLD_SIZES == tf.WORLD_SIZES == WORLD_SIZES
     root = tmp_path_factory.mktemp("engine")
@@ -46,19 +44,3 @@ def engine_launches(tmp_path_factory) -> dict[int, list[dict]]:
         out[p] = run_on_ranks(f"{HERE / 'shared_launch_cases.py'}:engine_and_fused", p,
                               timeout=1500, kwargs=dict(engine=engine, fused=fused))
     return out
-
-
-@pytest.fixture(scope="session")
-def gloo3_launch(tmp_path_factory) -> dict[str, list]:
-    """Name -> the ranks' results of the P = 3 spawn/gloo cases (the inputs are built by each
-    test file's ``gloo3_call``)."""
-    from pyg_sar.testing import run_on_ranks
-    from tests.engine import test_engine_helpers, test_model_adapters, test_reduce
-
-    root = tmp_path_factory.mktemp("gloo3")
-    calls = [module.gloo3_call(root / name) for name, module in (
-        ("ddp", test_engine_helpers), ("reductions", test_reduce),
-        ("label_classes", test_model_adapters))]
-    ranks = run_on_ranks(f"{HERE / 'shared_launch_cases.py'}:several", 3, launcher="spawn",
-                         backend="gloo", timeout=600, kwargs={"calls": calls})
-    return {name: [res[name] for res in ranks] for name, *_ in calls}

@@ -22,7 +22,7 @@ import pytest
 import torch
 
 from tests.closeness import rel_error
-from tests.engine import ring_attention_cases as rac
+from tests.core import ring_attention_cases as rac
 
 HERE = Path(__file__).resolve().parent
 

@@ -30,7 +30,7 @@ def _key(case) -> str:
 @pytest.fixture(scope="module")
 def results(engine_launches):
     """P -> the ranks' fused-attention results: one launch per P runs these cases after the
-    engine suite of test_engine_exactness.py on the same partition (tests/engine/conftest.py)."""
+    engine suite of test_engine_exactness.py on the same partition (tests/core/conftest.py)."""
     return {p: [res["fused"] for res in ranks] for p, ranks in engine_launches.items()}
 
 

@@ -7,7 +7,7 @@ absent at some nodes.
 
 P = 1 (in this process) and P = 3 (one launch, a random partition), modes sar / sa / halo,
 float64: each rank's output rows, every input gradient and every parameter gradient (summed
-over ranks) within 1e-10 relative (``tests/engine/custom_aggregate_cases.py``). A trusted
+over ranks) within 1e-10 relative (``tests/nn/custom_aggregate_cases.py``). A trusted
 ARMAConv subclass whose own forward propagates PyG's ``[num_stacks, num_nodes, channels]``
 tensor is refused by the engine with the reason.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.engine import custom_aggregate_cases as cac
+from tests.nn import custom_aggregate_cases as cac
 
 HERE = Path(__file__).resolve().parent
 

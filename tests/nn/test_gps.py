@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from tests.closeness import rel_error
-from tests.engine import gps_cases as gc
+from tests.nn import gps_cases as gc
 
 HERE = Path(__file__).resolve().parent
 
@@ -164,7 +164,7 @@ def test_separate_projection_weights():
     assert not mha._qkv_same_embed_dim
     x = torch.randn(20, gc.C, dtype=torch.float64)
     ref = mha(x, x, x, need_weights=False)[0]
-    from tests.engine import ring_attention_cases as rac
+    from tests.core import ring_attention_cases as rac
     got = mha_forward(mha, x, rac.bare_graph(0, [0, 20]))
     assert rel_error(got.detach(), ref.detach()) <= TOL
 

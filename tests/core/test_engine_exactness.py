@@ -1,14 +1,14 @@
 """Exactness of the SAR engine against single-process PyG on P = 1..4 real processes.
 
 One ``mpiexec`` launch per P runs every case (layers x modes x dtypes), shared with
-test_fused_attention.py (tests/engine/conftest.py); the tests below assert each case's
+test_fused_attention.py (tests/core/conftest.py); the tests below assert each case's
 relative errors (outputs, input gradients, every parameter gradient).
 """
 from __future__ import annotations
 
 import pytest
 
-from tests.engine import engine_cases as ec
+from tests.core import engine_cases as ec
 
 WORLD_SIZES = (1, 2, 3, 4)
 MODES = ("sar", "sa", "halo")
@@ -30,7 +30,7 @@ def _key(case) -> str:
 @pytest.fixture(scope="module")
 def results(engine_launches):
     """P -> the ranks' engine results (the launch is shared with test_fused_attention.py:
-    tests/engine/conftest.py)."""
+    tests/core/conftest.py)."""
     return {p: [res["engine"] for res in ranks] for p, ranks in engine_launches.items()}
 
 

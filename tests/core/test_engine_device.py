@@ -9,8 +9,8 @@ import torch
 
 import pyg_sar
 from pyg_sar.testing.devices import require_native, supports_float64, with_devices
-from tests.engine import device_cases as dc
-from tests.engine import engine_cases as ec
+from tests.core import device_cases as dc
+from tests.core import engine_cases as ec
 
 pytestmark = pytest.mark.device
 

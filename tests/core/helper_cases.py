@@ -10,7 +10,7 @@ from torch_geometric.nn import GraphSAGE
 import pyg_sar
 from pyg_sar.nn.functional import accuracy, cross_entropy
 from tests.closeness import max_abs_diff
-from tests.engine import engine_cases as ec
+from tests.core import engine_cases as ec
 
 
 def _reference_and_dist(ctx, parts: str):

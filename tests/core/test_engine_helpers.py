@@ -7,7 +7,7 @@ import pytest
 
 import pyg_sar
 from pyg_sar.testing import run_on_ranks
-from tests.engine import engine_cases as ec
+from tests.core import engine_cases as ec
 
 HERE = Path(__file__).resolve().parent
 
@@ -20,10 +20,10 @@ def parts(tmp_path_factory):
 
 
 def gloo3_call(root: Path) -> list:
-    """The DDP case of the shared P = 3 spawn/gloo launch (tests/engine/conftest.py): its
+    """The DDP case of the shared P = 3 spawn/gloo launch (tests/core/conftest.py): its
     partition (METIS, as the ``parts`` fixture's) and ``[name, module, function, kwargs]``."""
     pyg_sar.partition_graph(ec.make_graph(), 3, root, method="metis")
-    return ["ddp", "helper_cases", "ddp", {"parts": str(root)}]
+    return ["ddp", "tests.core.helper_cases", "ddp", {"parts": str(root)}]
 
 
 def test_ddp_with_sum_hook_gives_single_process_gradients(gloo3_launch):

@@ -17,7 +17,7 @@ import pyg_sar
 from pyg_sar.nn import registry
 from pyg_sar.nn.layers import UnsupportedLayerError
 from pyg_sar.nn.module_forwards import GRAPH, class_path, graph_of
-from tests.engine import linear_attention_cases as lac
+from tests.nn import linear_attention_cases as lac
 
 
 @pytest.fixture(scope="module")

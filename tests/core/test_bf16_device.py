@@ -29,8 +29,8 @@ import torch
 import pyg_sar
 from pyg_sar.testing.devices import require_native, with_devices
 from tests.closeness import max_abs_diff, rel_error
-from tests.engine import device_cases as dc
-from tests.engine import engine_cases as ec
+from tests.core import device_cases as dc
+from tests.core import engine_cases as ec
 
 pytestmark = pytest.mark.device
 

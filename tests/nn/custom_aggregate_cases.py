@@ -1,4 +1,4 @@
-"""Rank side (and P = 1 side) of tests/engine/test_custom_aggregate.py: the layers whose
+"""Rank side (and P = 1 side) of tests/nn/test_custom_aggregate.py: the layers whose
 propagate pyg_sar runs through an adapter of its own (ARMAConv's stacks as channels, EGConv's
 and FastRGCNConv's aggregations as combine rules), each converted and run on this rank's part
 of the zoo graph in modes sar / sa / halo against plain PyG on the whole graph (float64): the

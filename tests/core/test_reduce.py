@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyg_sar
-from tests.engine import engine_cases as ec
-from tests.engine import reduce_cases
+from tests.core import engine_cases as ec
+from tests.core import reduce_cases
 
 
 def _assert_exact(res: dict) -> None:
@@ -24,10 +24,10 @@ def test_reductions_single_process(tmp_path):
 
 
 def gloo3_call(root: Path) -> list:
-    """The reductions of the shared P = 3 spawn/gloo launch (tests/engine/conftest.py): their
+    """The reductions of the shared P = 3 spawn/gloo launch (tests/core/conftest.py): their
     partition and ``[name, module, function, kwargs]``."""
     pyg_sar.partition_graph(ec.make_graph(), 3, root, method="random", seed=2)
-    return ["reductions", "reduce_cases", "reductions", {"parts": str(root)}]
+    return ["reductions", "tests.core.reduce_cases", "reductions", {"parts": str(root)}]
 
 
 def test_reductions_three_ranks(gloo3_launch):

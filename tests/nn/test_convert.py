@@ -97,7 +97,7 @@ def test_convert_rejects_a_non_config():
 def test_narrowing_sage_projects_before_aggregating(aggr, project):
     """A narrowing SAGEConv with sum/mean aggregates W x_j (rows of width out_channels) and
     still matches PyG's lin_l(aggr x_j); max does not commute with W and keeps PyG's order.
-    Multi-rank exactness of the same path: tests/engine (sage_mean, basic_sage_bn_jk)."""
+    Multi-rank exactness of the same path: tests/core (sage_mean, basic_sage_bn_jk)."""
     torch.manual_seed(0)
     x = torch.randn(40, 16, dtype=torch.float64)
     edge_index = torch.randint(0, 40, (2, 200))

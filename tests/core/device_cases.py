@@ -1,7 +1,7 @@
 """Engine exactness on a device: the converted model on its partition vs single-process PyG on
 the whole graph, both on the same device (outputs, input gradients, every parameter gradient).
 
-Shared by tests/engine/test_engine_device.py (P = 1 in the pytest process) and the multi-rank
+Shared by tests/core/test_engine_device.py (P = 1 in the pytest process) and the multi-rank
 GPU tests (tests/gpu, P = 2 ranks sharing one device). Layers come from engine_cases.LAYERS.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ import torch
 import pyg_sar
 from pyg_sar.testing.devices import NativeOpCounter
 from tests.closeness import rel_error
-from tests.engine import engine_cases as ec
+from tests.core import engine_cases as ec
 
 # The device subset: GCN, SAGE (mean; max aggregation), GIN, GAT and GATv2 (fused attention),
 # batch norm (GCN and SAGE with jumping knowledge).

@@ -8,7 +8,7 @@ import pyg_sar
 from pyg_sar.core.halo import with_halo
 from pyg_sar.core.reduce import global_max, sum_to_owners
 from pyg_sar.nn.laplacian import out_degree
-from tests.engine import engine_cases as ec
+from tests.core import engine_cases as ec
 
 
 def _sum_all(ctx, value: float) -> float:

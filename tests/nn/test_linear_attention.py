@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.engine import linear_attention_cases as lac
+from tests.nn import linear_attention_cases as lac
 
 HERE = Path(__file__).resolve().parent
 

@@ -1,4 +1,4 @@
-"""Rank side of tests/engine/test_model_adapters.py."""
+"""Rank side of tests/nn/test_model_adapters.py."""
 from __future__ import annotations
 
 import copy

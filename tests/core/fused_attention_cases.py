@@ -6,7 +6,7 @@ from torch_geometric.nn import GATConv, GATv2Conv
 
 import pyg_sar
 import pyg_sar.core.fused_attention as fa
-from tests.engine import engine_cases as ec
+from tests.core import engine_cases as ec
 
 DROPOUT_MODELS = {
     "gat": lambda: ec.Stack(GATConv(ec.IN, 4, heads=2, dropout=0.5, edge_dim=4),
