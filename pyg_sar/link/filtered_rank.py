@@ -62,7 +62,8 @@ class FilteredMRR:
 
     Calling it, ``mrr(z, edge_index, edge_type)`` (``z`` the rank's node rows,
     ``edge_index`` / ``edge_type`` a pair set of ``data``) returns a float32 scalar tensor,
-    the same on every rank. Collective: every rank calls it with its share.
+    the same on every rank. Collective: every rank calls it with its share. A plain tensor
+    as ``edge_index`` is refused on every rank: it may hold original ids.
     """
 
     def __init__(self, decoder: Callable[..., Tensor], data: Any) -> None:
@@ -139,7 +140,13 @@ class FilteredMRR:
         n = pairs.shape[1] if pairs.dim() == 2 else -1
         lo, hi = self.offsets[self.rank], self.offsets[self.rank + 1]
         problem = None
-        if pairs.dim() != 2 or pairs.shape[0] != 2 or types.shape != (n,):
+        if getattr(edge_index, "_sar_graph", None) is None:
+            # a plain tensor may hold original ids (every PyG split does): never guess
+            problem = (f"FilteredMRR: edge_index must be a pair set of data (PairIds in the "
+                       f"partition's new ids, e.g. data.valid_edge_index; got "
+                       f"{type(edge_index).__name__}): map original ids with "
+                       f"pyg_sar.link.to_new_ids and keep the pairs of pyg_sar.distribute")
+        elif pairs.dim() != 2 or pairs.shape[0] != 2 or types.shape != (n,):
             problem = (f"FilteredMRR: edge_index must be [2, n] with edge_type [n] (got "
                        f"{tuple(pairs.shape)} and {tuple(types.shape)})")
         elif z.shape[0] != hi - lo:

@@ -202,6 +202,9 @@ def mrr_and_corruption(ctx, data: Data, part, ref: GAE) -> dict:
                           "changed_one_end": bool(((original != mine_orig).sum(0) <= 1).all()),
                           "n": int(neg.shape[1])}
     out["corrupt"] = corrupt
+    out["mrr_plain_pairs"] = error_of(lambda: mrr(z_all[part.node_ids], part.valid_edge_index
+                                                  .as_subclass(torch.Tensor),
+                                                  part.valid_edge_type))
     whole = pyg_sar.link.reference_corrupt_pairs(data.train_edge_index, N, epoch=0)
     out["heads_replaced"] = float((whole[0] != data.train_edge_index[0]).double().mean())
     out["bad_num_nodes"] = error_of(lambda: pyg_sar.link.corrupt_pairs(mine, N + 1))

@@ -52,6 +52,9 @@ def test_filtered_mrr_is_the_scripts_compute_mrr(launches, p):
     for res in launches[p]:
         assert res["mrr_error"] <= 1e-6, (res["mrr"], res["mrr_want"])
         assert res["mrr_chunked"] == res["mrr"]
+        # a plain tensor of ids may be original ids: refused on every rank, naming the fix
+        err = res["mrr_plain_pairs"]
+        assert err["type"] == "ValueError" and "to_new_ids" in err["message"], err
         assert 0 < res["mrr"] <= 1
 
 
