@@ -12,7 +12,7 @@ from pyg_sar.testing.netns import NetnsHosts, run_on_hosts, unavailable_reason
 from tests.core import engine_cases as ec
 from tests.core.test_engine_exactness import CASES, TOL, _key
 
-ENGINE = Path(__file__).resolve().parents[1] / "engine"
+ENGINE = Path(__file__).resolve().parents[1] / "core"
 
 HOSTS = 3
 
