@@ -24,6 +24,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from pyg_sar.link.metrics import _agree
+
 __all__ = ["FilteredMRR"]
 
 # Elements of one decoder call's row tensors (candidate pairs x row width): bounds the
@@ -86,10 +88,11 @@ class FilteredMRR:
         tails = torch.cat([p[1] for _, p, _ in sets])
         types = torch.cat([t for _, _, t in sets])
         outside = (heads < lo) | (heads >= hi)
-        self._agree(None if not bool(outside.any()) else
-                    f"FilteredMRR: rank {self.rank} holds a triple whose head "
-                    f"{int(heads[outside][0])} it does not own ([{lo}, {hi})): pair sets must "
-                    f"be split by source owner, as pyg_sar.distribute splits them")
+        problem = None if not bool(outside.any()) else (
+            f"FilteredMRR: rank {self.rank} holds a triple whose head {int(heads[outside][0])} "
+            f"it does not own ([{lo}, {hi})): pair sets must be split by source owner, as "
+            f"pyg_sar.distribute splits them")
+        _agree(self.comm, "FilteredMRR", problem, heads.device)
         self.num_relations = int(self._max(int(types.max()) + 1 if types.numel() else 0))
         n = self.offsets[-1]
         if n * n * max(self.num_relations, 1) >= 2 ** 62:
@@ -100,16 +103,6 @@ class FilteredMRR:
                             if self.comm is not None else [int(self.codes.numel())])
 
     # ---- collectives ----------------------------------------------------------------------
-    def _agree(self, problem: str | None) -> None:
-        flag = torch.tensor([0 if problem is None else 1], dtype=torch.long)
-        if self.comm is not None:
-            self.comm.all_reduce(flag, op="sum")
-        if problem is not None:
-            raise ValueError(problem)
-        if int(flag[0]):
-            raise ValueError("FilteredMRR: invalid input on another rank (that rank's error "
-                             "names the value)")
-
     def _max(self, value: int) -> int:
         t = torch.tensor([value], dtype=torch.long)
         if self.comm is not None:
@@ -155,7 +148,7 @@ class FilteredMRR:
         elif n and bool(((pairs[0] < lo) | (pairs[0] >= hi)).any()):
             problem = (f"FilteredMRR: rank {self.rank} ranks triples whose head it does not "
                        f"own: pass a pair set of data (split by source owner)")
-        self._agree(problem)
+        _agree(self.comm, "FilteredMRR", problem, z.device)
         src, dst = pairs[0], pairs[1]
         ends = gather(z, pairs.reshape(-1), ids="new", graph=self.graph)
         rs, rd = _plain(ends[:n]), _plain(ends[n:])

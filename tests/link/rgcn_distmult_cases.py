@@ -188,15 +188,16 @@ def mrr_and_corruption(ctx, data: Data, part, ref: GAE) -> dict:
     out = {"mrr": got, "mrr_want": want, "mrr_error": abs(got - want) / want,
            "mrr_chunked": chunked}
     mine = part.train_edge_index
+    def to_original(pairs):  # new ids -> original ids, each end from its owner
+        return torch.stack([pyg_sar.gather(part.node_ids.double()[:, None], row, ids="new",
+                                           graph=part).view(-1).long()
+                            for row in pairs.as_subclass(torch.Tensor)])
+
+    mine_orig = to_original(mine)
     corrupt = {}
     for epoch in (0, 1):
         neg = pyg_sar.link.corrupt_pairs(mine, part.num_nodes, epoch=epoch)
-        original = torch.stack([pyg_sar.gather(part.node_ids.double()[:, None], row,
-                                               ids="new", graph=part).view(-1).long()
-                                for row in neg.as_subclass(torch.Tensor)])
-        mine_orig = torch.stack([pyg_sar.gather(part.node_ids.double()[:, None], row,
-                                                ids="new", graph=part).view(-1).long()
-                                 for row in mine.as_subclass(torch.Tensor)])
+        original = to_original(neg)
         ref_neg = pyg_sar.link.reference_corrupt_pairs(mine_orig, N, epoch=epoch)
         corrupt[str(epoch)] = {"equal": bool(torch.equal(original, ref_neg)),
                           "changed_one_end": bool(((original != mine_orig).sum(0) <= 1).all()),
