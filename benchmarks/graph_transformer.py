@@ -129,7 +129,8 @@ def convert_model(name: str, net: torch.nn.Module, mode: str) -> tuple[torch.nn.
         pyg_sar.convert(net, config)
         return net, "pyg_sar.convert"
     except UnsupportedLayerError:
-        pass
+        if name != "gps":
+            raise
     if name == "gps":
         from torch_geometric.nn import GPSConv
         pyg_sar.convert(net, pyg_sar.SARConfig(mode=mode, trusted_layers=(GPSConv,)))
@@ -139,15 +140,7 @@ def convert_model(name: str, net: torch.nn.Module, mode: str) -> tuple[torch.nn.
                 lambda self, x, ei, batch=None: _gps_ring_forward(self, x, ei, batch, mode),
                 conv)
         return net, "engine: ring_attention in GPSConv's forward (convert refuses GPSConv)"
-    from torch_geometric.nn.attention import SGFormerAttention
-    from torch_geometric.nn.models import SGFormer
-    from torch_geometric.nn.models.sgformer import GraphModule, SGModule
-
-    from pyg_sar.nn.linear_attention import sgformer_forward
-    trusted = (SGFormer, SGModule, GraphModule, SGFormerAttention)
-    pyg_sar.convert(net, pyg_sar.SARConfig(mode=mode, trusted_layers=trusted))
-    net.forward = types.MethodType(lambda self, x, ei: sgformer_forward(self, x, ei), net)
-    return net, "engine: sgformer_forward (convert refuses SGFormer)"
+    raise AssertionError("unreachable")
 
 
 # ---------------------------------------------------------------- per rank

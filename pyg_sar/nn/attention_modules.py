@@ -4,9 +4,9 @@
 Each has the signature of the PyG module's ``forward`` and runs over the DistGraph of the
 current call (:func:`~pyg_sar.nn.module_forwards.graph_of`) with the exact forwards of
 :mod:`pyg_sar.nn.linear_attention`: the rank's rows in, the rank's rows out, the global sums
-added over ranks. ``SGFormer`` and ``Polynormer`` take the DistGraph as their ``edge_index``
-and are registered with :func:`~pyg_sar.nn.linear_attention.sgformer_forward` and
-:func:`~pyg_sar.nn.linear_attention.polynormer_forward` directly. One graph only: a ``batch``
+added over ranks. ``Polynormer`` takes the DistGraph as its ``edge_index`` and is registered
+with :func:`~pyg_sar.nn.linear_attention.polynormer_forward` directly; ``SGFormer`` runs PyG's
+forward, its ``SGModule`` this module's. One graph only: a ``batch``
 naming several graphs (or a dense batch of several) raises a ``ValueError`` on every rank.
 """
 from __future__ import annotations

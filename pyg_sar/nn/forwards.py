@@ -11,8 +11,6 @@ only where it cannot, and each says why. In order of preference:
 * :func:`without_attention_weights`: PyG's ``forward``, refusing ``return_attention_weights``
   over a DistGraph (PyG would return ``None`` for a graph that is neither a Tensor nor a
   SparseTensor; the weights of an online softmax are never materialised).
-* :func:`arma_forward`: ARMAConv's loop with its stacks propagated side by side in the
-  channels (PyG propagates them with the nodes in dimension 1).
 (SuperGATConv's restated ``forward`` and attention loss: :mod:`pyg_sar.nn.super_gat`.)
 """
 from __future__ import annotations
@@ -23,9 +21,8 @@ import types
 from collections.abc import Callable
 from typing import Any, Optional
 
-import torch.nn.functional as F
 from torch import Tensor
-from torch_geometric.nn.conv import ARMAConv, MessagePassing
+from torch_geometric.nn.conv import MessagePassing
 
 from pyg_sar.graph import DistGraph
 
@@ -141,47 +138,3 @@ def featureless_node_ids(forward: Callable, cls_name: str) -> Callable:
             x = edge_index.node_ids.to(self.weight.device)
         return forward(self, x, edge_index, *args, **kwargs)
     return wrapped
-
-
-# ------------------------------------------------------------------ ARMAConv (stacks as channels)
-def arma_forward(self, x: Tensor, edge_index, edge_weight: Optional[Tensor] = None) -> Tensor:
-    """ARMAConv's forward over a DistGraph: PyG's loop, each propagate of its
-    ``[num_stacks, num_nodes, channels]`` tensor run on ``[num_nodes, num_stacks * channels]``.
-
-    PyG propagates the K stacks with ``node_dim=-2`` (nodes in dimension 1), while the engine
-    exchanges node rows in dimension 0. The message ``edge_weight * x_j`` is linear and
-    row-wise, so propagating the stacks side by side in the channels gives the same numbers;
-    the gcn_norm (no self-loops) of PyG's forward is the registry's preparation of the
-    propagate, and the fused gather-aggregate runs it. A Tensor ``edge_index``, or a (trusted)
-    subclass that overrides ``forward``, runs that class's own forward (whose 3-D propagate is
-    then refused with the reason by the engine's row check).
-    """
-    base = self._sar_base
-    if not isinstance(edge_index, DistGraph) or base.forward is not ARMAConv.forward:
-        return base.forward(self, x, edge_index, edge_weight)
-    x = x.unsqueeze(-3)
-    out = x
-    for t in range(self.num_layers):
-        w = 0 if self.shared_weights else t
-        out = out @ (self.init_weight if t == 0 else self.weight[0 if self.shared_weights
-                                                                  else t - 1])
-        out = _propagate_stacked(self, edge_index, out, edge_weight)
-        root = F.dropout(x, p=self.dropout, training=self.training)
-        out = out + root @ self.root_weight[w]
-        if self.bias is not None:
-            out = out + self.bias[w]
-        if self.act is not None:
-            out = self.act(out)
-    return out.mean(dim=-3)
-
-
-def _propagate_stacked(layer: MessagePassing, graph: DistGraph, out: Tensor,
-                       edge_weight: Optional[Tensor]) -> Tensor:
-    """``layer.propagate`` of a ``[K, n, F]`` tensor as ``[n, K * F]`` (see arma_forward)."""
-    if out.dim() != 3:
-        raise ValueError(f"pyg_sar: ARMAConv expects node features of shape [num_nodes, "
-                         f"channels], got a stack of shape {tuple(out.shape)}")
-    k, n, f = out.shape
-    flat = out.transpose(0, 1).reshape(n, k * f)
-    res = layer.propagate(graph, x=flat, edge_weight=edge_weight)
-    return res.view(n, k, f).transpose(0, 1)

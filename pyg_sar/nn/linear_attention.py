@@ -23,11 +23,14 @@ PyG's dense batch of one graph ``[1, n, F]`` (output ``[1, n, C]``), and an opti
 vector naming more than one graph on any rank) is refused: the sums would then be per graph.
 Collective: every rank calls the same function in the same order, also a rank without rows.
 
-Model level: :func:`sgmodule_forward`, :func:`sgformer_forward` and :func:`polynormer_forward`
-are PyG's forwards of ``SGModule``, ``SGFormer`` and ``Polynormer`` over a DistGraph for one
-graph (PyG's sort by ``batch`` and ``to_dense_batch`` are then the identity), the global
-attention through the functions above; their GNN parts (GCNConv, GATConv, batch norms) must
-have been converted by :func:`pyg_sar.convert`. Dropout is per row and drawn per rank, so
+Model level: :func:`sgmodule_forward` and :func:`polynormer_forward` are PyG's forwards of
+``SGModule`` and ``Polynormer`` over a DistGraph for one graph (PyG's sort by ``batch`` and
+``to_dense_batch`` are then the identity), the global attention through the functions above;
+their GNN parts (GCNConv, GATConv, batch norms) must have been converted by
+:func:`pyg_sar.convert`. They are restated rather than run as PyG's because PyG's
+``to_dense_batch`` fails on a rank without rows (``batch.max()`` of an empty tensor), which
+would leave the other ranks waiting in the sums' all-reduce. ``SGFormer`` runs PyG's own
+forward: its global branch is an ``SGModule``. Dropout is per row and drawn per rank, so
 outputs equal one process's only without dropout (or in eval mode).
 """
 from __future__ import annotations
@@ -43,7 +46,7 @@ from torch_geometric.nn.attention import (
     SGFormerAttention,
 )
 from torch_geometric.nn.attention.performer import PerformerProjection, generalized_kernel
-from torch_geometric.nn.models import Polynormer, SGFormer
+from torch_geometric.nn.models import Polynormer
 from torch_geometric.nn.models.sgformer import SGModule
 
 from pyg_sar.core.collectives import sum_over_ranks_grad
@@ -241,20 +244,6 @@ def sgmodule_forward(module: SGModule, x: Tensor, graph: DistGraph,
     return x[0]
 
 
-def sgformer_forward(model: SGFormer, x: Tensor, edge_index: DistGraph,
-                     batch: Optional[Tensor] = None) -> Tensor:
-    """:meth:`SGFormer.forward` over a DistGraph: the global branch by
-    :func:`sgmodule_forward`, the GNN branch (``graph_conv``: GCNConv and batch norms, which
-    :func:`pyg_sar.convert` must have converted) called with the DistGraph as PyG calls it."""
-    x1 = sgmodule_forward(model.trans_conv, x, edge_index, batch)
-    x2 = model.graph_conv(x, edge_index)
-    if model.aggregate == "add":
-        x = model.graph_weight * x2 + (1 - model.graph_weight) * x1
-    else:
-        x = torch.cat((x1, x2), dim=1)
-    return F.log_softmax(model.fc(x), dim=-1)
-
-
 def polynormer_forward(model: Polynormer, x: Tensor, edge_index: DistGraph,
                        batch: Optional[Tensor] = None) -> Tensor:
     """:meth:`Polynormer.forward` over a DistGraph: the local layers as PyG runs them (their
@@ -287,5 +276,5 @@ def polynormer_forward(model: Polynormer, x: Tensor, edge_index: DistGraph,
 
 
 __all__ = ["global_sums", "performer_attention_forward", "polynormer_attention_forward",
-           "polynormer_forward", "sgformer_attention_forward", "sgformer_forward",
+           "polynormer_forward", "sgformer_attention_forward",
            "sgmodule_forward"]

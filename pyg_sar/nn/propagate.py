@@ -150,10 +150,26 @@ def _plan(layer: MessagePassing, view: GraphView, kwargs: dict):
     return plan, src, dst, edge
 
 
+def _propagate_stacked(layer: MessagePassing, graph: DistGraph, size, kwargs: dict) -> Tensor:
+    """The propagate of a stack ``x`` ``[K, n, F]`` (PyG's ``node_dim=-2``, ARMAConv's
+    ``num_stacks``) as ``[n, K * F]``: the engine exchanges node rows in dimension 0, and the
+    adapter declared the message linear and row-wise (``Adapter.stacked_rows``), so the
+    stacks side by side in the channels give the same numbers."""
+    x = kwargs["x"]
+    k, n, f = x.shape
+    flat = x.transpose(0, 1).reshape(n, k * f)
+    out = dist_propagate(layer, graph, size, {**kwargs, "x": flat})
+    return out.view(n, k, f).transpose(0, 1)
+
+
 def dist_propagate(layer: MessagePassing, graph: DistGraph, size, kwargs: dict) -> Tensor:
     """``layer.propagate`` of a converted layer over a DistGraph (see the module docstring)."""
     config: SARConfig = layer._sar_config
     spec: LayerSpec = layer._sar_spec
+    if spec.adapter is not None and spec.adapter.stacked_rows:
+        x = kwargs.get("x")
+        if isinstance(x, Tensor) and x.dim() == 3:
+            return _propagate_stacked(layer, graph, size, kwargs)
     hooks = message_passing_hooks(layer)
     if hooks:  # registered after convert
         raise ValueError(f"pyg_sar: {type(layer).__name__}: {hooks_reason(hooks)}")

@@ -81,6 +81,9 @@ class Adapter:
             softmax once per group in group order (``None``: per node).
         methods: other methods of the converted class, ``(name, function)`` pairs (e.g.
             SuperGATConv's ``get_attention_loss``, global over a DistGraph).
+        stacked_rows: ``propagate`` takes node features stacked as ``[K, num_nodes, F]``
+            (``node_dim=-2``) and a message that is linear and row-wise: the converted
+            ``propagate`` runs them as ``[num_nodes, K * F]`` (ARMAConv's stacks).
         aggregate: the class's own ``aggregate`` as a combine rule across blocks
             (:mod:`pyg_sar.nn.custom_aggregate`; EGConv, FastRGCNConv), used instead of the
             layer's aggregation module; ``None``: the class aggregates with its module.
@@ -98,6 +101,7 @@ class Adapter:
     softmax_groups: Optional[Callable[[MessagePassing], Optional[tuple[str, int]]]] = None
     methods: tuple[tuple[str, Callable], ...] = ()
     aggregate: Optional[custom_aggregate.CustomAggregate] = None
+    stacked_rows: bool = False
 
     def __reduce_ex__(self, protocol: int) -> tuple:
         # A verified class's adapter holds closures (its preparation, its refusals): it is
@@ -203,11 +207,12 @@ VERIFIED: dict[type, Adapter] = {
     # DegreeScalerAggregation: per-node sums, sums of squares, max/min, the in-degree
     # (pyg_sar.nn.aggregation); other aggregators are refused by the layer check.
     _C.PNAConv: Adapter("degree_scaler"),
-    # ARMAConv propagates [num_stacks, num_nodes, channels] (node_dim=-2): its forward runs the
-    # stacks side by side in the channels (a linear, row-wise message), fused kernel path.
+    # ARMAConv propagates [num_stacks, num_nodes, channels] (node_dim=-2): PyG's forward, its
+    # propagate run on the stacks side by side in the channels (a linear, row-wise message),
+    # fused kernel path.
     _C.ARMAConv: Adapter("gcn_norm (no self-loops), stacks as channels",
                          families.gcn_norm(True, False), linear_weight="edge_weight",
-                         forward=forwards.arma_forward),
+                         stacked_rows=True),
     # Their own aggregate as one combine rule (pyg_sar.nn.custom_aggregate): EGConv's
     # aggregators as per-node statistics over its gcn_norm / self-loop graph.
     _C.EGConv: Adapter("gcn_norm (symnorm) or self_loops; aggregators as statistics",
@@ -268,14 +273,14 @@ def _rgat_refusal(layer: MessagePassing) -> Optional[str]:
 
 # Classes the engine cannot run at all, so that SARConfig(trusted_layers=...) cannot override
 # the refusal either: class -> reason (naming what is supported instead). None today: ARMAConv,
-# which propagates [num_stacks, num_nodes, channels] tensors, runs through its adapter
-# forward; any layer that hands propagate a tensor with its nodes outside dimension 0 is
-# refused there with NODES_IN_DIM_0 (pyg_sar.nn.propagate).
+# which propagates [num_stacks, num_nodes, channels] tensors, runs them as channels
+# (Adapter.stacked_rows); any other layer that hands propagate a tensor with its nodes outside
+# dimension 0 is refused there with NODES_IN_DIM_0 (pyg_sar.nn.propagate).
 NODES_IN_DIM_0 = ("pyg_sar exchanges and aggregates node rows in dimension 0 only, so "
                   "SARConfig(trusted_layers=...) cannot make it run; supported: layers whose "
                   "propagate arguments are [num_nodes, ...] tensors, e.g. the verified "
-                  "multi-hop layers TAGConv, SGConv, APPNP and GCN2Conv, and ARMAConv with "
-                  "PyG's own forward (pyg_sar propagates its stacks as channels)")
+                  "multi-hop layers TAGConv, SGConv, APPNP and GCN2Conv, and "
+                  "ARMAConv (pyg_sar propagates its stacks as channels)")
 STRUCTURAL: dict[type, str] = {}
 
 
@@ -352,6 +357,9 @@ PASSTHROUGH_MODULES = frozenset({
     "torch_geometric.nn.models.autoencoder.InnerProductDecoder",
     # SGFormer's GNN branch: GCNConvs and batch norms, node-wise in between.
     "torch_geometric.nn.models.sgformer.GraphModule",
+    # SGFormer: its global branch is an SGModule (MODULE_FORWARDS), its GNN branch the
+    # GraphModule above, combined row by row.
+    "torch_geometric.nn.models.sgformer.SGFormer",
 })
 # Namespaces whose modules are checked elsewhere: norms (convert), aggregations (the layer).
 CHECKED_ELSEWHERE = ("torch_geometric.nn.norm.", "torch_geometric.nn.aggr.")
@@ -368,7 +376,6 @@ MODULE_REFUSED = {
 # (module_forwards.convert_module_forwards); options that stay inexact go in MODULE_OPTIONS.
 MODULE_FORWARDS: dict[str, Callable] = {
     # Linear global attention: sums over all nodes added over ranks (nn/linear_attention.py).
-    "torch_geometric.nn.models.sgformer.SGFormer": linear_attention.sgformer_forward,
     "torch_geometric.nn.models.sgformer.SGModule": attention_modules.sgmodule,
     "torch_geometric.nn.models.polynormer.Polynormer": linear_attention.polynormer_forward,
     "torch_geometric.nn.attention.sgformer.SGFormerAttention":

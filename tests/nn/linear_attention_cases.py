@@ -24,7 +24,6 @@ from pyg_sar.nn.linear_attention import (
     polynormer_attention_forward,
     polynormer_forward,
     sgformer_attention_forward,
-    sgformer_forward,
     sgmodule_forward,
 )
 
@@ -196,6 +195,21 @@ def _polynormer(global_: bool, **kw) -> Polynormer:
                    dropout=0.0, global_dropout=0.0, **kw)
     m._global = global_
     return m
+
+
+def sgformer_forward(model: SGFormer, x: Tensor, graph, batch: Optional[Tensor]) -> Tensor:
+    """PyG's ``SGFormer.forward`` over ``graph``, its ``SGModule`` given pyg_sar's forward
+    (``registry.MODULE_FORWARDS``) and bound to ``graph``, as ``pyg_sar.convert`` and the
+    converted model's call do."""
+    from pyg_sar.nn.module_forwards import bind_graph, convert_module_forwards
+    from pyg_sar.nn.registry import MODULE_FORWARDS
+    assert type(model) is SGFormer  # PyG's class: convert leaves it (no replaced forward)
+    convert_module_forwards(model, MODULE_FORWARDS)
+    bind_graph(model, graph)
+    try:
+        return model(x, graph, batch)
+    finally:
+        bind_graph(model, None)
 
 
 # name -> (model factory, distributed forward, submodules that pyg_sar.convert converts,
@@ -420,11 +434,21 @@ def run_convert_case(name: str, mode: str, data: Data, graph, nid: Tensor) -> di
             errors[f"param(zero):{k}"] = float((g - rg).abs().max()) / top
         else:
             errors[f"param:{k}"] = rel_error(g, rg)
-    classes = sorted({type(m).__module__ for m in dist.modules()
-                      if type(m).__name__ in ("SGFormer", "Polynormer", "SGModule",
-                                              "SGFormerAttention", "PolynormerAttention",
-                                              "PerformerAttention", "PerformerProjection")})
-    return {"errors": errors, "params": count, "converted_modules": classes}
+    # class name -> the modules defining the classes of that name in the converted model
+    classes: dict[str, list[str]] = {}
+    for m in dist.modules():
+        if type(m).__name__ in ATTENTION_CLASSES:
+            modules = classes.setdefault(type(m).__name__, [])
+            if type(m).__module__ not in modules:
+                modules.append(type(m).__module__)
+    return {"errors": errors, "params": count, "classes": classes}
+
+
+# The global-attention classes and whether convert gives them pyg_sar's forward (True) or
+# leaves PyG's (False: SGFormer's forward calls its converted SGModule).
+ATTENTION_CLASSES = {"SGFormerAttention": True, "PolynormerAttention": True,
+                     "PerformerAttention": True, "PerformerProjection": True,
+                     "SGModule": True, "Polynormer": True, "SGFormer": False}
 
 
 def convert_refusals(data: Data, graph, nid: Tensor, rank: int) -> dict:

@@ -12,6 +12,7 @@ import io
 import pytest
 import torch
 from torch_geometric.nn.models import Polynormer, SGFormer
+from torch_geometric.nn.models.sgformer import SGModule
 
 import pyg_sar
 from pyg_sar.nn import registry
@@ -42,8 +43,11 @@ def test_registry_keys_name_existing_classes_and_are_not_refused():
         cls = getattr(importlib.import_module(module), name)
         assert class_path(cls) == path
         assert name not in registry.MODULE_REFUSED and name not in registry.REFUSED
-    for cls in (SGFormer, Polynormer):
+    for cls in (SGModule, Polynormer):
         assert class_path(cls) in registry.MODULE_FORWARDS
+    # SGFormer keeps PyG's forward (its SGModule is replaced): not registered, passed through
+    assert class_path(SGFormer) not in registry.MODULE_FORWARDS
+    assert class_path(SGFormer) in registry.PASSTHROUGH_MODULES
 
 
 @pytest.mark.parametrize("name", ["sgformer", "polynormer_global", "composed"])
@@ -110,14 +114,14 @@ def test_several_ranks_without_a_graph_raise(monkeypatch):
 
 def test_instance_options_refused_at_convert(monkeypatch):
     """MODULE_OPTIONS also applies to classes with a replaced forward (GPSConv's options)."""
-    path = class_path(SGFormer)
+    path = class_path(Polynormer)
     monkeypatch.setitem(registry.MODULE_OPTIONS, path, registry._when(
-        lambda m: m.aggregate == "cat", "SGFormer(aggregate='cat'): for this test only"))
-    pyg_sar.convert(_build("sgformer"))
+        lambda m: m.pre_ln, "Polynormer(pre_ln=True): for this test only"))
+    pyg_sar.convert(_build("polynormer_global"))
     with pytest.raises(UnsupportedLayerError,
-                       match=r"layer 'SGFormer' \(SGFormer\): SGFormer\(aggregate='cat'\): for "
-                             r"this test only \(SARConfig\(trusted_layers=...\) overrides\)"):
-        pyg_sar.convert(_build("sgformer_cat_eval"))
+                       match=r"layer 'Polynormer' \(Polynormer\): Polynormer\(pre_ln=True\): "
+                             r"for this test only \(SARConfig\(trusted_layers=...\) overrides\)"):
+        pyg_sar.convert(_build("polynormer_global_gat_preln"))
 
 
 def test_unconvert_gives_back_the_pyg_classes(part):
@@ -131,14 +135,19 @@ def test_unconvert_gives_back_the_pyg_classes(part):
     assert torch.equal(_call(model, data.x, data.edge_index), _call(ref, data.x, data.edge_index))
 
 
-class _MySGFormer(SGFormer):
-    """A user's subclass that keeps PyG's forward: converted like SGFormer."""
+def _polynormer_args() -> dict:
+    return dict(in_channels=lac.IN, hidden_channels=4, out_channels=3, local_layers=2,
+                global_layers=2, in_dropout=0.0, dropout=0.0, global_dropout=0.0)
+
+
+class _MyPolynormer(Polynormer):
+    """A user's subclass that keeps PyG's forward: converted like Polynormer."""
 
     def extra(self) -> int:
         return 1
 
 
-class _OwnForward(SGFormer):
+class _OwnForward(Polynormer):
     """A user's subclass with its own forward: refused (the replacement would skip it)."""
 
     def forward(self, x, edge_index, batch=None):
@@ -148,19 +157,20 @@ class _OwnForward(SGFormer):
 def test_user_subclasses(part):
     torch.manual_seed(9)
     with lac.default_dtype(torch.float64):
-        model = _MySGFormer(lac.IN, 8, 3, trans_dropout=0.0, gnn_dropout=0.0).double().eval()
+        model = _MyPolynormer(**_polynormer_args()).double().eval()
+    model._global = True
     ref = copy.deepcopy(model)
     pyg_sar.convert(model)
-    assert type(model).__bases__ == (_MySGFormer,) and model.extra() == 1
+    assert type(model).__bases__ == (_MyPolynormer,) and model.extra() == 1
     data = lac.make_data()
     got = _call(model, data.x[part.node_ids], part.graph)
     torch.testing.assert_close(got, _call(ref, data.x, data.edge_index)[part.node_ids],
                                rtol=1e-12, atol=1e-12)
     assert torch.equal(_call(copy.deepcopy(model), data.x[part.node_ids], part.graph), got)
     with lac.default_dtype(torch.float64):
-        own = _OwnForward(lac.IN, 8, 3).double()
+        own = _OwnForward(**_polynormer_args()).double()
     with pytest.raises(UnsupportedLayerError, match=r"layer '_OwnForward' \(_OwnForward\): it "
-                                                    r"derives from SGFormer, whose forward"):
+                                                    r"derives from Polynormer, whose forward"):
         pyg_sar.convert(own)
     pyg_sar.convert(own, pyg_sar.SARConfig(trusted_layers=(_OwnForward,)))
     assert type(own) is _OwnForward  # trusted: runs as it is
