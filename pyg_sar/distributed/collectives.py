@@ -1,6 +1,7 @@
 """Sums over ranks on the communicator they are given (nothing here looks up a process-wide
 context): for the engine's helpers (batch norm, global losses, global attention, through
-:mod:`pyg_sar.core.collectives`) and :func:`pyg_sar.global_sum`."""
+:mod:`pyg_sar.core.collectives`) and :func:`pyg_sar.global_sum`; and
+:func:`refuse_together`, how a collective refuses one rank's bad input on every rank."""
 from __future__ import annotations
 
 from typing import Optional
@@ -42,4 +43,20 @@ def sum_over_ranks_grad(t: Tensor, comm: Optional[object]) -> Tensor:
     return _SumOverRanks.apply(t, comm)
 
 
-__all__ = ["sum_over_ranks", "sum_over_ranks_grad"]
+def refuse_together(comm: Optional[object], name: str, problem: Optional[str],
+                    device: Optional[torch.device] = None) -> None:
+    """Raise ``ValueError(problem)`` on this rank, and a ``ValueError`` on every other rank,
+    when any rank found a problem with its input (one all-reduce of one number), so that no
+    rank is left waiting in a collective that the failing rank never joins. Collective when
+    ``comm`` has several ranks: every rank calls it at the same point."""
+    if comm is not None and comm.world_size > 1:
+        flag = sum_over_ranks(torch.tensor([0.0 if problem is None else 1.0],
+                                           dtype=torch.float64, device=device), comm)
+        if problem is None and float(flag[0]) > 0:
+            raise ValueError(f"{name}: invalid input on another rank (that rank's error "
+                             f"names the value)")
+    if problem is not None:
+        raise ValueError(problem)
+
+
+__all__ = ["refuse_together", "sum_over_ranks", "sum_over_ranks_grad"]

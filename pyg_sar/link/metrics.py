@@ -34,6 +34,7 @@ from pyg_sar.core.loss_reduction import check_reduction as _check_reduction
 from pyg_sar.core.loss_reduction import local_values
 from pyg_sar.core.loss_reduction import reduce_over_ranks as _reduce
 from pyg_sar.core.precision import accumulate_dtype, is_low_precision
+from pyg_sar.distributed.collectives import refuse_together
 from pyg_sar.distributed.context import communicator_of as _comm
 
 Pairs = Union[Tensor, tuple[Tensor, Tensor]]
@@ -41,17 +42,9 @@ Pairs = Union[Tensor, tuple[Tensor, Tensor]]
 
 # ---- collective helpers -----------------------------------------------------------------
 def _agree(comm, name: str, problem: Optional[str], device: torch.device) -> None:
-    """Raise ``ValueError(problem)`` here and a ``ValueError`` on every other rank when any
-    rank found a problem with its input (one small all-reduce), so that no rank is left
-    waiting in a collective that the failing rank never joins."""
-    if comm is not None:
-        flag = sum_over_ranks(torch.tensor([0.0 if problem is None else 1.0],
-                                           dtype=torch.float64, device=device), comm)
-        if problem is None and float(flag[0]) > 0:
-            raise ValueError(f"{name}: invalid input on another rank (that rank's error "
-                             f"names the value)")
-    if problem is not None:
-        raise ValueError(problem)
+    """:func:`~pyg_sar.distributed.collectives.refuse_together`: one rank's bad input
+    refused on every rank."""
+    refuse_together(comm, name, problem, device)
 
 
 def _allgather_rows(t: Tensor, comm, name: str) -> Tensor:

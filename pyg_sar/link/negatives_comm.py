@@ -17,6 +17,7 @@ import torch
 from torch import Tensor
 
 from pyg_sar.core.exchange import count
+from pyg_sar.distributed.collectives import refuse_together
 
 LABEL = "negative_sampling"
 
@@ -94,14 +95,7 @@ class DirectoryComm:
     # ---- collectives ----------------------------------------------------------------------
     def agree(self, name: str, problem: Optional[str]) -> None:
         """Raise on every rank when any rank has a problem (one small all-reduce)."""
-        if self.comm is not None:
-            flag = torch.tensor([0 if problem is None else 1], dtype=torch.long)
-            self.comm.all_reduce(flag, op="sum")
-            if problem is None and int(flag[0]):
-                raise ValueError(f"{name}: invalid input on another rank (that rank's error "
-                                 f"names the value)")
-        if problem is not None:
-            raise ValueError(problem)
+        refuse_together(self.comm, name, problem)
 
     def any_left(self, n: int) -> bool:
         if self.comm is None:
