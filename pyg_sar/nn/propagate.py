@@ -150,6 +150,28 @@ def _plan(layer: MessagePassing, view: GraphView, kwargs: dict):
     return plan, src, dst, edge
 
 
+def _own_table_rows(layer: MessagePassing, graph: DistGraph, kwargs: dict,
+                    name: str) -> dict:
+    """``kwargs`` with the propagate argument ``name``, a table with one row per node of the
+    whole graph (LINKX's ``SparseLinear`` weight: ``A @ W``), cut to the rank's own nodes'
+    rows, ``table[graph.node_ids]`` (original ids, the ids the model was built for): the
+    engine fetches the sources' rows from their owners, and their gradients go back to the
+    owners' rows of the table (a replicated parameter, summed over ranks like any other)."""
+    table = kwargs.get(name)
+    if not isinstance(table, Tensor):
+        return kwargs
+    cls = type(layer).__name__
+    if graph.node_ids is None:
+        raise ValueError(f"pyg_sar: {cls} indexes its {name} by node id, but this DistGraph "
+                         f"has no node_ids (original ids); load it with "
+                         f"pyg_sar.load_partition")
+    if table.shape[0] != graph.num_global_nodes:
+        raise ValueError(f"pyg_sar: {cls} has a {name} for {table.shape[0]} nodes, but the "
+                         f"graph has {graph.num_global_nodes}")
+    rows = table.index_select(0, graph.node_ids.to(table.device))
+    return {**kwargs, name: rows}
+
+
 def _propagate_stacked(layer: MessagePassing, graph: DistGraph, size, kwargs: dict) -> Tensor:
     """The propagate of a stack ``x`` ``[K, n, F]`` (PyG's ``node_dim=-2``, ARMAConv's
     ``num_stacks``) as ``[n, K * F]``: the engine exchanges node rows in dimension 0, and the
@@ -170,6 +192,8 @@ def dist_propagate(layer: MessagePassing, graph: DistGraph, size, kwargs: dict) 
         x = kwargs.get("x")
         if isinstance(x, Tensor) and x.dim() == 3:
             return _propagate_stacked(layer, graph, size, kwargs)
+    if spec.adapter is not None and spec.adapter.node_table is not None:
+        kwargs = _own_table_rows(layer, graph, kwargs, spec.adapter.node_table)
     hooks = message_passing_hooks(layer)
     if hooks:  # registered after convert
         raise ValueError(f"pyg_sar: {type(layer).__name__}: {hooks_reason(hooks)}")

@@ -36,7 +36,6 @@ from pyg_sar.nn import (
     labels,
     laplacian,
     linear_attention,
-    linkx,
     super_gat,
 )
 from pyg_sar.nn.families import Prepare
@@ -81,6 +80,9 @@ class Adapter:
             softmax once per group in group order (``None``: per node).
         methods: other methods of the converted class, ``(name, function)`` pairs (e.g.
             SuperGATConv's ``get_attention_loss``, global over a DistGraph).
+        node_table: the ``propagate`` argument that is a table with one row per node of the
+            whole graph (original ids; LINKX's ``SparseLinear`` weight): the converted
+            ``propagate`` hands the engine the rank's own rows of it.
         stacked_rows: ``propagate`` takes node features stacked as ``[K, num_nodes, F]``
             (``node_dim=-2``) and a message that is linear and row-wise: the converted
             ``propagate`` runs them as ``[num_nodes, K * F]`` (ARMAConv's stacks).
@@ -102,6 +104,7 @@ class Adapter:
     methods: tuple[tuple[str, Callable], ...] = ()
     aggregate: Optional[custom_aggregate.CustomAggregate] = None
     stacked_rows: bool = False
+    node_table: Optional[str] = None
 
     def __reduce_ex__(self, protocol: int) -> tuple:
         # A verified class's adapter holds closures (its preparation, its refusals): it is
@@ -229,8 +232,10 @@ VERIFIED: dict[type, Adapter] = {
     LabelPropagation: Adapter("gcn_norm without self-loops when unweighted",
                               labels.gcn_norm_if_unweighted(), linear_weight="edge_weight",
                               forward=labels.label_propagation_forward),
+    # PyG's forward hands propagate the whole weight, one row per node of the graph: the
+    # converted propagate hands the engine the rank's own nodes' rows (Adapter.node_table).
     SparseLinear: Adapter("node-indexed weight (LINKX)", linear_weight="edge_weight",
-                          forward=linkx.sparse_linear_forward),
+                          node_table="weight"),
     # Layers that index edge_index in forward: a DistGraph runs exactly the edge_index
     # operations that are exact on a partition (graph[:, mask], graph[1]; pyg_sar.graph).
     _C.RGCNConv: Adapter("masked_edge_index", linear_weight="", forward=(

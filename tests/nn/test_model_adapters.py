@@ -1,4 +1,4 @@
-"""Adapters of model classes (pyg_sar.nn.labels, pyg_sar.nn.linkx, pyg_sar.nn.laplacian) in
+"""Adapters of model classes (pyg_sar.nn.labels, LINKX's SparseLinear, pyg_sar.nn.laplacian) in
 the cases the zoo does not reach: a rank without the largest label, and refused inputs."""
 from __future__ import annotations
 
