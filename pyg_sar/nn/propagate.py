@@ -181,7 +181,7 @@ def _propagate_stacked(layer: MessagePassing, graph: DistGraph, size, kwargs: di
     k, n, f = x.shape
     flat = x.transpose(0, 1).reshape(n, k * f)
     out = dist_propagate(layer, graph, size, {**kwargs, "x": flat})
-    return out.view(n, k, f).transpose(0, 1)
+    return out.reshape(n, k, -1).transpose(0, 1)
 
 
 def dist_propagate(layer: MessagePassing, graph: DistGraph, size, kwargs: dict) -> Tensor:
