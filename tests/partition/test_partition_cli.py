@@ -212,6 +212,18 @@ def _descendants_alive(pid: int) -> list[int]:
     return children
 
 
+def _wait_for_worker(proc) -> list[int]:
+    """The CLI's forked METIS worker, once it exists (polled, up to 60 s): METIS runs in it."""
+    import time
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        workers = _descendants_alive(proc.pid)
+        if workers or proc.poll() is not None:
+            return workers
+        time.sleep(0.02)
+    return _descendants_alive(proc.pid)
+
+
 def test_sigterm_ends_the_cli_and_its_worker_and_leaves_nothing(tmp_path):
     """``timeout`` or a batch system sends SIGTERM to the CLI's process only: the forked worker
     inside METIS ends too (no orphan that would go on and write later), status 143."""
@@ -220,8 +232,7 @@ def test_sigterm_ends_the_cli_and_its_worker_and_leaves_nothing(tmp_path):
 
     proc, out = _start_metis_run(tmp_path)
     try:
-        time.sleep(1.0)  # inside METIS by now
-        workers = _descendants_alive(proc.pid)
+        workers = _wait_for_worker(proc)  # inside METIS
         assert proc.poll() is None and len(workers) == 1, workers
         proc.send_signal(signal.SIGTERM)  # the CLI's process only, not its group
         _, err = proc.communicate(timeout=60)
@@ -248,8 +259,9 @@ def test_ctrl_c_stops_the_cli_inside_metis_and_leaves_nothing(tmp_path):
 
     proc, out = _start_metis_run(tmp_path)
     try:
-        time.sleep(1.0)  # inside METIS by now
-        assert proc.poll() is None, "METIS finished before the interrupt: use a larger graph"
+        workers = _wait_for_worker(proc)  # inside METIS
+        assert proc.poll() is None and len(workers) == 1, \
+            f"METIS finished before the interrupt (workers {workers}): use a larger graph"
         interrupted = time.monotonic()
         os.killpg(proc.pid, signal.SIGINT)
         _, err = proc.communicate(timeout=60)
