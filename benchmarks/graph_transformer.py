@@ -121,8 +121,9 @@ def _gps_ring_forward(self, x, edge_index, batch=None, mode="sar"):
 
 
 def convert_model(name: str, net: torch.nn.Module, mode: str) -> tuple[torch.nn.Module, str]:
-    """``pyg_sar.convert(net)``; where this pyg_sar still refuses the global-attention modules,
-    they are trusted and their forwards replaced by the engines' (returns how it was done)."""
+    """``pyg_sar.convert(net)``; where this pyg_sar still refuses GPSConv's options, GPSConv is
+    trusted and its forward replaced by the ring engine's (returns how it was done). A refusal
+    of any other model is raised."""
     from pyg_sar.nn.layers import UnsupportedLayerError
     config = pyg_sar.SARConfig(mode=mode)
     try:
@@ -131,16 +132,14 @@ def convert_model(name: str, net: torch.nn.Module, mode: str) -> tuple[torch.nn.
     except UnsupportedLayerError:
         if name != "gps":
             raise
-    if name == "gps":
-        from torch_geometric.nn import GPSConv
-        pyg_sar.convert(net, pyg_sar.SARConfig(mode=mode, trusted_layers=(GPSConv,)))
-        for i, conv in enumerate(net.convs):
-            conv._bench_label = f"convs.{i}.attn"
-            conv.forward = types.MethodType(
-                lambda self, x, ei, batch=None: _gps_ring_forward(self, x, ei, batch, mode),
-                conv)
-        return net, "engine: ring_attention in GPSConv's forward (convert refuses GPSConv)"
-    raise AssertionError("unreachable")
+    from torch_geometric.nn import GPSConv
+    pyg_sar.convert(net, pyg_sar.SARConfig(mode=mode, trusted_layers=(GPSConv,)))
+    for i, conv in enumerate(net.convs):
+        conv._bench_label = f"convs.{i}.attn"
+        conv.forward = types.MethodType(
+            lambda self, x, ei, batch=None: _gps_ring_forward(self, x, ei, batch, mode),
+            conv)
+    return net, "engine: ring_attention in GPSConv's forward (convert refuses GPSConv)"
 
 
 # ---------------------------------------------------------------- per rank
@@ -172,8 +171,14 @@ def rank_job(ctx, parts: str, model: str, modes: list[str], warmup: int = 1,
             net, how = convert_model(model, net, mode)
             pyg_sar.broadcast_parameters(net)
 
-            def forward(net=net, graph=part.graph):
-                return net(x, graph)
+            if model == "gps":
+                def forward(net=net, graph=part.graph):
+                    return net(x, graph)
+            else:  # PyG's SGFormer.forward takes the batch vector: one graph
+                zeros = torch.zeros(x.shape[0], dtype=torch.long)
+
+                def forward(net=net, graph=part.graph, zeros=zeros):
+                    return net(x, graph, zeros)
         opt = torch.optim.Adam(net.parameters(), lr=0.01)
 
         def loss_of(out):
