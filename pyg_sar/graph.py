@@ -119,6 +119,10 @@ class DistGraph:
             ``i`` of the destination type (no self-loops, no shared degrees).
     """
 
+    # True for a graph whose values came from adj_t arithmetic (``d.view(-1, 1) * adj_t``),
+    # which only a torch_sparse SparseTensor supports: its values mean what a SparseTensor's do.
+    values_from_arithmetic: bool = False
+
     def __init__(self, rank: int, world_size: int, node_offsets: list[int], blocks: list[Block],
                  send_idx: list[Tensor], in_degree: Tensor,
                  context: Optional[DistContext] = None,
@@ -317,12 +321,14 @@ class DistGraph:
         if _same_device(self.device, device):
             return self
         values = None if self.edge_values is None else self.edge_values.to(device)
-        return DistGraph(self.rank, self.world_size, self.node_offsets,
-                         [b.to(device) for b in self.blocks],
-                         [i.to(device) for i in self.send_idx], self.in_degree.to(device),
-                         self._context,
-                         None if self.node_ids is None else self.node_ids.to(device), values,
-                         **self._src_kwargs())
+        moved = DistGraph(self.rank, self.world_size, self.node_offsets,
+                          [b.to(device) for b in self.blocks],
+                          [i.to(device) for i in self.send_idx], self.in_degree.to(device),
+                          self._context,
+                          None if self.node_ids is None else self.node_ids.to(device), values,
+                          **self._src_kwargs())
+        moved.values_from_arithmetic = self.values_from_arithmetic
+        return moved
 
     def cpu(self) -> DistGraph:
         return self.to("cpu")
@@ -439,6 +445,39 @@ class DistGraph:
         return DistGraph(self.rank, self.world_size, self.node_offsets, blocks, self.send_idx,
                          in_degree, self._context, self.node_ids, values, **self._src_kwargs())
 
+    # -------------------------------------------- adj_t arithmetic (torch_sparse's semantics)
+    # PyG's OGB scripts build normalised adjacencies from ``adj_t`` as torch_sparse allows:
+    # ``deg = adj_t.sum(dim=1)``, ``d.view(-1, 1) * adj_t * d.view(1, -1)``. The row sums and
+    # the row scaling are local (all in-edges of a local node are stored here); scaling by
+    # columns fetches the column vector's entries for the rank's halo sources (collective).
+    def sum(self, dim: int) -> Tensor:
+        """``adj_t.sum(dim=1)``: for every local node the sum of its in-edges' values (the
+        in-degree, ``int64``, when the graph has no values), as torch_sparse's
+        ``SparseTensor.sum(dim=1)``.
+
+        Only ``dim=1`` (rows of ``adj_t``, i.e. destinations) is local to a rank; ``dim=0``
+        (sums over each node's out-edges) is refused.
+        """
+        if dim not in (1, -1):
+            raise ValueError(f"DistGraph.sum(dim={dim!r}): only dim=1 (the sum over each local "
+                             f"node's in-edges, adj_t's rows) is supported; column sums run "
+                             f"over edges stored on other ranks")
+        dst = self.destinations()
+        if self.edge_values is None:
+            return torch.bincount(dst, minlength=self.num_nodes)
+        out = self.edge_values.new_zeros((self.num_nodes,))
+        return out.index_add_(0, dst, self.edge_values)
+
+    def __mul__(self, other) -> DistGraph:
+        """``adj_t * v``: every edge ``j -> i`` (entry ``[i, j]``) times ``v[i]`` for ``v`` of
+        shape ``[num_nodes, 1]`` (rows) or ``v[j]`` for ``v`` of shape ``[1, num_nodes]``
+        (columns; collective: every rank must call it), or times a number; as torch_sparse's
+        ``SparseTensor.__mul__``. The result carries the products as its values (a graph
+        without values counts as ones)."""
+        return _scaled(self, other)
+
+    __rmul__ = __mul__
+
     def __repr__(self) -> str:
         values = "" if self.edge_values is None else ", values=True"
         if self.is_bipartite:
@@ -446,6 +485,52 @@ class DistGraph:
         return (f"DistGraph(rank={self.rank}, world_size={self.world_size}, "
                 f"num_nodes={self.num_nodes}, num_edges={self.num_edges}, "
                 f"recv={self.recv_counts}{values})")
+
+
+def _scaled(graph: DistGraph, other) -> DistGraph:
+    """``graph * other`` (:meth:`DistGraph.__mul__`)."""
+    if isinstance(other, bool) or not isinstance(other, (int, float, Tensor)):
+        return NotImplemented
+    values = graph.edge_values
+    if not isinstance(other, Tensor) or other.dim() == 0:
+        factor = other
+    elif other.dim() == 2 and tuple(other.shape) == (graph.num_nodes, 1):
+        factor = other.view(-1).to(graph.device)[graph.destinations()]
+    elif other.dim() == 2 and other.shape[0] == 1 and not graph.is_bipartite and \
+            other.shape[1] == graph.num_nodes:
+        factor = _source_values(graph, other.view(-1).to(graph.device))
+    else:
+        raise ValueError(f"DistGraph * tensor: expected a number or a tensor of shape "
+                         f"[{graph.num_nodes}, 1] (scales rows: destinations) or "
+                         f"[1, {graph.num_nodes}] (scales columns: sources; not on a bipartite "
+                         f"graph), the rank's nodes; got shape {list(other.shape)}")
+    if values is None:
+        dtype = factor.dtype if isinstance(factor, Tensor) else torch.get_default_dtype()
+        values = torch.ones(graph.num_edges, dtype=dtype, device=graph.device)
+    out = graph.with_values(values * factor)
+    out.values_from_arithmetic = True
+    return out
+
+
+def _source_values(graph: DistGraph, v: Tensor) -> Tensor:
+    """``v`` (one entry per local node) at the source of every stored edge: the entries of
+    other ranks' nodes are fetched with one all-to-all (collective)."""
+    parts = []
+    received = None
+    if graph.world_size > 1:
+        send = v.index_select(0, torch.cat(list(graph.send_idx))).contiguous()
+        received = v.new_empty((sum(graph.recv_counts),))
+        graph.context.comm.all_to_all_single(received, send, graph.recv_counts,
+                                             graph.send_counts)
+    start = 0
+    for s, b in enumerate(graph.blocks):
+        if s == graph.rank:
+            parts.append(v[b.col])
+        else:
+            rows = received[start:start + graph.recv_counts[s]]
+            start += graph.recv_counts[s]
+            parts.append(rows[b.col])
+    return torch.cat(parts) if parts else v.new_zeros((0,))
 
 
 def _same_device(have: torch.device, want: torch.device) -> bool:

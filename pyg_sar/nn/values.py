@@ -18,6 +18,7 @@ from typing import Optional, Union
 
 import torch_geometric.nn.conv as C
 from torch_geometric.nn.conv import MessagePassing
+from torch_geometric.nn.models import LabelPropagation
 
 from pyg_sar.graph import DistGraph
 
@@ -62,10 +63,21 @@ def _option(layer: MessagePassing, value: _Option) -> bool:
     return bool(getattr(layer, value) if isinstance(value, str) else value)
 
 
-def refusal(layer: MessagePassing) -> Optional[str]:
-    """Why ``layer`` cannot run over a graph with edge values, or ``None``."""
+def refusal(layer: MessagePassing, graph: Optional[DistGraph] = None) -> Optional[str]:
+    """Why ``layer`` cannot run over ``graph``, a graph with edge values, or ``None``."""
     base = _base(layer)
     name = _name(layer)
+    if base is LabelPropagation:
+        # PyG's LabelPropagation weights by a torch_sparse SparseTensor's values as they are,
+        # but gcn_norm-alises a torch.sparse adj_t's values: only a graph made by adj_t
+        # arithmetic (which only a SparseTensor supports) says which one the user means.
+        if graph is not None and graph.values_from_arithmetic:
+            return None
+        return (f"{name} treats a sparse adj_t's values by its format (a torch_sparse "
+                f"SparseTensor's as they are, a torch.sparse tensor's normalised with "
+                f"gcn_norm), which data.adj_t no longer tells; pass data.edge_index with "
+                f"edge_weight=... to use weights as they are, data.edge_index alone for "
+                f"gcn_norm's, or a graph scaled by its degrees (d.view(-1, 1) * adj_t)")
     if base in _GCN_NORM:
         normalize, loops = _GCN_NORM[base]
         if _option(layer, normalize) and _option(layer, loops):
@@ -92,9 +104,10 @@ def refusal(layer: MessagePassing) -> Optional[str]:
             f"that weights messages by the values: {_USE}")
 
 
-def check_layer(layer: MessagePassing) -> None:
-    """Raise a ``ValueError`` if ``layer`` would not use a graph's edge values as PyG does."""
-    reason = refusal(layer)
+def check_layer(layer: MessagePassing, graph: Optional[DistGraph] = None) -> None:
+    """Raise a ``ValueError`` if ``layer`` would not use ``graph``'s edge values as PyG
+    does."""
+    reason = refusal(layer, graph)
     if reason is not None:
         raise ValueError(f"pyg_sar: {reason}")
 
@@ -103,7 +116,7 @@ def with_edge_values(layer: MessagePassing, graph: DistGraph, kwargs: dict) -> d
     """``propagate``'s arguments for a graph with edge values: the values as the layer's
     ``edge_weight`` (stored edge order). Raises ``ValueError`` for a layer that would ignore
     them, or when an ``edge_weight`` is passed as well (PyG would ignore that one)."""
-    check_layer(layer)
+    check_layer(layer, graph)
     given = kwargs.get(WEIGHT_ARG)
     if given is not None and given is not graph.edge_values:
         raise ValueError(

@@ -208,6 +208,44 @@ class PartitionData(Data):
                     _apply_to_graph(graph, func, moved)
         return self
 
+    def local_index(self, index: Tensor | dict) -> Tensor | dict:
+        """The positions among this part's rows of the nodes ``index`` (ORIGINAL ids) that
+        this rank holds, in the order of ``index``; the others are left out. A dict of index
+        tensors (an OGB ``split_idx``) gives a dict with the same keys. Local: no
+        communication.
+
+        Example (an OGB script)::
+
+            data = pyg_sar.distribute(dataset[0])
+            split_idx = data.local_index(dataset.get_idx_split())
+            x_train = data.x[split_idx["train"]]
+
+        Raises:
+            ValueError: ``index`` is not a 1-D integer tensor (or a dict of them), or holds an
+                id outside ``[0, num_nodes)`` of the whole graph.
+        """
+        if isinstance(index, dict):
+            return {key: self.local_index(value) for key, value in index.items()}
+        if not isinstance(index, Tensor) or index.dim() != 1 or index.is_floating_point() \
+                or index.dtype == torch.bool:
+            what = (f"a tensor of dtype {index.dtype} and shape {list(index.shape)}"
+                    if isinstance(index, Tensor) else type(index).__name__)
+            raise ValueError(f"PartitionData.local_index: index must be a 1-D integer tensor of "
+                             f"original node ids (or a dict of them), got {what}")
+        total = self.graph.num_global_nodes
+        if index.numel() and (int(index.min()) < 0 or int(index.max()) >= total):
+            bad = int(index.min()) if int(index.min()) < 0 else int(index.max())
+            raise ValueError(f"PartitionData.local_index: node id {bad} is outside "
+                             f"[0, {total}), the whole graph's nodes")
+        own = self.node_ids
+        if own is None:  # one part, not renumbered: original ids are the rows
+            return index.to(torch.long)
+        index = index.to(own.device, torch.long)
+        ordered, position = torch.sort(own)
+        at = torch.searchsorted(ordered, index).clamp_(max=max(ordered.numel() - 1, 0))
+        held = ordered[at] == index if ordered.numel() else torch.zeros_like(index, dtype=bool)
+        return position[at[held]]
+
     def global_edge_index(self) -> Tensor:
         """The rank's stored edges as ``int64 [2, num_edges]`` in ORIGINAL node ids.
 

@@ -210,3 +210,46 @@ def test_valued_graph_operations(tmp_path, data):
     with pytest.raises(ValueError, match="one per stored edge"):
         part.edge_index.with_values(torch.ones(3))
     assert "values=True" in repr(graph)
+
+
+@pytest.mark.parametrize("world_size", (1, 3))
+def test_adj_t_arithmetic_and_correct_and_smooth(results, world_size):
+    """``adj_t.sum(dim=1)``, ``d.view(-1, 1) * adj_t * d.view(1, -1)`` (the column scaling
+    fetches the halo sources' entries) and ``CorrectAndSmooth`` over the scaled graphs, as
+    PyG's ``correct_and_smooth.py`` writes them, equal the whole graph's; LabelPropagation
+    refuses an input ``adj_t``'s values, whose meaning in PyG depends on its sparse format."""
+    for rank, res in enumerate(results[world_size]):
+        bad = {k: v for k, v in res["arithmetic"].items() if v > TOL}
+        assert not bad, f"rank {rank} of {world_size}: errors above {TOL}: {bad}"
+
+
+def test_adj_t_arithmetic_refuses_shapes_it_cannot_scale_by(tmp_path, data):
+    graph = _load(tmp_path, data).edge_index
+    n = graph.num_nodes
+    with pytest.raises(ValueError, match=r"shape \[2, 1\]"):
+        graph * torch.ones(2, 1)
+    with pytest.raises(ValueError, match=rf"\[{n}, 1\].*got shape \[{n}\]"):
+        graph * torch.ones(n)
+    with pytest.raises(ValueError, match="only dim=1"):
+        graph.sum(dim=0)
+    with pytest.raises(TypeError):
+        graph * "x"
+
+
+def test_local_index_maps_original_ids_to_rows(tmp_path, data):
+    pyg_sar.partition_graph(data, 3, tmp_path / "p", method="random", seed=1)
+    index = torch.tensor([5, 0, 63, 5, 17])
+    seen = []
+    for r in range(3):
+        part = pyg_sar.load_partition(tmp_path / "p", r, world_size=3)
+        rows = part.local_index(index)
+        held = index[torch.isin(index, part.node_ids)]
+        assert torch.equal(part.node_ids[rows], held)  # the right rows, in index's order
+        split = part.local_index({"train": index, "test": index[:1]})
+        assert torch.equal(split["train"], rows) and set(split) == {"train", "test"}
+        seen.append(rows.numel())
+    assert sum(seen) == index.numel()
+    with pytest.raises(ValueError, match="node id 64 is outside"):
+        part.local_index(torch.tensor([64]))
+    with pytest.raises(ValueError, match="1-D integer tensor"):
+        part.local_index(torch.tensor([0.5]))

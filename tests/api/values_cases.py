@@ -139,6 +139,69 @@ def one_case(part, data: Data, name: str, mode: str) -> dict:
     return {"errors": errs, "values_matter": bool(differs)}
 
 
+def _scaled_whole(data: Data) -> dict[str, torch.Tensor]:
+    """PyG's ``correct_and_smooth.py`` normalisations of the whole graph, densely:
+    ``deg = adj_t.sum(dim=1)``, ``DAD = d A d`` and ``DA = d d A`` with ``d = deg^-1/2``."""
+    dense = (data.adj_t.to_dense() != 0).to(torch.float64)  # the structure, as ones
+    weighted = data.adj_t.to_dense()
+    deg = dense.sum(dim=1)
+    d = deg.pow(-0.5)
+    d[d == float("inf")] = 0
+    return {"deg": deg, "weighted_deg": weighted.sum(dim=1),
+            "DAD": d.view(-1, 1) * dense * d.view(1, -1),
+            "DA": d.view(-1, 1) * d.view(-1, 1) * dense,
+            "weighted_cols": weighted * d.view(1, -1)}
+
+
+def arithmetic_case(part, data: Data) -> dict:
+    """``adj_t`` arithmetic on the rank's graph (as PyG's ``correct_and_smooth.py`` writes it)
+    against the same arithmetic on the whole graph's dense matrix, entry by entry through the
+    rank's edges in original ids; then ``CorrectAndSmooth`` over the scaled graphs against
+    PyG's over the whole graph with the same weights as ``edge_weight``."""
+    from torch_geometric.nn import CorrectAndSmooth
+    whole = _scaled_whole(data)
+    nid = part.node_ids
+    src, dst = part.global_edge_index()
+    adj_t = part.edge_index  # the graph without values: ones
+    deg = adj_t.sum(dim=1)
+    d = deg.to(torch.float64).pow_(-0.5)
+    d[d == float("inf")] = 0
+    DAD = d.view(-1, 1) * adj_t * d.view(1, -1)
+    DA = d.view(-1, 1) * d.view(-1, 1) * adj_t
+    errs = {"deg": rel_error(deg.to(torch.float64), whole["deg"][nid]),
+            "deg_dtype": 0.0 if deg.dtype == torch.long else 1.0,
+            "weighted_deg": rel_error(part.adj_t.sum(dim=1), whole["weighted_deg"][nid]),
+            "DAD": rel_error(DAD.edge_values, whole["DAD"][dst, src]),
+            "DA": rel_error(DA.edge_values, whole["DA"][dst, src]),
+            "weighted_cols": rel_error((part.adj_t * d.view(1, -1)).edge_values,
+                                       whole["weighted_cols"][dst, src]),
+            "scalar": rel_error((2.0 * part.adj_t).edge_values, 2 * part.adj_t.edge_values)}
+    # CorrectAndSmooth as the script calls it: PyG's reference gets the same weights as an
+    # edge_index with edge_weight (what a SparseTensor with those values means to it).
+    ei = data.adj_t.to_sparse_coo().indices().flip(0)  # (source, destination)
+    g = torch.Generator().manual_seed(11)
+    n, c = data.num_nodes, 3
+    y_soft = torch.softmax(torch.randn(n, c, generator=g, dtype=torch.float64), -1)
+    y = torch.randint(0, c, (n, 1), generator=g)
+    train = torch.arange(0, n, 3)
+    post = CorrectAndSmooth(num_correction_layers=5, correction_alpha=1.0,
+                            num_smoothing_layers=5, smoothing_alpha=0.8, autoscale=False,
+                            scale=20.)
+    ref = post.correct(y_soft, y[train], train, ei, whole["DAD"][ei[1], ei[0]])
+    ref = post.smooth(ref, y[train], train, ei, whole["DA"][ei[1], ei[0]])
+    dist = pyg_sar.convert(copy.deepcopy(post))
+    local_train = part.local_index(train)
+    out = dist.correct(y_soft[nid], y[nid][local_train], local_train, DAD)
+    out = dist.smooth(out, y[nid][local_train], local_train, DA)
+    errs["correct_and_smooth"] = rel_error(out, ref[nid])
+    try:  # an input adj_t's values: PyG's meaning depends on its sparse format
+        dist.smooth(y_soft[nid], y[nid][local_train], local_train, part.adj_t)
+        errs["input_adj_t_refused"] = 1.0
+    except ValueError as err:
+        errs["input_adj_t_refused"] = 0.0 if "LabelPropagation" in str(err) else 1.0
+    return errs
+
+
 def suite(ctx, parts: str) -> dict:
     data = make_data()
     part = pyg_sar.load_partition(parts, ctx.rank)
@@ -147,4 +210,5 @@ def suite(ctx, parts: str) -> dict:
     for name in MODELS:
         for mode in MODES:
             out[f"{name}/{mode}"] = one_case(part, data, name, mode)
+    out["arithmetic"] = arithmetic_case(part, data)
     return out
