@@ -36,7 +36,7 @@ EXAMPLES = ROOT / "examples"
 RUNNER = HERE / "runner.py"
 DIFFS = HERE / "ported"
 PORTED = ("gcn", "gat", "tagcn", "sgc", "mixhop", "pmlp", "gcn2_cora", "link_pred",
-          "infomax_transductive", "autoencoder", "rgcn_link_pred")
+          "infomax_transductive", "autoencoder", "rgcn_link_pred", "correct_and_smooth")
 LOADER = ("from torch_geometric.datasets import Planetoid\n",
           "from pyg_sar.datasets import Planetoid\n")
 # Further lines of a PyG original replaced to run here: scikit-learn is not installed, so

@@ -20,7 +20,8 @@ single-process PyG baseline of the examples that are not ports of a PyG script.
 
 ``--float64`` runs the scripts in float64 (the default dtype, and every floating tensor of the
 data handed to ``pyg_sar.distribute``), and ``--save-params PREFIX`` writes, after each script,
-the final parameters of its global ``model`` to ``PREFIX<script>.rank<r>.pt``: together they
+the final parameters of its global ``model`` to ``PREFIX<script>.rank<r>.pt`` (and, with
+``--save-rows NAME``, its global tensor ``NAME`` of one row per local node): together they
 check a port's training end to end against one process (tests/examples/test_port_exactness.py).
 A script whose global ``data`` has ``node_ids`` (a partition) also saves them, as
 ``"__node_ids__"``: the rows of a node table the port shards (``pyg_sar.shard_embedding``).
@@ -81,6 +82,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="float64 default dtype and data (exactness checks)")
     parser.add_argument("--save-params", default=None, metavar="PREFIX",
                         help="write each script's final model parameters to PREFIX...")
+    parser.add_argument("--save-rows", action="append", default=[], metavar="NAME",
+                        help="with --save-params, also save the script's global tensor NAME "
+                             "(one row per local node) as __rows__NAME, where it has one")
     parser.add_argument("--no-dropout", action="store_true",
                         help="torch.nn.functional.dropout is the identity")
     parser.add_argument("scripts", nargs=argparse.REMAINDER)
@@ -118,6 +122,9 @@ def main(argv: list[str] | None = None) -> None:
             result = runpy.run_path(path, init_globals=init_globals, run_name="__main__")
             if args.save_params is not None:
                 state = {k: v.detach().cpu() for k, v in result["model"].state_dict().items()}
+                for row_name in args.save_rows:
+                    if isinstance(result.get(row_name), torch.Tensor):
+                        state[f"__rows__{row_name}"] = result[row_name].detach().cpu()
                 node_ids = getattr(result.get("data"), "node_ids", None)
                 if isinstance(node_ids, torch.Tensor):
                     state["__node_ids__"] = node_ids.cpu()

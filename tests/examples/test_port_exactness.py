@@ -11,7 +11,10 @@ methods other than ``forward`` (``model.encode``,
 the number of ranks differs between the runs. ``rgcn_link_pred.py`` runs on a small knowledge
 graph generated in FB15k-237's raw format (``kg_data.py``) with its dropout off
 (``--no-dropout``: each rank would draw its own masks); its node table is sharded, so its rows
-are compared through the saved ``node_ids``.
+are compared through the saved ``node_ids``. ``correct_and_smooth.py`` (an MLP, then
+``CorrectAndSmooth`` over ``adj_t`` scaled by its degrees) runs on a small graph generated in
+ogbn-products' raw layout (``ogb_data.py``); its final ``y_soft`` (after correct and smooth) is
+compared row by row too.
 """
 from __future__ import annotations
 
@@ -28,16 +31,18 @@ EPOCHS = 4
 TOL = 1e-10
 # (script, its arguments): the saved parameters are named "<script>[_<argument>...]".
 PORTS = [("link_pred", []), ("autoencoder", []), ("autoencoder", ["--variational"]),
-         ("infomax_transductive", []), ("rgcn_link_pred", [])]
-# parameters with one row per node (sharded by the port): compared row by row via node ids
-NODE_TABLES = {"rgcn_link_pred": ("encoder.node_emb",)}
+         ("infomax_transductive", []), ("rgcn_link_pred", []), ("correct_and_smooth", [])]
+# parameters with one row per node (sharded by the port), and a script's outputs per node
+# (``runner.py --save-rows``): compared row by row via node ids
+NODE_TABLES = {"rgcn_link_pred": ("encoder.node_emb",),
+               "correct_and_smooth": ("__rows__y_soft",)}
 NAMES = ["_".join([script, *(a.lstrip("-") for a in args)]) for script, args in PORTS]
 
 
 def _run(tmp: Path, ranks: int, scripts: dict[str, Path]) -> dict[str, dict[str, torch.Tensor]]:
     prefix = str(tmp / f"p{ranks}_")
     cmd = [sys.executable, str(RUNNER), "--max-epochs", str(EPOCHS), "--float64",
-           "--no-dropout", "--save-params", prefix]
+           "--no-dropout", "--save-params", prefix, "--save-rows", "y_soft"]
     for i, (script, args) in enumerate(PORTS):
         cmd += ([":::"] if i else []) + [str(scripts.get(script, EXAMPLES / f"{script}.py")),
                                          *args]
@@ -48,8 +53,10 @@ def _run(tmp: Path, ranks: int, scripts: dict[str, Path]) -> dict[str, dict[str,
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[int, dict]:
     from tests.examples.kg_data import prepare_rgcn_example
+    from tests.examples.ogb_data import prepare_correct_and_smooth_example
     tmp = tmp_path_factory.mktemp("port_exactness")
-    scripts = {"rgcn_link_pred": prepare_rgcn_example(tmp / "kg")}
+    scripts = {"rgcn_link_pred": prepare_rgcn_example(tmp / "kg"),
+               "correct_and_smooth": prepare_correct_and_smooth_example(tmp / "ogb")}
     out = {1: _run(tmp, 1, scripts)}
     if _has_mpi():
         for p in (2, 3):
