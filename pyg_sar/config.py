@@ -27,7 +27,7 @@ class SARConfig:
             traffic, as DGL's ``lin_before_mp``).
         trusted_layers: module classes the user vouches for: ``convert`` runs them (and their
             subclasses) with their own ``message`` per block although pyg_sar could not show
-            they are exact (see :mod:`pyg_sar.nn.registry`).
+            they are exact (see :mod:`pyg_sar.nn.conversion.registry`).
         compression: compression of the rows (and their gradients) that cross the network
             (:mod:`pyg_sar.compression`): ``None`` (default: none), one
             :class:`~pyg_sar.compression.Compressor` for every message-passing layer, a dict

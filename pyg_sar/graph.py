@@ -24,7 +24,7 @@ A DistGraph may carry one value per stored edge (:meth:`DistGraph.with_values`):
 partitioned form of a sparse adjacency with values (PyG's ``adj_t`` after ``T.ToSparseTensor()``,
 e.g. holding GCN-normalised weights). Layers that weight their messages by an edge weight use
 the values as PyG does with ``adj_t``; any other layer refuses such a graph
-(:mod:`pyg_sar.nn.values`).
+(:mod:`pyg_sar.nn.conversion.values`).
 """
 from __future__ import annotations
 
@@ -186,7 +186,7 @@ class DistGraph:
         Passed where PyG expects a sparse ``adj_t`` with values, the graph makes layers that
         weight their messages by an edge weight use ``values`` as PyG uses ``adj_t``'s values
         (``adj_t[i, j]`` is the weight of the edge ``j -> i``); layers that would ignore them
-        raise an error (:mod:`pyg_sar.nn.values`).
+        raise an error (:mod:`pyg_sar.nn.conversion.values`).
         """
         graph = DistGraph(self.rank, self.world_size, self.node_offsets, self.blocks,
                           self.send_idx, self.in_degree, self._context, self.node_ids, values,

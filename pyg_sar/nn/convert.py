@@ -11,12 +11,13 @@ from torch_geometric.nn.conv import MessagePassing
 
 from pyg_sar.compression.interface import resolve
 from pyg_sar.config import SARConfig
-from pyg_sar.nn import grad_sync, registry
+from pyg_sar.nn import grad_sync
+from pyg_sar.nn.adapters.hetero import check_hetero_call
+from pyg_sar.nn.adapters.hetero_bases import basis_convs as find_basis_convs
+from pyg_sar.nn.adapters.hetero_bases import check_basis_conv, prepare_bases
 from pyg_sar.nn.autoencoder import convert_autoencoders
-from pyg_sar.nn.converted import LayerState, SARAttentionLayer, SARLayer, converted_class
-from pyg_sar.nn.hetero import check_hetero_call
-from pyg_sar.nn.hetero_bases import basis_convs as find_basis_convs
-from pyg_sar.nn.hetero_bases import check_basis_conv, prepare_bases
+from pyg_sar.nn.conversion import registry
+from pyg_sar.nn.conversion.converted import LayerState, SARAttentionLayer, SARLayer, converted_class
 from pyg_sar.nn.infomax import convert_infomax
 from pyg_sar.nn.layers import UnsupportedLayerError, inspect_layer
 from pyg_sar.nn.lightgcn import convert_lightgcn
@@ -49,20 +50,20 @@ def convert(model: torch.nn.Module, config: Optional[SARConfig] = None) -> torch
     """Convert ``model`` in place so that ``model(x, graph)`` runs over a :class:`DistGraph`.
 
     Every :class:`~torch_geometric.nn.conv.MessagePassing` layer becomes an instance of a
-    generated subclass of its class (:mod:`pyg_sar.nn.converted`) whose ``propagate`` also
-    accepts a :class:`~pyg_sar.graph.DistGraph` (a plain ``edge_index`` still runs PyG's own
+    generated subclass of its class (:mod:`pyg_sar.nn.conversion.converted`) whose ``propagate``
+    also accepts a :class:`~pyg_sar.graph.DistGraph` (a plain ``edge_index`` still runs PyG's own
     code), and every batch norm becomes a :class:`~pyg_sar.nn.norm.DistributedBatchNorm`
     sharing its parameters, bound at every call of ``model`` to the context of the
     :class:`~pyg_sar.DistGraph` it is given. PyG modules whose work spans the whole graph
     outside message passing (SGFormer's and Polynormer's global attention) get a replaced
-    ``forward`` (:data:`pyg_sar.nn.registry.MODULE_FORWARDS`, :mod:`pyg_sar.nn.module_forwards`)
-    that runs exactly over a DistGraph, for one graph. Each message-passing layer gets its
-    compressor from ``config.compression`` (:func:`pyg_sar.compression.resolve`), its index
-    among the model's message-passing layers (part of the compression keys) and its name (its
-    label in the traffic ledger, ``comm.traffic``). A layer runs only if pyg_sar can show it is
-    exact (:mod:`pyg_sar.nn.registry`); any other layer is refused before anything is changed,
-    with an :class:`UnsupportedLayerError` naming the layer, its class and the reason. Calling it
-    again only updates the configuration.
+    ``forward`` (:data:`pyg_sar.nn.conversion.registry.MODULE_FORWARDS`,
+    :mod:`pyg_sar.nn.module_forwards`) that runs exactly over a DistGraph, for one graph. Each
+    message-passing layer gets its compressor from ``config.compression``
+    (:func:`pyg_sar.compression.resolve`), its index among the model's message-passing layers (part
+    of the compression keys) and its name (its label in the traffic ledger, ``comm.traffic``). A
+    layer runs only if pyg_sar can show it is exact (:mod:`pyg_sar.nn.conversion.registry`); any
+    other layer is refused before anything is changed, with an :class:`UnsupportedLayerError` naming
+    the layer, its class and the reason. Calling it again only updates the configuration.
 
     The converted model also looks after its training step (:mod:`pyg_sar.nn.grad_sync`,
     each part a ``SARConfig`` field): it sums parameter gradients over ranks after every
@@ -136,7 +137,7 @@ def _bind_norms_to_graph(model: torch.nn.Module, args: tuple, kwargs: dict) -> N
     whole), not a process-wide one. A model that reads its graph from elsewhere (``model()``
     over a captured ``data``) leaves them unbound: they then use :func:`pyg_sar.init`'s
     context, the only one such a script has. A heterogeneous model's call is checked first
-    (:func:`pyg_sar.nn.hetero.check_hetero_call`: edge types and node row counts). Modules
+    (:func:`pyg_sar.nn.adapters.hetero.check_hetero_call`: edge types and node row counts). Modules
     whose forward pyg_sar replaces (:mod:`pyg_sar.nn.module_forwards`) get the call's
     DistGraph, or ``None``."""
     check_hetero_call(model, args, kwargs)  # a heterogeneous model's types and row counts

@@ -28,8 +28,8 @@ runs (the registry's ``VERIFIED`` layers, ``PASSTHROUGH_MODULES`` and ``MODULE_F
 * the module-level torch_geometric functions those functions read by name (their globals:
   ``gcn_norm``, ``softmax``, ``add_self_loops``, RGCNConv's ``masked_edge_index``, HANConv's
   ``group``, ...), and recursively the ones those read: pyg_sar re-runs them with edited
-  globals (:mod:`pyg_sar.nn.forwards`, :mod:`pyg_sar.nn.softmax_capture`), or re-implements
-  them over a DistGraph (:mod:`pyg_sar.nn.families`);
+  globals (:mod:`pyg_sar.nn.conversion.forwards`, :mod:`pyg_sar.nn.adapters.softmax_capture`), or
+  re-implements them over a DistGraph (:mod:`pyg_sar.nn.adapters.families`);
 * :data:`EXTRA` names the functions pyg_sar replaces that the class does not read itself
   (``to_hetero_with_bases``'s graph functions, for ``HeteroBasisConv``).
 
@@ -38,8 +38,8 @@ of a layer. A function's fingerprint is the SHA-256 (16 hex digits) of its sourc
 parsed and unparsed by :mod:`ast` with docstrings removed, so comments and formatting do not
 count; a function without Python source is fingerprinted by its name.
 
-**The data** (:mod:`pyg_sar.nn.pyg_fingerprints`, a generated module so that it ships with
-the code): per class, the verified sets of fingerprints, each with the torch_geometric
+**The data** (:mod:`pyg_sar.nn.conversion.pyg_fingerprints`, a generated module so that it ships
+with the code): per class, the verified sets of fingerprints, each with the torch_geometric
 versions the zoo verified it on. ``python -m pyg_sar.nn.fingerprints --write --zoo-results
 FILE [FILE ...]`` adds the installed torch_geometric's fingerprints, after the zoo verified that
 release (the results of ``python -m pyg_sar.testing.zoo_report --out FILE``, and of the
@@ -59,7 +59,7 @@ from typing import Any, Optional
 
 import torch_geometric
 
-from pyg_sar.nn.fingerprint_check import (  # noqa: F401 (the names of this module before issue 37)
+from pyg_sar.nn.conversion.fingerprint_check import (  # noqa: F401 (the names of this module before issue 37)
     _DEFS,
     DATA_MODULE,
     EXTRA,
@@ -99,7 +99,7 @@ def covered_classes() -> list[type]:
     MODULE_FORWARDS (those the installed torch_geometric has)."""
     import importlib
 
-    from pyg_sar.nn import registry
+    from pyg_sar.nn.conversion import registry
     classes = {class_path(c): c for c in registry.VERIFIED}
     for path in sorted(registry.PASSTHROUGH_MODULES | set(registry.MODULE_FORWARDS)):
         module, _, name = path.rpartition(".")
@@ -133,7 +133,7 @@ def merged(data: dict[str, Any], current: dict[str, dict[str, str]], version: st
 
 
 def render(data: dict[str, Any]) -> str:
-    """The text of :mod:`pyg_sar.nn.pyg_fingerprints` holding ``data``."""
+    """The text of :mod:`pyg_sar.nn.conversion.pyg_fingerprints` holding ``data``."""
     versions = sorted({v for entries in data["classes"].values() for e in entries
                        for v in e["verified_on"]})
     return (
@@ -191,7 +191,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         if problems:
             print("not written:\n  " + "\n  ".join(problems), file=sys.stderr)
             return 1
-        from pyg_sar.nn.pyg_fingerprints import FINGERPRINTS
+        from pyg_sar.nn.conversion.pyg_fingerprints import FINGERPRINTS
         data = merged(FINGERPRINTS, current_data(), version)
         DATA_MODULE.write_text(render(data), encoding="utf-8")
         print(f"{DATA_MODULE}: {len(data['classes'])} classes, torch_geometric {version} "

@@ -18,7 +18,7 @@ node's row at a time, or is a batch norm, which pyg_sar runs over all ranks' row
   (``batch`` ``None`` or all zeros; PyG's ``to_dense_batch`` is then the identity), its local
   conv and batch norms converted by :func:`pyg_sar.convert`, the attention through
   :func:`mha_forward` (``attn_type="multihead"``) or
-  :func:`~pyg_sar.nn.linear_attention.performer_attention_forward` (``"performer"``).
+  :func:`~pyg_sar.nn.adapters.linear_attention.performer_attention_forward` (``"performer"``).
 
 Cost of one multi-head call on rank ``r`` (``E`` channels, ``b`` bytes per number): the
 ring's traffic, ledger label ``"<module name>.attn"``: forward receives the other ranks' key and
@@ -46,8 +46,8 @@ from pyg_sar.config import MODES
 from pyg_sar.core.exchange import Wire
 from pyg_sar.core.global_attention import ring_attention
 from pyg_sar.graph import DistGraph
-from pyg_sar.nn.call_graph import graph_of
-from pyg_sar.nn.linear_attention import _rows, performer_attention_forward
+from pyg_sar.nn.adapters.linear_attention import _rows, performer_attention_forward
+from pyg_sar.nn.conversion.call_graph import graph_of
 from pyg_sar.nn.norm import DistributedBatchNorm
 
 ATTN_TYPES = ("multihead", "performer")
@@ -163,8 +163,8 @@ def gps_forward(self: torch.nn.Module, x: Tensor, edge_index: DistGraph,
     PyG's forward, step by step: the local conv (converted by :func:`pyg_sar.convert`, called
     with the DistGraph and ``kwargs``), dropout, residual and ``norm1``; the global attention on
     the rows (:func:`mha_forward` in the mode of the model's ``SARConfig``, or
-    :func:`~pyg_sar.nn.linear_attention.performer_attention_forward`), dropout, residual and
-    ``norm2``; their sum, the MLP residual and ``norm3``. Batch norms run over all ranks' rows
+    :func:`~pyg_sar.nn.adapters.linear_attention.performer_attention_forward`), dropout, residual
+    and ``norm2``; their sum, the MLP residual and ``norm3``. Batch norms run over all ranks' rows
     (bound here to ``edge_index``'s context). ``batch``: ``None`` or all zeros (checked over
     all ranks).
     """

@@ -1,6 +1,6 @@
 """Whether a layer can run exactly over a partitioned graph, and how: :func:`inspect_layer`.
 
-Per-class knowledge lives in :mod:`pyg_sar.nn.registry`; this module applies it, plus the
+Per-class knowledge lives in :mod:`pyg_sar.nn.conversion.registry`; this module applies it, plus the
 checks every layer must pass (aggregation, flow, update arguments), and raises
 :class:`UnsupportedLayerError`, naming the layer, its class and the reason, for anything else.
 """
@@ -13,8 +13,9 @@ from torch import Tensor
 from torch_geometric.nn import aggr as pyg_aggr
 from torch_geometric.nn.conv import MessagePassing
 
-from pyg_sar.nn import aggregation, registry
-from pyg_sar.nn.families import Prepare
+from pyg_sar.nn.adapters import aggregation
+from pyg_sar.nn.adapters.families import Prepare
+from pyg_sar.nn.conversion import registry
 
 _AGGREGATIONS = {
     pyg_aggr.SumAggregation: "sum",
@@ -78,7 +79,7 @@ def _aggr_name(layer: MessagePassing, where: str) -> str:
 def inspect_layer(layer: MessagePassing, where: str,
                   trusted: tuple[type, ...] = (), basis: bool = False) -> LayerSpec:
     """The :class:`LayerSpec` of ``layer``; raises :class:`UnsupportedLayerError` if it cannot
-    be shown to run exactly (see :mod:`pyg_sar.nn.registry`). ``basis``: a conv of
+    be shown to run exactly (see :mod:`pyg_sar.nn.conversion.registry`). ``basis``: a conv of
     ``to_hetero_with_bases``, whose PyG message hook convert replaces (not a refusal)."""
     cls = _unconverted(type(layer))
     name = f"{where} ({cls.__name__})"
@@ -119,7 +120,7 @@ def inspect_layer(layer: MessagePassing, where: str,
 
 # PyG's per-layer hook tables of the per-edge steps (``register_message_forward_hook`` and
 # friends). Propagate hooks see the whole call (graph, arguments, output) and run over a
-# DistGraph as over an edge_index (:class:`pyg_sar.nn.converted.SARLayer`).
+# DistGraph as over an edge_index (:class:`pyg_sar.nn.conversion.converted.SARLayer`).
 _PYG_HOOK_TABLES = ("_message_forward_pre_hooks", "_message_forward_hooks",
                     "_aggregate_forward_pre_hooks", "_aggregate_forward_hooks",
                     "_message_and_aggregate_forward_pre_hooks",
@@ -131,7 +132,7 @@ def message_passing_hooks(layer: MessagePassing, basis: bool = False) -> list[st
     """The names of PyG's hook tables of ``layer`` that hold hooks of a per-edge step
     (message, aggregate, message_and_aggregate, edge-update hooks; propagate hooks and torch's
     module hooks run as usual). ``basis``: ``to_hetero_with_bases``'s own message hook, which
-    :func:`pyg_sar.nn.hetero_bases.prepare_bases` replaces, does not count."""
+    :func:`pyg_sar.nn.adapters.hetero_bases.prepare_bases` replaces, does not count."""
     from torch_geometric.nn import to_hetero_with_bases_transformer as thb
     return [t for t in _PYG_HOOK_TABLES
             if any(not (basis and h is thb.hook) for h in getattr(layer, t, {}).values())]
@@ -159,7 +160,7 @@ def _adapter(layer: MessagePassing, name: str, trusted: tuple[type, ...]) -> reg
     base, adapter, overridden = registry.verified_adapter(cls)
     if adapter is not None and not issubclass(cls, trusted):
         # Verified by content, on any torch_geometric release (pyg_sar.nn.fingerprints).
-        from pyg_sar.nn import fingerprint_check as fingerprints
+        from pyg_sar.nn.conversion import fingerprint_check as fingerprints
         changed = fingerprints.refusal(base)
         if changed is not None:
             raise UnsupportedLayerError(f"{name}: {changed}")

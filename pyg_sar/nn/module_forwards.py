@@ -2,7 +2,7 @@
 
 Some PyG modules compute over every node of the graph outside any ``MessagePassing`` layer
 (SGFormer's and Polynormer's global attention, GPSConv's attention block): run on one rank's
-rows, PyG's forward would attend to that rank's nodes only. :data:`pyg_sar.nn.registry.
+rows, PyG's forward would attend to that rank's nodes only. :data:`pyg_sar.nn.conversion.registry.
 MODULE_FORWARDS` maps such a class (its full path, ``module.__qualname__``) to a replacement
 forward, and :func:`pyg_sar.convert` gives every instance a generated subclass
 (:func:`convert_module_forwards`) whose ``forward``
@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import torch
 
 from pyg_sar.graph import DistGraph
-from pyg_sar.nn.call_graph import GRAPH, graph_of
+from pyg_sar.nn.conversion.call_graph import GRAPH, graph_of
 from pyg_sar.nn.grad_sync import graph_candidates
 
 if TYPE_CHECKING:
@@ -118,12 +118,12 @@ def _getstate(self: torch.nn.Module) -> dict:
 
 def _new_converted(base: type) -> torch.nn.Module:
     """An empty converted module of PyG class ``base`` (unpickling; its state is set next)."""
-    from pyg_sar.nn.registry import MODULE_FORWARDS
+    from pyg_sar.nn.conversion.registry import MODULE_FORWARDS
     forward = registered_base(base, MODULE_FORWARDS)[1]
     if forward is None:
         raise RuntimeError(f"pyg_sar: cannot unpickle a converted {class_path(base)}: this "
                            f"pyg_sar has no replacement forward for it "
-                           f"(pyg_sar.nn.registry.MODULE_FORWARDS)")
+                           f"(pyg_sar.nn.conversion.registry.MODULE_FORWARDS)")
     cls = converted_module_class(base, forward)
     return cls.__new__(cls)
 

@@ -6,7 +6,7 @@ from typing import Any
 import torch
 from torch.utils.hooks import RemovableHandle
 
-from pyg_sar.nn.forwards import AttentionNotKept
+from pyg_sar.nn.conversion.forwards import AttentionNotKept
 from pyg_sar.nn.norm import DistributedBatchNorm, DistributedHeteroBatchNorm
 
 # torch.nn.Module's hook tables; the ``*_with_kwargs`` / ``always_called`` tables are keyed by

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from torch_geometric.nn import ARMAConv, SuperGATConv
 
 import pyg_sar
-from pyg_sar.nn.converted import SARLayer
+from pyg_sar.nn.conversion.converted import SARLayer
 from pyg_sar.partition import load_partition, partition_graph
 from pyg_sar.testing.zoo_rank import make_graph
 from pyg_sar.testing.zoo_recipes import IN, NUM_CLASSES

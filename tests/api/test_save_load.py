@@ -26,7 +26,7 @@ from torch_geometric.nn import (
 
 import pyg_sar
 from pyg_sar.compression import Compressor, Truncate, all_but_last
-from pyg_sar.nn.converted import SARLayer
+from pyg_sar.nn.conversion.converted import SARLayer
 from pyg_sar.nn.norm import DistributedBatchNorm
 from pyg_sar.partition import load_partition, partition_graph
 from pyg_sar.testing.zoo_models import MODEL_RECIPES
@@ -200,7 +200,7 @@ def test_saved_file_loads_in_a_fresh_process(graph, tmp_path):
         "import sys, torch\n"
         f"m = torch.load({str(tmp_path / 'model.pt')!r}, weights_only=False)\n"
         f"i = torch.load({str(tmp_path / 'inputs.pt')!r})\n"
-        "assert type(m.conv2).__module__ == 'pyg_sar.nn.converted', type(m.conv2)\n"
+        "assert type(m.conv2).__module__ == 'pyg_sar.nn.conversion.converted', type(m.conv2)\n"
         f"torch.save(m(i['x'], i['edge_index']), {str(tmp_path / 'out.pt')!r})\n")
     import os
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
@@ -234,7 +234,8 @@ def test_every_zoo_layer_round_trips(graph, recipe):
     loaded = _torch_save(module)
     _assert_same_model(loaded, module)
     for m in loaded.modules():  # the same generated classes as convert makes
-        assert not isinstance(m, SARLayer) or type(m).__module__ == "pyg_sar.nn.converted"
+        assert not isinstance(m, SARLayer) or \
+            type(m).__module__ == "pyg_sar.nn.conversion.converted"
     torch.manual_seed(3)
     assert torch.equal(recipe.call(loaded, whole_inputs(data)), want_plain)
     torch.manual_seed(3)
@@ -268,7 +269,7 @@ def test_round_trips_on_two_ranks(tmp_path):
 def test_layer_state_is_one_object():
     """convert sets one attribute on a layer (a LayerState); the old names read and write its
     fields, and a second convert updates it."""
-    from pyg_sar.nn.converted import LayerState
+    from pyg_sar.nn.conversion.converted import LayerState
     comp = Compressor(Truncate(), 2.0)
     model = pyg_sar.convert(GCN(IN, 8, 3, 2), pyg_sar.SARConfig(compression=all_but_last(comp)))
     for index, conv in enumerate(model.convs):
@@ -340,7 +341,7 @@ def test_loaded_model_converts_again_without_new_hooks(graph):
 
 
 def test_loading_a_layer_pyg_sar_no_longer_verifies_fails_naming_it(graph, monkeypatch):
-    from pyg_sar.nn import registry
+    from pyg_sar.nn.conversion import registry
     payload = pickle.dumps(pyg_sar.convert(GCN(IN, 8, 2, 3)))
     monkeypatch.delitem(registry.VERIFIED, GCNConv)
     with pytest.raises(ValueError, match="converted as GCNConv, which this pyg_sar does not "

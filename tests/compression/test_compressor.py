@@ -19,7 +19,7 @@ from pyg_sar.compression import (
     varco,
 )
 from pyg_sar.distributed.traffic import TrafficLedger, merge
-from pyg_sar.nn.wire import layer_wire
+from pyg_sar.nn.conversion.wire import layer_wire
 
 
 def test_step_and_bind():
@@ -152,7 +152,7 @@ def test_a_failed_attention_call_leaves_no_held_wire():
     import torch
     from torch_geometric.nn import GATConv
 
-    from pyg_sar.nn.wire import hold_wire
+    from pyg_sar.nn.conversion.wire import hold_wire
     conv = GATConv(8, 4, heads=2)
     pyg_sar.convert(conv, pyg_sar.SARConfig(mode="halo",
                                             compression=Compressor(Truncate(), 4.0)))

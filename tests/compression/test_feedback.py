@@ -16,7 +16,7 @@ from pyg_sar.compression import Compressor, Linear, Quantize, RandomSubset, Trun
 from pyg_sar.compression.feedback import Feedback, format_state_key, parse_state_key
 from pyg_sar.compression.keys import MessageKey
 from pyg_sar.core.exchange import Wire
-from pyg_sar.nn.wire import layer_wire
+from pyg_sar.nn.conversion.wire import layer_wire
 
 CODECS = {"quantize": (Quantize, 8.0), "subset": (RandomSubset, 2.5)}
 

@@ -1,4 +1,4 @@
-"""Rank side of the cross-rank reduction tests (pyg_sar.core.reduce, pyg_sar.nn.laplacian):
+"""Rank side of the cross-rank reduction tests (pyg_sar.core.reduce, pyg_sar.nn.adapters.laplacian):
 each case computes a value on the rank's part and the same value on the whole graph."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import torch
 import pyg_sar
 from pyg_sar.core.halo import with_halo
 from pyg_sar.core.reduce import global_max, sum_to_owners
-from pyg_sar.nn.laplacian import out_degree
+from pyg_sar.nn.adapters.laplacian import out_degree
 from tests.core import engine_cases as ec
 
 

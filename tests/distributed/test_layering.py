@@ -21,7 +21,7 @@ EDGE = {"distributed/context.py", "distributed/sync.py", "checkpoint.py", "graph
         "nn/clip.py", "predict.py",
         # A converted layer given a plain edge_index while training: refused in a run of
         # several ranks (every rank would count the whole graph), read from init's.
-        "nn/converted.py",
+        "nn/conversion/converted.py",
         # The CLIs' one-line errors: tell the job's other ranks, unless one failed first.
         "cli_errors.py"}
 

@@ -155,7 +155,7 @@ def fetched_bytes(part, name: str) -> int:
     combined graph; HAN's x_j (8 channels) and alpha_j (2 heads) per edge type."""
     graphs = part.edge_index_dict
     if name == "hgt":
-        from pyg_sar.nn.hetero_attention import combined_graph
+        from pyg_sar.nn.adapters.hetero_attention import combined_graph
         graph, _ = combined_graph(graphs, list(NUM))
         return sum(graph.recv_counts) * 2 * 8 * 8
     return sum(sum(g.recv_counts) for g in graphs.values()) * (8 + 2) * 8

@@ -88,7 +88,7 @@ def test_bad_input_names_the_type(results, world_size):
 def test_combined_graph_holds_every_edge_once():
     """The combined graph (P = 3, rank by rank, no communication): every edge of every type
     appears once, from (edge type, source) to the destination type's row, with its type."""
-    from pyg_sar.nn.hetero_attention import combined_graph
+    from pyg_sar.nn.adapters.hetero_attention import combined_graph
     data, world = hac.make_data(), 3
     parts = [hc.hand_partition(data, world, r) for r in range(world)]
     ets = list(data.edge_types)

@@ -1,6 +1,6 @@
 """Rank side (and P = 1 side) of the linear global attention tests
-(:mod:`pyg_sar.nn.linear_attention`): every case runs PyG's module on the whole graph in one
-process (float64) and the distributed forward on this rank's rows, and reports the largest
+(:mod:`pyg_sar.nn.adapters.linear_attention`): every case runs PyG's module on the whole graph in
+one process (float64) and the distributed forward on this rank's rows, and reports the largest
 relative errors of the output rows, the input gradient rows and every parameter gradient (summed
 over ranks, as grad_sync does), plus the numbers all-reduced per case."""
 from __future__ import annotations
@@ -19,7 +19,7 @@ from torch_geometric.nn.attention import (
 from torch_geometric.nn.models import Polynormer, SGFormer
 from torch_geometric.nn.models.sgformer import SGModule
 
-from pyg_sar.nn.linear_attention import (
+from pyg_sar.nn.adapters.linear_attention import (
     performer_attention_forward,
     polynormer_attention_forward,
     polynormer_forward,
@@ -201,8 +201,8 @@ def sgformer_forward(model: SGFormer, x: Tensor, graph, batch: Optional[Tensor])
     """PyG's ``SGFormer.forward`` over ``graph``, its ``SGModule`` given pyg_sar's forward
     (``registry.MODULE_FORWARDS``) and bound to ``graph``, as ``pyg_sar.convert`` and the
     converted model's call do."""
+    from pyg_sar.nn.conversion.registry import MODULE_FORWARDS
     from pyg_sar.nn.module_forwards import bind_graph, convert_module_forwards
-    from pyg_sar.nn.registry import MODULE_FORWARDS
     assert type(model) is SGFormer  # PyG's class: convert leaves it (no replaced forward)
     convert_module_forwards(model, MODULE_FORWARDS)
     bind_graph(model, graph)

@@ -17,7 +17,7 @@ from torch_geometric.nn.norm import GraphNorm, LayerNorm
 
 import pyg_sar
 from pyg_sar.nn import DistributedBatchNorm, UnsupportedLayerError
-from pyg_sar.nn.converted import SARLayer
+from pyg_sar.nn.conversion.converted import SARLayer
 
 
 class CustomAggregate(MessagePassing):
@@ -131,7 +131,7 @@ def test_conversion_is_visible_in_the_type_and_keeps_repr_state_dict_and_deepcop
             if isinstance(m, MessagePassing):
                 assert isinstance(m, SARLayer) and isinstance(m, classes[name])
                 assert type(m).__name__ == classes[name].__name__
-                assert type(m).__module__ == "pyg_sar.nn.converted"
+                assert type(m).__module__ == "pyg_sar.nn.conversion.converted"
         copy_ = copy.deepcopy(model)
         assert repr(copy_) == before_repr
         # PyG's __setstate__ must not have compiled its own propagate onto the class.

@@ -1,8 +1,8 @@
 """Layers pyg_sar runs through an adapter of its propagate: ARMAConv (its stacks propagated
 side by side in the channels), EGConv and FastRGCNConv (their aggregations as combine rules,
-:mod:`pyg_sar.nn.custom_aggregate`), exact against plain PyG on the whole graph: every EGConv
-aggregator alone and together, with and without self-loops (nodes without in-edges), max / min
-with ties; FastRGCNConv mean / add / sum, bases, blocks, featureless (x=None), with relations
+:mod:`pyg_sar.nn.conversion.custom_aggregate`), exact against plain PyG on the whole graph: every
+EGConv aggregator alone and together, with and without self-loops (nodes without in-edges), max /
+min with ties; FastRGCNConv mean / add / sum, bases, blocks, featureless (x=None), with relations
 absent at some nodes.
 
 P = 1 (in this process) and P = 3 (one launch, a random partition), modes sar / sa / halo,

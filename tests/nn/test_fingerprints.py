@@ -15,7 +15,8 @@ from torch_geometric.nn.conv import gcn_conv
 from torch_geometric.nn.models import basic_gnn
 
 import pyg_sar
-from pyg_sar.nn import fingerprints, registry
+from pyg_sar.nn import fingerprints
+from pyg_sar.nn.conversion import registry
 from pyg_sar.nn.fingerprints import class_path
 
 ROOT = Path(__file__).resolve().parents[2]

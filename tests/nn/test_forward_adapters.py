@@ -1,5 +1,5 @@
-"""Forward adapters of converted layers (pyg_sar.nn.forwards), single process on a one-part
-DistGraph: what they refuse, with which message, and that they leave inputs and PyG's own
+"""Forward adapters of converted layers (pyg_sar.nn.conversion.forwards), single process on a
+one-part DistGraph: what they refuse, with which message, and that they leave inputs and PyG's own
 behaviour on a Tensor edge_index alone. Exactness at P = 1 and 3 in every mode is the zoo's
 job (pyg_sar.testing.zoo: RGCNConv, FiLMConv, MFConv, FAConv, RGATConv, SuperGATConv)."""
 from __future__ import annotations
@@ -22,8 +22,8 @@ from torch_geometric.utils import softmax
 import pyg_sar
 from pyg_sar.core.combine import GroupedSoftmaxRule
 from pyg_sar.nn import UnsupportedLayerError
-from pyg_sar.nn.forwards import ATTENTION_NOT_KEPT, pyg_forward
-from pyg_sar.nn.softmax_capture import InDegreeCount
+from pyg_sar.nn.adapters.softmax_capture import InDegreeCount
+from pyg_sar.nn.conversion.forwards import ATTENTION_NOT_KEPT, pyg_forward
 from pyg_sar.partition import load_partition, partition_graph
 
 

@@ -1,4 +1,4 @@
-"""Linear global attention across ranks (:mod:`pyg_sar.nn.linear_attention`): PyG's
+"""Linear global attention across ranks (:mod:`pyg_sar.nn.adapters.linear_attention`): PyG's
 SGFormerAttention, PolynormerAttention and PerformerAttention on one rank's rows, with their
 global sums added over ranks, against PyG's module on the whole graph in one process.
 
@@ -131,7 +131,7 @@ def test_performer_projection_differing_between_ranks_refused(results, world_siz
 def test_sum_over_ranks_grad_moved():
     """HAN imports it from its new home; the old name still resolves to the same function."""
     from pyg_sar.core.collectives import sum_over_ranks_grad
-    from pyg_sar.nn import hetero_attention
+    from pyg_sar.nn.adapters import hetero_attention
     assert hetero_attention.sum_over_ranks_grad is sum_over_ranks_grad
 
 

@@ -1,5 +1,6 @@
-"""Adapters of model classes (pyg_sar.nn.labels, LINKX's SparseLinear, pyg_sar.nn.laplacian) in
-the cases the zoo does not reach: a rank without the largest label, and refused inputs."""
+"""Adapters of model classes (pyg_sar.nn.adapters.labels, LINKX's SparseLinear,
+pyg_sar.nn.adapters.laplacian) in the cases the zoo does not reach: a rank without the largest
+label, and refused inputs."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -15,7 +15,7 @@ from torch_geometric.nn.models import Polynormer, SGFormer
 from torch_geometric.nn.models.sgformer import SGModule
 
 import pyg_sar
-from pyg_sar.nn import registry
+from pyg_sar.nn.conversion import registry
 from pyg_sar.nn.layers import UnsupportedLayerError
 from pyg_sar.nn.module_forwards import GRAPH, class_path, graph_of
 from tests.nn import linear_attention_cases as lac

@@ -1,5 +1,5 @@
-"""StatsRule (pyg_sar.core.combine) with the aggregations of pyg_sar.nn.aggregation: folding
-messages block by block gives PyG's aggregation of all messages at once, and every message's
+"""StatsRule (pyg_sar.core.combine) with the aggregations of pyg_sar.nn.adapters.aggregation:
+folding messages block by block gives PyG's aggregation of all messages at once, and every message's
 gradient (single process; the zoo runs PNAConv across ranks)."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch_geometric.nn import aggr
 
-from pyg_sar.nn.aggregation import StatsAggregation, refusal
+from pyg_sar.nn.adapters.aggregation import StatsAggregation, refusal
 
 N, E = 12, 60
 

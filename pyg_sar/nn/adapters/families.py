@@ -4,8 +4,8 @@ over a :class:`~pyg_sar.graph.DistGraph`.
 PyG layers add self-loops or normalise (``add_self_loops``, ``gcn_norm``, ...) only
 ``if isinstance(edge_index, Tensor)``; a DistGraph is not one, so the layer skips the step and
 the converted ``propagate`` must do it. Each function here is one *family* of such steps; the
-registry (:mod:`pyg_sar.nn.registry`) says which family a verified class belongs to and with
-which of its attributes. A ``Prepare`` function takes the layer, the graph and propagate's
+registry (:mod:`pyg_sar.nn.conversion.registry`) says which family a verified class belongs to and
+with which of its attributes. A ``Prepare`` function takes the layer, the graph and propagate's
 keyword arguments and returns the view to propagate over and the (possibly changed) arguments.
 """
 from __future__ import annotations

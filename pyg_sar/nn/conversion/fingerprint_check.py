@@ -231,8 +231,8 @@ def class_fingerprints(cls: type) -> dict[str, str]:
 @functools.cache
 def verified_sets() -> dict[str, list[dict[str, Any]]]:
     """Class path -> its verified sets, each ``{"verified_on": [versions], "functions":
-    {qualified name: fingerprint}}`` (:mod:`pyg_sar.nn.pyg_fingerprints`)."""
-    from pyg_sar.nn.pyg_fingerprints import FINGERPRINTS
+    {qualified name: fingerprint}}`` (:mod:`pyg_sar.nn.conversion.pyg_fingerprints`)."""
+    from pyg_sar.nn.conversion.pyg_fingerprints import FINGERPRINTS
     return FINGERPRINTS["classes"]
 
 

@@ -18,10 +18,13 @@ from pyg_sar.core.halo import halo_offsets, with_halo
 from pyg_sar.core.sar import LinearMessage, Propagation, sar_propagate
 from pyg_sar.core.views import BipartiteLoopsError, GraphView, ViewBlock
 from pyg_sar.graph import DistGraph
-from pyg_sar.nn.aggregation import StatsAggregation
-from pyg_sar.nn.custom_aggregate import CustomAggregateProgram
-from pyg_sar.nn.edge_data import check_edge_data
-from pyg_sar.nn.families import option
+from pyg_sar.nn.adapters.aggregation import StatsAggregation
+from pyg_sar.nn.adapters.families import option
+from pyg_sar.nn.adapters.softmax_capture import SoftmaxInMessageProgram
+from pyg_sar.nn.conversion.custom_aggregate import CustomAggregateProgram
+from pyg_sar.nn.conversion.edge_data import check_edge_data
+from pyg_sar.nn.conversion.registry import NODES_IN_DIM_0
+from pyg_sar.nn.conversion.wire import layer_wire
 from pyg_sar.nn.layers import (
     CUSTOM,
     LayerSpec,
@@ -30,9 +33,6 @@ from pyg_sar.nn.layers import (
     message_passing_hooks,
     node_tensor,
 )
-from pyg_sar.nn.registry import NODES_IN_DIM_0
-from pyg_sar.nn.softmax_capture import SoftmaxInMessageProgram
-from pyg_sar.nn.wire import layer_wire
 
 _SPECIAL = {"index", "ptr", "dim_size", "size_i", "size_j", "edge_index_i", "edge_index_j",
             "size", "edge_index", "adj_t"}
@@ -204,14 +204,14 @@ def dist_propagate(layer: MessagePassing, graph: DistGraph, size, kwargs: dict) 
                          f"(size must be {expected}; a bipartite propagate needs a bipartite "
                          f"DistGraph, one edge type of a heterogeneous partition)")
     if graph.edge_values is not None:  # data.adj_t: its values are the edge weights
-        from pyg_sar.nn.values import with_edge_values
+        from pyg_sar.nn.conversion.values import with_edge_values
         kwargs = with_edge_values(layer, graph, kwargs)
     if not (spec.attention and layer.inspector.implements("edge_update")):
         # (GAT's edge data went through its edge_updater, checked there; its ``alpha`` here
         # is the engine's own.)
         check_edge_data(layer, graph, kwargs)
     if spec.attention:
-        from pyg_sar.nn.attention import attention_propagate, attention_view
+        from pyg_sar.nn.adapters.attention import attention_propagate, attention_view
         if config.mode != "halo":
             return attention_propagate(layer, graph, kwargs, config)
         return _halo_propagate(layer, attention_view(layer, graph), kwargs)

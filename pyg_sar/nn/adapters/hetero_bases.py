@@ -184,7 +184,7 @@ def group_edge_placeholder(input_dict: dict, type2id: dict, offset_dict: Optiona
         if offset_dict is None:
             raise ValueError("pyg_sar: to_hetero_with_bases needs a node-level argument "
                              "before the graph in the model's forward")
-        # (Row counts per node type are checked at the model's call: pyg_sar.nn.hetero.)
+        # (Row counts per node type are checked at the model's call: pyg_sar.nn.adapters.hetero.)
         return typed_graph(input_dict, type2id, list(offset_dict))[0]
     if edge_index_dict is not None and _graphs(edge_index_dict, type2id) is not None:
         if offset_dict is None:
@@ -296,7 +296,7 @@ def check_basis_conv(conv: MessagePassing, spec: Any, where: str) -> None:
     """Refuse a basis conv whose messages pyg_sar computes without its ``message`` (attention
     layers: the engine's own scores and values; a softmax inside ``message``), where the
     per-edge-type weight would be lost."""
-    from pyg_sar.nn.families import option
+    from pyg_sar.nn.adapters.families import option
     from pyg_sar.nn.layers import UnsupportedLayerError
     adapter = spec.adapter
     if spec.attention or (adapter is not None and option(conv, adapter.softmax_in_message)):

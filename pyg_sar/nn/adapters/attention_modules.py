@@ -1,12 +1,12 @@
 """Replacement forwards of PyG's linear global-attention modules, as registered in
-:data:`pyg_sar.nn.registry.MODULE_FORWARDS` (see :mod:`pyg_sar.nn.module_forwards`).
+:data:`pyg_sar.nn.conversion.registry.MODULE_FORWARDS` (see :mod:`pyg_sar.nn.module_forwards`).
 
 Each has the signature of the PyG module's ``forward`` and runs over the DistGraph of the
 current call (:func:`~pyg_sar.nn.module_forwards.graph_of`) with the exact forwards of
-:mod:`pyg_sar.nn.linear_attention`: the rank's rows in, the rank's rows out, the global sums
-added over ranks. ``Polynormer`` takes the DistGraph as its ``edge_index`` and is registered
-with :func:`~pyg_sar.nn.linear_attention.polynormer_forward` directly; ``SGFormer`` runs PyG's
-forward, its ``SGModule`` this module's. One graph only: a ``batch``
+:mod:`pyg_sar.nn.adapters.linear_attention`: the rank's rows in, the rank's rows out, the global
+sums added over ranks. ``Polynormer`` takes the DistGraph as its ``edge_index`` and is registered
+with :func:`~pyg_sar.nn.adapters.linear_attention.polynormer_forward` directly; ``SGFormer`` runs
+PyG's forward, its ``SGModule`` this module's. One graph only: a ``batch``
 naming several graphs (or a dense batch of several) raises a ``ValueError`` on every rank.
 """
 from __future__ import annotations
@@ -23,12 +23,13 @@ from torch_geometric.nn.attention import (
 from torch_geometric.nn.attention.performer import PerformerProjection, generalized_kernel
 from torch_geometric.nn.models.sgformer import SGModule
 
-from pyg_sar.nn import linear_attention as la
-from pyg_sar.nn.call_graph import graph_of
+from pyg_sar.nn.adapters import linear_attention as la
+from pyg_sar.nn.conversion.call_graph import graph_of
 
 
 def sgmodule(self: SGModule, x: Tensor, batch: Optional[Tensor]) -> Tensor:
-    """``SGModule.forward(x, batch)``: :func:`~pyg_sar.nn.linear_attention.sgmodule_forward`."""
+    """``SGModule.forward(x, batch)``:
+    :func:`~pyg_sar.nn.adapters.linear_attention.sgmodule_forward`."""
     return la.sgmodule_forward(self, x, graph_of(self), batch)
 
 

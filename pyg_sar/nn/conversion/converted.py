@@ -2,9 +2,9 @@
 
 ``pyg_sar.convert`` changes a layer's class from, say, ``GCNConv`` to a subclass of it and of
 :class:`SARLayer`, generated once per class. The conversion is visible in the type
-(``isinstance(layer, SARLayer)``, ``type(layer).__module__ == "pyg_sar.nn.converted"``) while the
-name, ``repr``, parameters, ``state_dict`` and ``copy.deepcopy`` are those of the PyG class.
-A converted layer still runs PyG's own code for a plain ``edge_index``; for a
+(``isinstance(layer, SARLayer)``, ``type(layer).__module__ == "pyg_sar.nn.conversion.converted"``)
+while the name, ``repr``, parameters, ``state_dict`` and ``copy.deepcopy`` are those of the PyG
+class. A converted layer still runs PyG's own code for a plain ``edge_index``; for a
 :class:`~pyg_sar.graph.DistGraph` its ``propagate`` (and ``edge_updater`` for the GAT family)
 runs the distributed engine.
 
@@ -27,7 +27,7 @@ import torch
 from torch import Tensor
 
 from pyg_sar.graph import DistGraph
-from pyg_sar.nn.wire import release_held_wire
+from pyg_sar.nn.conversion.wire import release_held_wire
 
 if TYPE_CHECKING:
     from pyg_sar.compression.interface import Compressor
@@ -137,7 +137,7 @@ class SARLayer:
         if not isinstance(edge_index, DistGraph):
             refuse_plain_graph_in_training(self)
             return self._sar_base.propagate(self, edge_index, size=size, **kwargs)
-        from pyg_sar.nn.propagate import dist_propagate
+        from pyg_sar.nn.conversion.propagate import dist_propagate
         # PyG's propagate hooks see the call as a whole, as in PyG's propagate.
         for hook in self._propagate_forward_pre_hooks.values():
             res = hook(self, (edge_index, size, kwargs))
@@ -155,8 +155,9 @@ class SARAttentionLayer(SARLayer):
     """Converted GAT-family layer: its ``edge_updater`` defers the scores to ``propagate``."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        # In halo mode edge_updater hands its wire to propagate (pyg_sar.nn.wire.hold_wire);
-        # whatever happens in between, the wire ends with this call.
+        # In halo mode edge_updater hands its wire to propagate
+        # (pyg_sar.nn.conversion.wire.hold_wire); whatever happens in between, the wire ends with
+        # this call.
         try:
             return super().__call__(*args, **kwargs)
         finally:
@@ -165,7 +166,7 @@ class SARAttentionLayer(SARLayer):
     def edge_updater(self, edge_index: Any, size=None, **kwargs: Any):
         if not isinstance(edge_index, DistGraph):
             return self._sar_base.edge_updater(self, edge_index, size=size, **kwargs)
-        from pyg_sar.nn.attention import dist_edge_updater
+        from pyg_sar.nn.adapters.attention import dist_edge_updater
         return dist_edge_updater(self, edge_index, size, kwargs)
 
 
@@ -177,7 +178,7 @@ def _new_converted(base: type, mixin: type) -> Any:
 
     The class's ``forward`` and ``methods`` are the registry's for ``base``, as in
     :func:`pyg_sar.convert`."""
-    from pyg_sar.nn.registry import verified_adapter
+    from pyg_sar.nn.conversion.registry import verified_adapter
     adapter = verified_adapter(base)[1]
     cls = (converted_class(base, mixin) if adapter is None
            else converted_class(base, mixin, adapter.forward, adapter.methods))

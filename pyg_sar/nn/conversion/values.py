@@ -47,7 +47,7 @@ _USE = ("GCNConv/GCN2Conv/APPNP(normalize=False), TAGConv, LGConv, SGConv/SSGCon
 
 def _base(layer: MessagePassing) -> type:
     """The verified PyG class of a (converted) layer, or its own class."""
-    from pyg_sar.nn.registry import verified_adapter
+    from pyg_sar.nn.conversion.registry import verified_adapter
     cls = getattr(type(layer), "_sar_base", type(layer))
     base, _, _ = verified_adapter(cls)
     return base if base is not None else cls

@@ -23,7 +23,7 @@ from torch_geometric.utils import one_hot
 from pyg_sar.core.reduce import global_max
 from pyg_sar.core.views import GraphView
 from pyg_sar.graph import DistGraph
-from pyg_sar.nn.families import Prepare, gcn_norm, stored
+from pyg_sar.nn.adapters.families import Prepare, gcn_norm, stored
 
 
 def num_classes(graph: DistGraph, labels: Tensor) -> int:

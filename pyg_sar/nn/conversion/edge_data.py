@@ -1,5 +1,5 @@
 """Edge tensors a user passes to a converted layer, checked against the graph they are passed
-with (used by :mod:`pyg_sar.nn.propagate` and :mod:`pyg_sar.nn.attention`)."""
+with (used by :mod:`pyg_sar.nn.conversion.propagate` and :mod:`pyg_sar.nn.adapters.attention`)."""
 from __future__ import annotations
 
 from torch import Tensor

@@ -1,7 +1,7 @@
 """Attention layers whose softmax lives in ``edge_update`` (GATConv, GATv2Conv) over a DistGraph.
 
 (Layers whose softmax is inside ``message``, TransformerConv among them, run the layer's own
-message with the softmax captured: :mod:`pyg_sar.nn.softmax_capture`.)
+message with the softmax captured: :mod:`pyg_sar.nn.adapters.softmax_capture`.)
 
 Their softmax spans all in-edges of a node, which are spread over several blocks, so the engine
 runs them with the online-softmax rule (:class:`pyg_sar.core.combine.SoftmaxRule`): each block
@@ -13,9 +13,9 @@ For GAT and GATv2 the layer's ``edge_updater`` is replaced by one that returns a
 :class:`DeferredScores` holding its inputs; ``propagate`` then computes the scores block by
 block. In halo mode the original ``edge_updater``/``propagate`` run on local + halo rows; the
 edge updater binds the call's compressor and hands its wire to ``propagate``
-(:func:`pyg_sar.nn.wire.hold_wire`), so one forward binds once and each source tensor crosses
-once (GATv2's ``x_l``, read by both, is fetched by the edge updater and reused), with the same
-keys as modes ``sar``/``sa``.
+(:func:`pyg_sar.nn.conversion.wire.hold_wire`), so one forward binds once and each source tensor
+crosses once (GATv2's ``x_l``, read by both, is fetched by the edge updater and reused), with the
+same keys as modes ``sar``/``sa``.
 
 Compression (``SARConfig.compression``) applies to the feature rows (``x``, GATv2's ``x_l``);
 GAT's attention logits ``alpha_src`` (``[H]`` a row) never go through the channel codec, in
@@ -50,8 +50,8 @@ from pyg_sar.core.halo import halo_offsets, with_halo
 from pyg_sar.core.sar import Propagation, sar_propagate
 from pyg_sar.core.views import GraphView, ViewBlock, self_loop_view, stored_view
 from pyg_sar.graph import DistGraph
-from pyg_sar.nn.edge_data import check_edge_data
-from pyg_sar.nn.wire import hold_wire, layer_wire
+from pyg_sar.nn.conversion.edge_data import check_edge_data
+from pyg_sar.nn.conversion.wire import hold_wire, layer_wire
 from pyg_sar.ops._gat_attention import fused_attention_available
 
 # Source tensors of a GAT/GATv2 propagate, in every mode and path: x (GATv2's x_l) 0, GAT's

@@ -30,7 +30,7 @@ from pyg_sar.core.halo import halo_offsets, with_halo
 from pyg_sar.core.reduce import global_max, sum_to_owners
 from pyg_sar.core.views import self_loop_view, stored_view
 from pyg_sar.graph import DistGraph
-from pyg_sar.nn.families import wide_dtype
+from pyg_sar.nn.adapters.families import wide_dtype
 
 LambdaMax = Union[None, float, Tensor]
 
@@ -62,7 +62,7 @@ def _inv(deg: Tensor, power: float) -> Tensor:
 def laplacian(graph: DistGraph, weight: Optional[Tensor], normalization: Optional[str],
               dtype: Optional[torch.dtype]) -> Tensor:
     """``get_laplacian`` weights of the graph in self-loop-view order, computed (and returned)
-    in at least float32 (:func:`~pyg_sar.nn.families.wide_dtype`: degrees of bf16 weights
+    in at least float32 (:func:`~pyg_sar.nn.adapters.families.wide_dtype`: degrees of bf16 weights
     are summed in float32)."""
     if normalization not in (None, "sym", "rw"):
         raise ValueError(f"laplacian: normalization must be None, 'sym' or 'rw' "

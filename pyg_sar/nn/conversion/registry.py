@@ -5,7 +5,7 @@ A PyG class runs over a :class:`~pyg_sar.graph.DistGraph` only if it is listed i
 (``tests/zoo``) checks every listed class against single-process PyG at P = 1 and P = 3 in
 every mode, and checks that every other class exported by ``torch_geometric.nn.conv`` is
 refused. An adapter names the *family* of the class's graph preprocessing
-(:mod:`pyg_sar.nn.families`), how its messages run (the layer's own ``message`` per block,
+(:mod:`pyg_sar.nn.adapters.families`), how its messages run (the layer's own ``message`` per block,
 or one of the attention programs with an online softmax), and the options of the class that
 are not exact (refused with the reason). Classes known to be inexact carry their reason in
 :data:`REFUSED`.
@@ -26,20 +26,18 @@ from torch_geometric.nn.conv import MessagePassing
 from torch_geometric.nn.models import LabelPropagation
 from torch_geometric.nn.models.linkx import SparseLinear
 
-from pyg_sar.nn import (
+from pyg_sar.nn import global_attention, super_gat
+from pyg_sar.nn.adapters import (
     attention_modules,
-    custom_aggregate,
     families,
-    forwards,
-    global_attention,
     hetero_attention,
     labels,
     laplacian,
     linear_attention,
-    super_gat,
 )
-from pyg_sar.nn.families import Prepare
-from pyg_sar.nn.sage import sage_forward
+from pyg_sar.nn.adapters.families import Prepare
+from pyg_sar.nn.adapters.sage import sage_forward
+from pyg_sar.nn.conversion import custom_aggregate, forwards
 
 # The classes below, PASSTHROUGH_MODULES and MODULE_FORWARDS are run on any torch_geometric
 # release whose code of them is the code the zoo verified (pyg_sar.nn.fingerprints, checked by
@@ -71,7 +69,7 @@ class Adapter:
             first).
         refuse: returns why an instance's options are not exact, or ``None``.
         softmax_in_message: ``message`` normalises with PyG's ``softmax`` over a node's
-            in-edges and is linear in the result (:mod:`pyg_sar.nn.softmax_capture`);
+            in-edges and is linear in the result (:mod:`pyg_sar.nn.adapters.softmax_capture`);
             ``softmax_helpers`` names methods of the class that ``message`` calls for it.
         degree_in_message: with ``softmax_in_message``, ``message`` also counts a node's
             in-edges with ``scatter(ones, index, ...)``; it gets the in-degree instead.
@@ -87,8 +85,8 @@ class Adapter:
             (``node_dim=-2``) and a message that is linear and row-wise: the converted
             ``propagate`` runs them as ``[num_nodes, K * F]`` (ARMAConv's stacks).
         aggregate: the class's own ``aggregate`` as a combine rule across blocks
-            (:mod:`pyg_sar.nn.custom_aggregate`; EGConv, FastRGCNConv), used instead of the
-            layer's aggregation module; ``None``: the class aggregates with its module.
+            (:mod:`pyg_sar.nn.conversion.custom_aggregate`; EGConv, FastRGCNConv), used instead of
+            the layer's aggregation module; ``None``: the class aggregates with its module.
     """
 
     family: str = "plain"
@@ -174,9 +172,9 @@ VERIFIED: dict[type, Adapter] = {
     _C.GeneralConv: Adapter("softmax_in_message (attention=True)",
                             softmax_in_message="attention"),
     _C.HEATConv: Adapter("softmax_in_message", softmax_in_message=True),
-    # Heterogeneous attention (pyg_sar.nn.hetero_attention): HGT's one softmax over the in-edges
-    # of all edge types runs over the edge types' graphs combined into one bipartite DistGraph;
-    # HAN's semantic attention averages over all ranks' nodes of a type.
+    # Heterogeneous attention (pyg_sar.nn.adapters.hetero_attention): HGT's one softmax over the
+    # in-edges of all edge types runs over the edge types' graphs combined into one bipartite
+    # DistGraph; HAN's semantic attention averages over all ranks' nodes of a type.
     _C.HGTConv: Adapter("softmax_in_message (all edge types combined)",
                         softmax_in_message=True, forward=hetero_attention.hgt_forward),
     _C.HANConv: Adapter("softmax_in_message + global semantic mean", softmax_in_message=True,
@@ -208,7 +206,7 @@ VERIFIED: dict[type, Adapter] = {
     # Normalised by the weighted in-degree, graph[1] (local).
     _C.WLConvContinuous: Adapter("degree(edge_index[1])", linear_weight="edge_weight"),
     # DegreeScalerAggregation: per-node sums, sums of squares, max/min, the in-degree
-    # (pyg_sar.nn.aggregation); other aggregators are refused by the layer check.
+    # (pyg_sar.nn.adapters.aggregation); other aggregators are refused by the layer check.
     _C.PNAConv: Adapter("degree_scaler"),
     # ARMAConv propagates [num_stacks, num_nodes, channels] (node_dim=-2): PyG's forward, its
     # propagate run on the stacks side by side in the channels (a linear, row-wise message),
@@ -216,7 +214,7 @@ VERIFIED: dict[type, Adapter] = {
     _C.ARMAConv: Adapter("gcn_norm (no self-loops), stacks as channels",
                          families.gcn_norm(True, False), linear_weight="edge_weight",
                          stacked_rows=True),
-    # Their own aggregate as one combine rule (pyg_sar.nn.custom_aggregate): EGConv's
+    # Their own aggregate as one combine rule (pyg_sar.nn.conversion.custom_aggregate): EGConv's
     # aggregators as per-node statistics over its gcn_norm / self-loop graph.
     _C.EGConv: Adapter("gcn_norm (symnorm) or self_loops; aggregators as statistics",
                        custom_aggregate.EG.prepare, aggregate=custom_aggregate.EG),
@@ -280,7 +278,7 @@ def _rgat_refusal(layer: MessagePassing) -> Optional[str]:
 # the refusal either: class -> reason (naming what is supported instead). None today: ARMAConv,
 # which propagates [num_stacks, num_nodes, channels] tensors, runs them as channels
 # (Adapter.stacked_rows); any other layer that hands propagate a tensor with its nodes outside
-# dimension 0 is refused there with NODES_IN_DIM_0 (pyg_sar.nn.propagate).
+# dimension 0 is refused there with NODES_IN_DIM_0 (pyg_sar.nn.conversion.propagate).
 NODES_IN_DIM_0 = ("pyg_sar exchanges and aggregates node rows in dimension 0 only, so "
                   "SARConfig(trusted_layers=...) cannot make it run; supported: layers whose "
                   "propagate arguments are [num_nodes, ...] tensors, e.g. the verified "
@@ -323,7 +321,7 @@ PASSTHROUGH_MODULES = frozenset({
     "torch_geometric.nn.dense.linear.Linear", "torch_geometric.nn.dense.linear.HeteroLinear",
     "torch_geometric.nn.dense.linear.HeteroDictLinear",
     # to_hetero_with_bases: its basis convs run over the typed graph of the partition's
-    # DistGraphs with their per-edge-type weights in message (pyg_sar.nn.hetero_bases); its
+    # DistGraphs with their per-edge-type weights in message (pyg_sar.nn.adapters.hetero_bases); its
     # input alignment is a Linear per type.
     "torch_geometric.nn.to_hetero_with_bases_transformer.HeteroBasisConv",
     "torch_geometric.nn.to_hetero_with_bases_transformer.LinearAlign",
@@ -380,7 +378,8 @@ MODULE_REFUSED = {
 # own forward runs for a plain edge_index. Applied by pyg_sar.convert
 # (module_forwards.convert_module_forwards); options that stay inexact go in MODULE_OPTIONS.
 MODULE_FORWARDS: dict[str, Callable] = {
-    # Linear global attention: sums over all nodes added over ranks (nn/linear_attention.py).
+    # Linear global attention: sums over all nodes added over ranks
+    # (nn/adapters/linear_attention.py).
     "torch_geometric.nn.models.sgformer.SGModule": attention_modules.sgmodule,
     "torch_geometric.nn.models.polynormer.Polynormer": linear_attention.polynormer_forward,
     "torch_geometric.nn.attention.sgformer.SGFormerAttention":
@@ -412,7 +411,9 @@ def module_refusal(module) -> Optional[str]:
     if (path in PASSTHROUGH_MODULES or path in MODULE_FORWARDS
             or cls.__module__.startswith(CHECKED_ELSEWHERE)):
         if path in PASSTHROUGH_MODULES or path in MODULE_FORWARDS:
-            from pyg_sar.nn import fingerprint_check as fingerprints  # verified by content
+            from pyg_sar.nn.conversion import (
+                fingerprint_check as fingerprints,  # verified by content
+            )
             changed = fingerprints.refusal(cls)
             if changed is not None:
                 return changed

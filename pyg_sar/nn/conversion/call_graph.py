@@ -1,6 +1,6 @@
 """The DistGraph of the current call of a converted module whose forward pyg_sar replaced
 (:mod:`pyg_sar.nn.module_forwards` binds it; the replacement forwards of
-:mod:`pyg_sar.nn.attention_modules` and :mod:`pyg_sar.nn.global_attention` read it)."""
+:mod:`pyg_sar.nn.adapters.attention_modules` and :mod:`pyg_sar.nn.global_attention` read it)."""
 from __future__ import annotations
 
 import torch

@@ -2,10 +2,10 @@
 rules across blocks.
 
 A verified class whose ``aggregate`` PyG overrides names one of these in its registry entry
-(:attr:`pyg_sar.nn.registry.Adapter.aggregate`); :func:`pyg_sar.nn.propagate.dist_propagate`
-then folds the block's messages with the rule built here instead of the layer's aggregation
-module. Every in-edge of a node is stored on its owner, so per-node counts (degrees, edges per
-relation) are local and exact.
+(:attr:`pyg_sar.nn.conversion.registry.Adapter.aggregate`);
+:func:`pyg_sar.nn.conversion.propagate.dist_propagate` then folds the block's messages with the rule
+built here instead of the layer's aggregation module. Every in-edge of a node is stored on its
+owner, so per-node counts (degrees, edges per relation) are local and exact.
 
 * :data:`EG`: EGConv's aggregators (``sum``, ``mean``, ``symnorm``, ``var``, ``std``, ``max``,
   ``min``) in one :class:`~pyg_sar.core.combine.StatsRule` over the messages ``[x_j]`` and
@@ -48,7 +48,7 @@ from pyg_sar.core.views import (
     stored_view,
 )
 from pyg_sar.graph import DistGraph
-from pyg_sar.nn import families
+from pyg_sar.nn.adapters import families
 
 # Messages of one block: (the layer's own messages (LayerProgram), block, src rows, dst
 # tensors, the block's slices of the layer's edge tensors, of the aggregation's extra ones).

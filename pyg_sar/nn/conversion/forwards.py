@@ -1,8 +1,8 @@
 """Forwards of verified PyG classes whose own ``forward`` cannot take a DistGraph as written.
 
 Converted classes run PyG's ``forward`` wherever it can take a
-:class:`~pyg_sar.graph.DistGraph`; the registry (:mod:`pyg_sar.nn.registry`) names one of these
-only where it cannot, and each says why. In order of preference:
+:class:`~pyg_sar.graph.DistGraph`; the registry (:mod:`pyg_sar.nn.conversion.registry`) names one of
+these only where it cannot, and each says why. In order of preference:
 
 * :func:`pyg_forward`: PyG's own ``forward`` code with a few module-level names of its module
   replaced (e.g. RGCNConv's ``masked_edge_index``, which only knows Tensors and torch-sparse),
@@ -50,7 +50,7 @@ def pyg_forward(cls: type, **names: Any) -> types.FunctionType:
     copy.__kwdefaults__ = func.__kwdefaults__
     copy.__qualname__ = func.__qualname__
     copy.__doc__ = (f"{cls.__name__}.forward as PyG defines it, with "
-                    f"{', '.join(sorted(names))} DistGraph-aware (pyg_sar.nn.forwards).")
+                    f"{', '.join(sorted(names))} DistGraph-aware (pyg_sar.nn.conversion.forwards).")
     return copy
 
 
@@ -86,7 +86,7 @@ def without_attention_weights(weights_attr: Optional[str] = None) -> Callable:
     Args:
         weights_attr: the attribute in which the class's ``message`` leaves the normalised
             weights and which its ``forward`` asserts after ``propagate`` (RGATConv's
-            ``_alpha``). With the softmax captured (:mod:`pyg_sar.nn.softmax_capture`), the
+            ``_alpha``). With the softmax captured (:mod:`pyg_sar.nn.adapters.softmax_capture`), the
             message writes it on a stand-in, so it holds :data:`ATTENTION_NOT_KEPT` instead.
     """
     def forward(self: MessagePassing, *args: Any, **kwargs: Any):
@@ -106,7 +106,7 @@ def without_attention_weights(weights_attr: Optional[str] = None) -> Callable:
                 setattr(self, weights_attr, ATTENTION_NOT_KEPT)
         return base.forward(self, *args, **kwargs)
     forward.__doc__ = ("PyG's forward; return_attention_weights is refused over a DistGraph "
-                       "(pyg_sar.nn.forwards.without_attention_weights).")
+                       "(pyg_sar.nn.conversion.forwards.without_attention_weights).")
     return forward
 
 

@@ -39,7 +39,7 @@ from torch_geometric.nn.conv import HANConv, HGTConv
 
 from pyg_sar.core.collectives import sum_over_ranks, sum_over_ranks_grad
 from pyg_sar.graph import Block, DistGraph
-from pyg_sar.nn.forwards import pyg_forward
+from pyg_sar.nn.conversion.forwards import pyg_forward
 
 
 def _dist_graphs(name: str, edge_index_dict: dict) -> bool:
