@@ -183,8 +183,9 @@ def test_a_real_witness_learns_the_hub_and_reports_its_rank_s_end():
     try:
         dogs = _running(3, _separate_hosts, {2: w2})
         try:
-            import time
-            time.sleep(0.5)  # after the hub's first heartbeat, which also tells the witness
+            # after rank 0's hub has heard rank 2 beat once (an event, not a fixed sleep)
+            connected = dogs[0]._last_seen[2]
+            assert _wait_until(lambda: dogs[0]._last_seen[2] > connected)
             w2.send({"op": "gather of layer 1"})
             _dies(dogs[2])
             w2.close(clean=False)
