@@ -63,7 +63,7 @@ def test_partition_graph_without_pymetis_names_the_extra_and_random_still_works(
 
 
 def test_hetero_metis_without_pymetis_names_the_extra(no_pymetis):
-    from pyg_sar.partition.hetero_assign import assign_hetero_parts
+    from pyg_sar.partition.assign import assign_hetero_parts
     with pytest.raises(MissingExtraError, match=r"pip install 'pyg_sar\[metis\]'"):
         assign_hetero_parts([40], [(0, 0, _ring())], 2, "metis", 0)
 

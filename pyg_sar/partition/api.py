@@ -59,7 +59,7 @@ def partition_graph(data: Any, num_parts: int, out_dir: str | Path, method: str 
     its split's graph raises a ``ValueError`` (leakage). It uses the default balance. The
     triple of a ``HeteroData`` (``RandomLinkSplit(edge_types=..., rev_edge_types=...)``) is
     written as one heterogeneous partition with pairs per supervised edge type
-    (:mod:`pyg_sar.partition.hetero_link_split`).
+    (:mod:`pyg_sar.partition.link_split`).
 
     Args:
         data: a ``torch_geometric.data.Data`` with ``edge_index`` (``[2, E]``, integer) or a

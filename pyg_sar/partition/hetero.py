@@ -1,7 +1,7 @@
 r"""One rank's part of a partitioned ``HeteroData``: :class:`HeteroPartition`.
 
 :func:`pyg_sar.load_partition` returns it for a folder written from a ``HeteroData``
-(:mod:`pyg_sar.partition.hetero_format`). Its dicts go where PyG's ``HeteroData`` dicts go::
+(:mod:`pyg_sar.partition.format`). Its dicts go where PyG's ``HeteroData`` dicts go::
 
     part = pyg_sar.load_partition(folder, rank)
     out = model(part.x_dict, part.edge_index_dict)          # a to_hetero / HeteroConv model
@@ -28,7 +28,7 @@ import torch
 from torch import Tensor
 
 from pyg_sar.graph import Block, DistGraph
-from pyg_sar.partition import hetero_format as hfmt
+from pyg_sar.partition import format as fmt
 from pyg_sar.partition.reader import PartitionReader as _Reader
 from pyg_sar.partition.reader import check_range as _check_range
 from pyg_sar.partition.storage import from_storage, parse_dtype
@@ -522,12 +522,12 @@ def load_hetero_partition(root: Path, rank: int, meta: dict, raw: bytes,
     node_ids, node_data = {}, {}
     for i, info in enumerate(h["node_types"]):
         t = info["name"]
-        ids = read(hfmt.ntype_file(rank, i, "node_ids"), (count[t],))
+        ids = read(fmt.ntype_file(rank, i, "node_ids"), (count[t],))
         _check_range(ids, info["num_nodes"], f"node_ids of node type {t!r}",
-                     root / hfmt.ntype_file(rank, i, "node_ids"))
+                     root / fmt.ntype_file(rank, i, "node_ids"))
         node_ids[t] = torch.from_numpy(ids)
         node_data[t] = _tensors(read, info["node_keys"], count[t],
-                                lambda key, i=i: hfmt.ntype_data_file(rank, i, key))
+                                lambda key, i=i: fmt.ntype_data_file(rank, i, key))
     edge_types, arrays, edge_data = [], {}, {}
     for j, info in enumerate(h["edge_types"]):
         et = (info["src"], info["rel"], info["dst"])
@@ -540,11 +540,11 @@ def load_hetero_partition(root: Path, rank: int, meta: dict, raw: bytes,
                   "edge_ids": (E,), "recv_node_ids": (num_recv,),
                   "recv_in_degree": (num_recv,), "recv_total_in_degree": (num_recv,),
                   "send_idx": (num_send,)}
-        got = {name: read(hfmt.etype_file(rank, j, name), shape)
+        got = {name: read(fmt.etype_file(rank, j, name), shape)
                for name, shape in shapes.items()}
 
         def where(name: str, j: int = j) -> Path:
-            return root / hfmt.etype_file(rank, j, name)
+            return root / fmt.etype_file(rank, j, name)
         _check_range(got["send_idx"], n_src, "send_idx", where("send_idx"))
         _check_range(got["edge_ids"], info["num_edges"], "edge_ids", where("edge_ids"))
         _check_range(got["recv_node_ids"], offsets[et[0]][-1], "recv_node_ids",
@@ -570,7 +570,7 @@ def load_hetero_partition(root: Path, rank: int, meta: dict, raw: bytes,
             block_num_edges=list(part["block_num_edges"]),
             recv_counts=list(part["recv_counts"]))
         edge_data[et] = _tensors(read, info["edge_keys"], E,
-                                 lambda key, j=j: hfmt.etype_data_file(rank, j, key))
+                                 lambda key, j=j: fmt.etype_data_file(rank, j, key))
     return HeteroPartition(rank, P, node_types, edge_types, offsets, node_ids, node_data,
                            arrays, edge_data, meta=meta,
                            fingerprint=hashlib.sha256(raw).hexdigest(), path=root,

@@ -1,4 +1,4 @@
-"""Validation of a PyG ``HeteroData`` before it is partitioned (``hetero_writer``).
+"""Validation of a PyG ``HeteroData`` before it is partitioned (``writer.write_hetero_partition``).
 
 Turns the ``HeteroData`` into plain per-type pieces (:class:`HeteroInput`) and refuses, with a
 ``ValueError`` naming the type and the value, everything the partition could not represent

@@ -1,6 +1,6 @@
 """The pieces of a partitioned link-prediction split that the homogeneous
 (:mod:`pyg_sar.partition.link_split`) and heterogeneous
-(:mod:`pyg_sar.partition.hetero_link_split`) writers and loaders share: the names on disk,
+(:mod:`pyg_sar.partition.link_split`) writers and loaders share: the names on disk,
 the checks of the input triple and its pair sets (leakage included), the writing and reading
 of pair sets. See :mod:`pyg_sar.partition.link_split` for the layout."""
 from __future__ import annotations
@@ -21,7 +21,7 @@ GRAPH_DIR = "graph"
 LEVEL_KEY = "link_mp_level"
 LINK_FORMAT = "pyg_sar-link-split"
 LINK_VERSION = 2
-HETERO_LINK_VERSION = 3  # a heterogeneous split: pair sets per edge type (hetero_link_split)
+HETERO_LINK_VERSION = 3  # a heterogeneous split: pair sets per edge type (write_hetero_link_split)
 # version 1: one pair set, "edge_label", described on the split; version 3: heterogeneous
 READS_VERSIONS = (1, 2, 3)
 # The pair sets a split may hold, by their label's name: RandomLinkSplit(split_labels=False)
@@ -64,7 +64,7 @@ def is_link_split(data: Any) -> bool:
 def check_link_split(triple: Any) -> None:
     """Raise a ``ValueError`` naming what is supported unless ``triple`` is a supported
     homogeneous link split (see the module docstring; a heterogeneous one is checked by
-    :func:`~pyg_sar.partition.hetero_link_split.write_hetero_link_split`)."""
+    :func:`~pyg_sar.partition.link_split.write_hetero_link_split`)."""
     from torch_geometric.data import HeteroData
     if any(isinstance(d, HeteroData) for d in triple):
         raise ValueError(f"partition_graph: a link split mixing HeteroData and Data is not "

@@ -309,7 +309,7 @@ def load_node_map(path: str | Path, node_type: str | None = None) -> Tensor:
     root = Path(path)
     meta, _ = read_meta(root)
     if "hetero" in meta:
-        from pyg_sar.partition.hetero_format import node_map_file
+        from pyg_sar.partition.format import node_map_file
         types = [info["name"] for info in meta["hetero"]["node_types"]]
         if node_type not in types:
             raise ValueError(f"load_node_map: the partition at '{root}' is heterogeneous; "

@@ -1,5 +1,5 @@
 """Checks of the fields of a partition's ``meta.json``, shared by the homogeneous
-(:mod:`pyg_sar.partition.format`) and heterogeneous (:mod:`pyg_sar.partition.hetero_format`)
+(:mod:`pyg_sar.partition.format`) and heterogeneous (:mod:`pyg_sar.partition.format`)
 validators."""
 from __future__ import annotations
 

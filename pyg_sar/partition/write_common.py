@@ -1,5 +1,5 @@
 """What every partition writer shares (homogeneous :mod:`pyg_sar.partition.writer`,
-heterogeneous :mod:`pyg_sar.partition.hetero_writer`, streaming
+heterogeneous :mod:`pyg_sar.partition.writer`, streaming
 :mod:`pyg_sar.partition.stream`): the argument checks, a tensor's ``meta.json`` entry, the
 number of classes recorded."""
 from __future__ import annotations
