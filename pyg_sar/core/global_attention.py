@@ -4,9 +4,10 @@ Each rank holds the query, key and value rows of its own nodes (``[n_r, H, d]``)
 row of node ``i`` is ``softmax_j(<q_i, k_j> * scale) v_j`` over ALL nodes ``j`` of the graph
 (one graph, no mask), as ``torch.nn.MultiheadAttention`` computes it over the whole node set.
 
-Forward walks the ring as the block walk does: at step ``k`` rank ``r`` receives all key and
-value rows of rank ``s = (r + k) % P`` (:func:`~pyg_sar.core.exchange.exchange_rows`, ledger
-direction ``rows``) while sending its own to ``(r - k) % P``, and folds them into an online
+Forward is the engine's block walk (:class:`~pyg_sar.core.walk.BlockWalk`) over
+:func:`ring_view`, whose block ``s`` is every row of rank ``s``: at step ``k`` rank ``r``
+receives all key and value rows of rank ``s = (r + k) % P`` (ledger direction ``rows``) while
+sending its own to ``(r - k) % P``, and folds them into an online
 softmax (running max ``m``, denominator ``l`` and accumulator per query and head), tile by tile
 (``tile_rows`` queries x ``tile_rows`` keys). Nothing of size ``N x N`` or ``n_r x N`` is kept:
 backward uses the saved ``q, k, v``, the output and ``lse = m + log l`` ``[n_r, H]``.
@@ -15,8 +16,8 @@ Backward follows FlashAttention-2: ``D = rowsum(dO * O)``; per tile the probabil
 recomputed as ``P = exp(S - lse)``, ``dV_s += P^T dO``, ``dS = P * (dO V_s^T - D)``,
 ``dQ += scale dS K_s``, ``dK_s += scale dS^T Q``. Mode ``"sar"`` fetches the remote keys and
 values again (direction ``refetch``), mode ``"sa"`` keeps the forward's (``(N - n_r) (d + d_v)
-H`` more numbers per rank); ``dK_s, dV_s`` go back to rank ``s`` (``exchange_rows(...,
-reverse=True)``, direction ``grads``), which adds them to its own. Mode ``"halo"`` is the
+H`` more numbers per rank); ``dK_s, dV_s`` go back to rank ``s`` (the walk's gradient
+return, direction ``grads``), which adds them to its own. Mode ``"halo"`` is the
 baseline: every rank gathers all ``N`` key and value rows and runs plain dense attention with
 autograd (its ``n_r x N`` attention matrix is saved for backward).
 
@@ -50,9 +51,11 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-from pyg_sar.core.exchange import NO_WIRE, Wire, exchange_rows, pipeline_depth
+from pyg_sar.core.exchange import NO_WIRE, Wire
 from pyg_sar.core.precision import accumulate_dtype
-from pyg_sar.graph import DistGraph
+from pyg_sar.core.views import GraphView, stored_view
+from pyg_sar.core.walk import BlockWalk
+from pyg_sar.graph import Block, DistGraph
 
 MODES = ("sar", "sa", "halo")
 # Default tile: about this many score elements (H x Tq x Tk) per tile array (a tile step holds
@@ -184,11 +187,8 @@ def node_ids_of(graph: DistGraph) -> list[Tensor]:
                                                           device=graph.device)
         own = own.to(torch.long).view(-1, 1)
         ids = [own.new_zeros(0)] * world
-        ids[rank] = own.view(-1)
-        for step in range(1, world):
-            src = (rank + step) % world
-            got = exchange_rows(graph, step, [own], [own], _rows_of(graph, src))[0].wait()
-            ids[src] = got.view(-1)
+        for step in BlockWalk(ring_view(graph), [own], "sar", None, every_block=True).forward():
+            ids[step.src_rank] = step.rows[0].view(-1)
         return ids
     return graph.cached(("ring_attention_node_ids",), build)
 
@@ -197,34 +197,30 @@ def _rows_of(graph: DistGraph, rank: int) -> int:
     return graph.node_offsets[rank + 1] - graph.node_offsets[rank]
 
 
-def _fetch(graph: DistGraph, step: int, tensors: list[Tensor], label: Optional[str],
-           direction: str) -> list:
-    """Start receiving all rows of ``tensors`` of rank ``(r + step) % P`` (sending ours to
-    ``(r - step) % P``)."""
-    src = (graph.rank + step) % graph.world_size
-    return exchange_rows(graph, step, tensors, tensors, _rows_of(graph, src),
-                         traffic=(label, direction))
+def ring_view(graph: DistGraph) -> GraphView:
+    """The view global attention walks (:class:`~pyg_sar.core.walk.BlockWalk` with
+    ``every_block``): block ``s`` holds no edges but all ``n_s`` rows of rank ``s``, so step
+    ``k`` of the walk fetches every row of rank ``(r + k) % P`` and the backward walk returns
+    their gradients to it. Built once per graph and cached on it."""
+    def build() -> GraphView:
+        world, rank, n, dev = graph.world_size, graph.rank, graph.num_nodes, graph.device
+        none = torch.zeros(0, dtype=torch.long, device=dev)
+        rowptr = torch.zeros(n + 1, dtype=torch.long, device=dev)
+        blocks = [Block(s, rowptr, none, _rows_of(graph, s), 0, None, _row=none)
+                  for s in range(world)]
+        every_row = torch.arange(n, device=dev)
+        send = [none if q == rank else every_row for q in range(world)]
+        everyone = DistGraph(rank, world, graph.node_offsets, blocks, send,
+                             torch.zeros(n, dtype=torch.long, device=dev), graph.context,
+                             graph.node_ids)
+        return stored_view(everyone)
+    return graph.cached(("global_attention_ring_view",), build)
 
 
-def _ring_blocks(graph: DistGraph, k: Tensor, v: Tensor, label: Optional[str], direction: str,
-                 depth: Optional[int]):
-    """Yield ``(step, K_s, V_s)`` (``s = (r + step) % P``) for steps 0..P-1, the fetches of the
-    next ``depth`` steps started before the current block is consumed (``None``:
-    :func:`~pyg_sar.core.exchange.pipeline_depth`, 1 where the transport progresses in the
-    background, else 0)."""
-    world = graph.world_size
-    depth = pipeline_depth(graph, depth) if world > 1 else 0
-    pending: dict[int, list] = {}
-    launched = 0
-    for step in range(world):
-        while launched < min(step + depth, world - 1):  # steps launched so far: 1..launched
-            launched += 1
-            pending[launched] = _fetch(graph, launched, [k, v], label, direction)
-        if step == 0:
-            block = (k, v)
-        else:
-            block = tuple(p.wait() for p in pending.pop(step))
-        yield step, block[0], block[1]
+def _walk(graph: DistGraph, k: Tensor, v: Tensor, mode: str, label: Optional[str],
+          depth: Optional[int]) -> BlockWalk:
+    """The ring walk over every rank's keys and values (mode ``"sa"`` keeps what crossed)."""
+    return BlockWalk(ring_view(graph), [k, v], mode, depth, Wire(label=label), every_block=True)
 
 
 def _tiles(n: int, size: int):
@@ -242,8 +238,9 @@ class RingAttention(torch.autograd.Function):
         ctx.graph, ctx.scale, ctx.mode, ctx.tile, ctx.label = graph, scale, mode, tile, label
         ctx.drop, ctx.depth = drop, depth
         ctx.fused = _fused_ok(q, k, v, drop)
+        ctx.walk = walk = _walk(graph, k, v, mode, label, depth)
         if ctx.fused:
-            out, lse, ctx.kept = _fused_forward(graph, q, k, v, scale, mode, label, depth)
+            out, lse = _fused_forward(walk, q, scale)
             ctx.save_for_backward(q, k, v, out, lse)
             return out
         wide = accumulate_dtype(torch.promote_types(q.dtype, v.dtype))
@@ -252,11 +249,9 @@ class RingAttention(torch.autograd.Function):
         l = q.new_zeros((n, heads), dtype=wide)
         acc = q.new_zeros((n, heads, dv), dtype=wide)
         qw = q.to(wide) * scale
-        kept = []
         ids = node_ids_of(graph) if drop is not None else None
-        for step, ks, vs in _ring_blocks(graph, k, v, label, "rows", depth):
-            if mode == "sa" and step > 0:
-                kept.append((ks, vs))
+        for walked in walk.forward():
+            step, (ks, vs) = walked.k, walked.rows
             if ks.shape[0] == 0 or n == 0:
                 continue
             ks, vs = ks.to(wide), vs.to(wide)
@@ -278,14 +273,13 @@ class RingAttention(torch.autograd.Function):
                     m[q0:q1] = m_new
         out_wide = acc / torch.where(l > 0, l, torch.ones_like(l)).unsqueeze(-1)
         lse = m + torch.log(l)
-        ctx.kept = kept
         ctx.save_for_backward(q, k, v, out_wide, lse)
         return out_wide.to(torch.promote_types(q.dtype, v.dtype))
 
     @staticmethod
     def backward(ctx, grad_out: Tensor):
         q, k, v, out, lse = ctx.saved_tensors
-        graph, scale, tile, label = ctx.graph, ctx.scale, ctx.tile, ctx.label
+        graph, scale, tile = ctx.graph, ctx.scale, ctx.tile
         wide, drop = out.dtype, ctx.drop
         ids = node_ids_of(graph) if drop is not None else None
         n, heads = q.shape[0], q.shape[1]
@@ -295,12 +289,10 @@ class RingAttention(torch.autograd.Function):
         dq = torch.zeros_like(qw)
         dk = torch.zeros(k.shape, dtype=wide, device=k.device)
         dv = torch.zeros(v.shape, dtype=wide, device=v.device)
-        if ctx.mode == "sa":
-            kept = iter(ctx.kept)
-            blocks = ((s, *((k, v) if s == 0 else next(kept))) for s in range(graph.world_size))
-        else:
-            blocks = _ring_blocks(graph, k, v, label, "refetch", ctx.depth)
-        for step, ks, vs in blocks:
+        walk, ctx.walk = ctx.walk, None
+        # the gradients of this rank's rows that the other ranks return are added here
+        for walked in walk.backward([dk, dv], kept=walk.kept):
+            step, (ks, vs) = walked.k, walked.rows
             ksw, vsw = ks.to(wide), vs.to(wide)
             dks, dvs = torch.zeros_like(ksw), torch.zeros_like(vsw)
             if ctx.fused:
@@ -326,16 +318,8 @@ class RingAttention(torch.autograd.Function):
             if step == 0:
                 dk += dks
                 dv += dvs
-                continue
-            # dK_s, dV_s go back to their owner (r + step); the gradients of our rows come
-            # from the rank that used them at this step (r - step).
-            sent = [dks.to(k.dtype), dvs.to(v.dtype)]
-            back = exchange_rows(graph, step, sent, [k, v], n, reverse=True,
-                                 traffic=(label, "grads"))
-            got_k, got_v = (b.wait() for b in back)
-            dk += got_k.to(wide)
-            dv += got_v.to(wide)
-        ctx.kept = None
+            else:  # dK_s, dV_s go back to their owner (r + step), in k's and v's dtype
+                walk.give_back(walked, [dks, dvs])
         return (None, dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), None, None, None, None,
                 None, None)
 
@@ -357,19 +341,17 @@ def _bhnd(t: Tensor) -> Tensor:
     return t.transpose(0, 1).unsqueeze(0)
 
 
-def _fused_forward(graph: DistGraph, q: Tensor, k: Tensor, v: Tensor, scale: float, mode: str,
-                   label: Optional[str], depth: Optional[int]):
+def _fused_forward(walk: BlockWalk, q: Tensor, scale: float) -> tuple[Tensor, Tensor]:
     """The ring with one fused kernel call per step: step ``s`` gives ``out_s`` and
     ``lse_s`` over block ``s``'s keys; blocks merge as ``lse = logaddexp(lse, lse_s)``,
     ``out = out exp(lse_old - lse) + out_s exp(lse_s - lse)`` (exact). Returns ``out
-    [n, H, d]``, ``lse [1, H, n]`` and the remote blocks kept for mode ``sa``."""
+    [n, H, d]`` and ``lse [1, H, n]`` (mode ``sa``: the walk keeps the remote blocks)."""
     n = q.shape[0]
     out4 = lse = None
-    kept = []
     q4 = _bhnd(q)
-    for step, ks, vs in _ring_blocks(graph, k, v, label, "rows", depth):
-        if mode == "sa" and step > 0:
-            kept.append((ks, vs))
+    v = walk.src[1]
+    for walked in walk.forward():
+        ks, vs = walked.rows
         if ks.shape[0] == 0 or n == 0:
             continue
         o_s, lse_s = _FLASH_CPU(q4, _bhnd(ks), _bhnd(vs), 0.0, False, scale=scale)
@@ -381,8 +363,8 @@ def _fused_forward(graph: DistGraph, q: Tensor, k: Tensor, v: Tensor, scale: flo
                 + o_s * torch.exp(lse_s - new).unsqueeze(-1))
         lse = new
     if out4 is None:  # no rows here (n == 0): every block was skipped
-        return q.new_zeros(v.shape), q.new_zeros((1, q.shape[1], n)), kept
-    return out4[0].transpose(0, 1), lse, kept
+        return q.new_zeros(v.shape), q.new_zeros((1, q.shape[1], n))
+    return out4[0].transpose(0, 1), lse
 
 
 def _fused_step_backward(go: Tensor, q: Tensor, ks: Tensor, vs: Tensor, out: Tensor,
@@ -405,32 +387,28 @@ def _tile_mask(graph: DistGraph, ids: list[Tensor], step: int, q0: int, q1: int,
 
 
 class _GatherRows(torch.autograd.Function):
-    """All ``N`` rows of ``k`` and ``v`` in owner order (halo mode); backward returns each
-    rank's gradient rows to their owner and adds them."""
+    """All ``N`` rows of ``k`` and ``v`` in owner order (halo mode), gathered by the ring walk;
+    backward returns each rank's gradient rows to their owner, which adds them."""
 
     @staticmethod
     def forward(ctx, graph: DistGraph, label: Optional[str], k: Tensor, v: Tensor):
-        world, r = graph.world_size, graph.rank
-        parts: list = [None] * world
-        parts[r] = (k, v)
-        for step in range(1, world):
-            src = (r + step) % world
-            parts[src] = tuple(p.wait() for p in _fetch(graph, step, [k, v], label, "rows"))
-        ctx.graph, ctx.label = graph, label
+        parts: list = [None] * graph.world_size
+        walk = _walk(graph, k, v, "sar", label, None)
+        for walked in walk.forward():
+            parts[walked.src_rank] = walked.rows
+        ctx.walk = walk
+        ctx.offsets = graph.node_offsets
         return (torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts]))
 
     @staticmethod
     def backward(ctx, grad_k: Tensor, grad_v: Tensor):
-        graph, label = ctx.graph, ctx.label
-        world, r, off = graph.world_size, graph.rank, graph.node_offsets
+        walk, ctx.walk = ctx.walk, None
+        off = ctx.offsets
+        r = walk.graph.rank
         dk = grad_k[off[r]:off[r + 1]].clone()
         dv = grad_v[off[r]:off[r + 1]].clone()
-        for step in range(1, world):
-            s = (r + step) % world
-            sent = [grad_k[off[s]:off[s + 1]], grad_v[off[s]:off[s + 1]]]
-            back = exchange_rows(graph, step, sent, [dk, dv], dk.shape[0], reverse=True,
-                                 traffic=(label, "grads"))
-            got_k, got_v = (b.wait() for b in back)
-            dk += got_k
-            dv += got_v
+        for walked in walk.backward([dk, dv], need_rows=False):
+            s = walked.src_rank
+            if s != r:
+                walk.give_back(walked, [grad_k[off[s]:off[s + 1]], grad_v[off[s]:off[s + 1]]])
         return None, None, dk, dv

@@ -3,11 +3,13 @@ return gradients (backward).
 
 Every distributed propagate (a layer's own message with a combine rule in
 :mod:`pyg_sar.core.sar`, the fused attention kernels in :mod:`pyg_sar.core.fused_attention`)
-walks a view's blocks the same way: at step ``k = 0..P-1`` it visits the block of source rank
-``(rank + k) % P`` (``k = 0`` is the local block), whose boundary rows are fetched ``depth``
-steps ahead over the ring (:class:`~pyg_sar.core.exchange.RowFetcher`) and freed after use;
-in backward the gradients of a remote block's rows go back to their owner
-(:class:`~pyg_sar.core.exchange.GradReturner`) while the next block is computed. Mode ``"sa"``
+and the global attention over every node (:mod:`pyg_sar.core.global_attention`, whose view's
+blocks are all of each rank's rows) walks a view's blocks the same way: at step ``k = 0..P-1``
+it visits the block of source rank ``(rank + k) % P`` (``k = 0`` is the local block), whose
+boundary rows are fetched ``depth`` steps ahead over the ring
+(:class:`~pyg_sar.core.exchange.RowFetcher`) and freed after use; in backward the gradients
+of a remote block's rows go back to their owner (:class:`~pyg_sar.core.exchange.GradReturner`)
+while the next block is computed. Mode ``"sa"``
 keeps what the forward walk received for the backward one instead of fetching again: the
 payloads as they crossed the network, so under a lossy codec it holds the compressed bytes (the
 kept channels, the packed codes), not decoded full-size rows, and decodes them again when a
@@ -67,14 +69,18 @@ class BlockWalk:
             default ``0..n-1``), for a backward walk over a subset of the forward's tensors.
         keep: mode ``"sa"``: whether the backward walk will need the rows (``False`` for a
             linear aggregation without an edge-weight gradient: nothing is kept).
+        every_block: also visit remote blocks without edges (global attention's view, whose
+            blocks hold rows, not edges: :func:`pyg_sar.core.global_attention.ring_view`).
     """
 
     def __init__(self, view: GraphView, src: Sequence[Tensor], mode: str,
                  depth: Optional[int], wire: Wire = NO_WIRE,
-                 ids: Optional[Sequence[int]] = None, keep: bool = True) -> None:
+                 ids: Optional[Sequence[int]] = None, keep: bool = True,
+                 every_block: bool = False) -> None:
         self.view, self.src, self.mode, self.depth = view, list(src), mode, depth
         self.wire, self.ids = wire, ids
         self.keeps = mode == "sa" and keep
+        self.every_block = every_block
         self.graph = view.graph
         # mode "sa": the payloads received in forward, step by step (n per remote step)
         self.kept: list[Tensor] = []
@@ -99,10 +105,10 @@ class BlockWalk:
             elif self.keeps:
                 payloads = fetcher.get_payloads(k)
                 self.kept.extend(payloads)
-                rows = fetcher.decode(k, payloads) if block.num_edges else []  # else skipped
+                rows = fetcher.decode(k, payloads) if self._visits(block) else []
             else:
                 rows = fetcher.get(k)
-            if k > 0 and block.num_edges == 0:
+            if k > 0 and not self._visits(block):
                 continue
             yield Step(k, s, block, rows)
 
@@ -139,12 +145,16 @@ class BlockWalk:
                                    tensor_ids(self.ids, n))
             else:
                 rows = fetcher.get(k)
-            if k > 0 and block.num_edges == 0:
+            if k > 0 and not self._visits(block):
                 self._returner.send(k, [_empty_like(t, block.num_src) for t in self.src])
                 continue
             yield Step(k, s, block, rows)
         if self._returner is not None:
             self._returner.flush()
+
+    def _visits(self, block: ViewBlock) -> bool:
+        """Whether a remote block is a step of the walk (one without edges is skipped)."""
+        return self.every_block or block.num_edges > 0
 
     def give_back(self, step: Step, block_grads: Sequence[Optional[Tensor]]) -> None:
         """Return the gradients of a remote step's rows to their owner (``None``: zeros), in
