@@ -32,29 +32,22 @@ FULL_TIER = (
     "tests/netns/",                         # namespace hosts, tc-limited links
     "tests/reliability/",                   # failure injection
     "tests/distributed/test_gloo_clean_exit.py",
-    "tests/distributed/test_watchdog_hosts.py",
     "tests/distributed/test_memory_cgroup.py",
     "tests/distributed/test_slurm_env.py",
     "tests/docs/",                          # the Sphinx build and the documented scripts
     "tests/bench/",
-    "tests/plan/",
     "tests/precision/",
     "tests/setup_script/",
     "tests/test_wheel_contents.py",         # builds and runs the package outside the tree
     # The exhaustive matrices and the second and further launches of an area whose first tier
-    # keeps a representative (per-file times of a first-tier run: docs/development.md). Files
+    # keeps a representative (per-file times of a first-tier run: docs/development.md; the link,
+    # heterogeneous, partition, predict, sampling and plan files came back to the first tier
+    # when its line coverage was measured 18 points below the whole suite's). Files
     # that share a launch (tests/core, tests/compression and tests/api conftest.py; gloo3_launch
     # below) stay together: moving one would start the launch in both tiers.
     "tests/zoo/test_zoo.py",                # every zoo recipe at P = 1, 3 (the first tier
                                             # converts each in test_save_load / refusals)
-    "tests/api/test_predict.py",
     "tests/api/test_unconvert.py",          # unconvert of the zoo: test_refusal_leaves_model
-    "tests/partition/test_link_split.py",   # test_link_split_forms stays
-    "tests/partition/test_hetero_link_split.py",
-    "tests/partition/test_partition_cli.py",
-    "tests/partition/test_partition_balance.py",
-    "tests/partition/test_hetero_partition.py",
-    "tests/compression/test_compression_cli.py",
     # One shared launch per P (tests/compression/conftest.py), 61 s of a first tier that ran
     # 9 min 25 s in one clean clone and 10 min 45 s in the next; the codecs, the compressor,
     # error feedback and the wire dtype stay in the first tier, in one process.
@@ -64,24 +57,8 @@ FULL_TIER = (
     "tests/ops/test_cuda_compiles.py",      # nvcc over every CUDA file
     "tests/gpu/test_gpu_script.py",
     "tests/gpu/test_multi_rank_device.py",
-    "tests/link/test_embedding_models.py",  # test_link_exactness and test_gather stay
-    "tests/link/test_link_metrics.py",
-    "tests/link/test_infomax.py",
-    "tests/link/test_autoencoders.py",
-    "tests/link/test_super_gat.py",
-    "tests/link/test_rgcn_distmult.py",
-    "tests/link/test_negatives.py",         # one 40 s launch; test_link_exactness draws them too
-    "tests/hetero/test_typed_view.py",      # test_hetero_exactness stays
-    "tests/hetero/test_hetero_attention.py",
-    "tests/hetero/test_hetero_bases.py",
-    "tests/sampling/test_sampling_distributed.py",
     "tests/sampling/test_sampling_cli.py",
-    "tests/core/test_engine_helpers.py",
-    "tests/distributed/test_init_footprint.py",
     "tests/distributed/test_rank_launcher.py",
-    "tests/train/test_train_link.py",
-    "tests/link/test_gather.py",            # its P = 3, 4 id checks; test_link_exactness stays
-    "tests/link/test_pair_ids.py",          # the same launch; test_pair_ids_one_process stays
     "tests/distributed/test_comm_primitives.py",  # test_dist_bootstrap stays
     "tests/partition/test_link_split_forms.py",   # the zoo of RandomLinkSplit forms
     "tests/nn/test_linear_attention.py",  # test_ring_attention stays
