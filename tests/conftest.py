@@ -30,9 +30,17 @@ FULL_TIER = (
     "tests/train/test_train_interrupt.py",
     "tests/train/test_train_progress.py",
     "tests/netns/",                         # namespace hosts, tc-limited links
-    "tests/reliability/",                   # failure injection
+    # failure injection (its witness, checkpoint-file and bad-input tests, a few seconds, run
+    # in the first tier)
+    "tests/reliability/test_rel_elastic.py",
+    "tests/reliability/test_rel_fuzz.py",
+    "tests/reliability/test_rel_join.py",
+    "tests/reliability/test_rel_rank_failure.py",
+    "tests/reliability/test_rel_reshard.py",
+    "tests/reliability/test_rel_reshard_cli.py",
+    "tests/reliability/test_rel_resume.py",
+    "tests/reliability/test_rel_stress.py",
     "tests/distributed/test_gloo_clean_exit.py",
-    "tests/distributed/test_memory_cgroup.py",
     "tests/distributed/test_slurm_env.py",
     "tests/docs/",                          # the Sphinx build and the documented scripts
     "tests/bench/",
@@ -57,7 +65,6 @@ FULL_TIER = (
     "tests/ops/test_cuda_compiles.py",      # nvcc over every CUDA file
     "tests/gpu/test_gpu_script.py",
     "tests/gpu/test_multi_rank_device.py",
-    "tests/sampling/test_sampling_cli.py",
     "tests/distributed/test_rank_launcher.py",
     "tests/distributed/test_comm_primitives.py",  # test_dist_bootstrap stays
     "tests/partition/test_link_split_forms.py",   # the zoo of RandomLinkSplit forms
