@@ -137,23 +137,7 @@ def validate_meta(meta: Any, path: Any) -> dict:
     parts = meta.get("parts")
     if not isinstance(parts, list) or len(parts) != num_parts:
         raise _fail(path, f"'parts' must be a list of {num_parts} objects")
-    for r, info in enumerate(parts):
-        if not isinstance(info, dict):
-            raise _fail(path, f"'parts[{r}]' must be an object")
-        blocks = _int_list(info.get("block_num_edges"), num_parts,
-                           f"parts[{r}].block_num_edges", path)
-        if sum(blocks) != part_edges[r]:
-            raise _fail(path, f"'parts[{r}].block_num_edges' sums to {sum(blocks)}, not "
-                              f"part_num_edges[{r}]={part_edges[r]}")
-        for name in ("recv_counts", "send_counts"):
-            counts = _int_list(info.get(name), num_parts, f"parts[{r}].{name}", path)
-            if counts[r] != 0:
-                raise _fail(path, f"'parts[{r}].{name}[{r}]' must be 0")
-    for r in range(num_parts):
-        for q in range(num_parts):
-            if parts[r]["send_counts"][q] != parts[q]["recv_counts"][r]:
-                raise _fail(path, f"rank {r} sends {parts[r]['send_counts'][q]} rows to rank "
-                                  f"{q}, which expects {parts[q]['recv_counts'][r]}")
+    _check_parts(parts, part_edges, "parts", path)
     _keys(meta, "node_keys", num_nodes, path)
     _keys(meta, "edge_keys", num_edges, path)
     adj_t = meta.get("adj_t")
@@ -171,6 +155,32 @@ def validate_meta(meta: Any, path: Any) -> dict:
                     "send_rows": [sum(p["send_counts"]) for p in parts]}
         _validate_balance(meta["balance"], per_part, path)
     return meta
+
+
+def _check_parts(parts: list[dict], part_edges: list[int], name: str, path: Any,
+                 context: str = "") -> None:
+    """The per-rank objects ``parts`` of a homogeneous partition or of one edge type (``name``
+    is their place in ``meta.json``, ``context`` prefixes the exchange error): each is an
+    object, its ``block_num_edges`` sum to its ``part_num_edges``, it receives and sends nothing to
+    itself, and what rank ``r`` sends to ``q`` is what ``q`` expects from ``r``."""
+    num_parts = len(part_edges)
+    for r, info in enumerate(parts):
+        if not isinstance(info, dict):
+            raise _fail(path, f"'{name}[{r}]' must be an object")
+        blocks = _int_list(info.get("block_num_edges"), num_parts,
+                           f"{name}[{r}].block_num_edges", path)
+        if sum(blocks) != part_edges[r]:
+            raise _fail(path, f"'{name}[{r}].block_num_edges' sums to {sum(blocks)}, not "
+                              f"part_num_edges[{r}]={part_edges[r]}")
+        for key in ("recv_counts", "send_counts"):
+            counts = _int_list(info.get(key), num_parts, f"{name}[{r}].{key}", path)
+            if counts[r] != 0:
+                raise _fail(path, f"'{name}[{r}].{key}[{r}]' must be 0")
+    for r in range(num_parts):
+        for q in range(num_parts):
+            if parts[r]["send_counts"][q] != parts[q]["recv_counts"][r]:
+                raise _fail(path, f"{context}rank {r} sends {parts[r]['send_counts'][q]} rows "
+                                  f"to rank {q}, which expects {parts[q]['recv_counts'][r]}")
 
 
 def _number(value: Any) -> bool:
@@ -303,23 +313,7 @@ def validate_hetero_meta(meta: dict, path: Any) -> dict:
         if not isinstance(parts, list) or len(parts) != num_parts or \
                 not all(isinstance(p, dict) for p in parts):
             raise _fail(path, f"'{where}.parts' must be a list of {num_parts} objects")
-        for r, part in enumerate(parts):
-            blocks = _int_list(part.get("block_num_edges"), num_parts,
-                               f"{where}.parts[{r}].block_num_edges", path)
-            if sum(blocks) != part_edges[r]:
-                raise _fail(path, f"'{where}.parts[{r}].block_num_edges' sums to "
-                                  f"{sum(blocks)}, not part_num_edges[{r}]={part_edges[r]}")
-            for name in ("recv_counts", "send_counts"):
-                counts = _int_list(part.get(name), num_parts, f"{where}.parts[{r}].{name}",
-                                   path)
-                if counts[r] != 0:
-                    raise _fail(path, f"'{where}.parts[{r}].{name}[{r}]' must be 0")
-        for r in range(num_parts):
-            for q in range(num_parts):
-                if parts[r]["send_counts"][q] != parts[q]["recv_counts"][r]:
-                    raise _fail(path, f"edge type {triple}: rank {r} sends "
-                                      f"{parts[r]['send_counts'][q]} rows to rank {q}, which "
-                                      f"expects {parts[q]['recv_counts'][r]}")
+        _check_parts(parts, part_edges, f"{where}.parts", path, f"edge type {triple}: ")
     if not isinstance(meta.get("method"), str):
         raise _fail(path, f"'method' must be a string (got {meta.get('method')!r})")
     return meta
