@@ -512,16 +512,22 @@ def _scaled(graph: DistGraph, other) -> DistGraph:
     return out
 
 
+def halo_rows(graph: DistGraph, x: Tensor) -> Tensor:
+    """``[sum(graph.recv_counts), ...]``: the rows of ``x`` (one per local node, on every rank)
+    that this rank's remote blocks read, fetched from their owners in one all-to-all, by source
+    rank in recv-list order. Collective; not differentiable."""
+    index = graph.cached(("owners_send_index",), lambda: torch.cat(list(graph.send_idx)))
+    send = x.index_select(0, index).contiguous()
+    out = x.new_empty((sum(graph.recv_counts), *x.shape[1:]))
+    graph.context.comm.all_to_all_single(out, send, graph.recv_counts, graph.send_counts)
+    return out
+
+
 def _source_values(graph: DistGraph, v: Tensor) -> Tensor:
     """``v`` (one entry per local node) at the source of every stored edge: the entries of
     other ranks' nodes are fetched with one all-to-all (collective)."""
     parts = []
-    received = None
-    if graph.world_size > 1:
-        send = v.index_select(0, torch.cat(list(graph.send_idx))).contiguous()
-        received = v.new_empty((sum(graph.recv_counts),))
-        graph.context.comm.all_to_all_single(received, send, graph.recv_counts,
-                                             graph.send_counts)
+    received = halo_rows(graph, v) if graph.world_size > 1 else None
     start = 0
     for s, b in enumerate(graph.blocks):
         if s == graph.rank:

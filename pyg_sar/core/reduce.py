@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from pyg_sar.core.precision import accumulate_dtype
-from pyg_sar.graph import DistGraph
+from pyg_sar.graph import DistGraph, halo_rows
 
 
 def _send_index(graph: DistGraph) -> Tensor:
@@ -34,11 +34,6 @@ def _to_owners(graph: DistGraph, halo: Tensor) -> Tensor:
     return total.index_add_(0, idx, back.to(wide)).to(halo.dtype)
 
 
-def _from_owners(graph: DistGraph, x: Tensor) -> Tensor:
-    send = x.index_select(0, _send_index(graph)).contiguous()
-    out = x.new_empty((sum(graph.recv_counts), *x.shape[1:]))
-    graph.context.comm.all_to_all_single(out, send, graph.recv_counts, graph.send_counts)
-    return out
 
 
 class _SumToOwners(torch.autograd.Function):
@@ -52,7 +47,7 @@ class _SumToOwners(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad: Tensor):
-        return None, _from_owners(ctx.graph, grad.contiguous())
+        return None, halo_rows(ctx.graph, grad.contiguous())
 
 
 def sum_to_owners(graph: DistGraph, halo: Tensor) -> Tensor:
