@@ -471,9 +471,10 @@ class DistGraph:
     def __mul__(self, other) -> DistGraph:
         """``adj_t * v``: every edge ``j -> i`` (entry ``[i, j]``) times ``v[i]`` for ``v`` of
         shape ``[num_nodes, 1]`` (rows) or ``v[j]`` for ``v`` of shape ``[1, num_nodes]``
-        (columns; collective: every rank must call it), or times a number; as torch_sparse's
+        (columns), or times a number; as torch_sparse's
         ``SparseTensor.__mul__``. The result carries the products as its values (a graph
-        without values counts as ones)."""
+        without values counts as ones). Collective on several ranks: every rank multiplies
+        its graph the same way (a number, rows or columns), or every rank raises."""
         return _scaled(self, other)
 
     __rmul__ = __mul__
@@ -487,23 +488,55 @@ class DistGraph:
                 f"recv={self.recv_counts}{values})")
 
 
-def _scaled(graph: DistGraph, other) -> DistGraph:
-    """``graph * other`` (:meth:`DistGraph.__mul__`)."""
-    if isinstance(other, bool) or not isinstance(other, (int, float, Tensor)):
-        return NotImplemented
-    values = graph.edge_values
+_SCALE_KINDS = ("a number", "rows", "columns", "a tensor of another shape")
+
+
+def _scale_kind(graph: DistGraph, other: int | float | Tensor) -> int:
+    """What ``graph * other`` scales: an index into :data:`_SCALE_KINDS`."""
     if not isinstance(other, Tensor) or other.dim() == 0:
-        factor = other
-    elif other.dim() == 2 and tuple(other.shape) == (graph.num_nodes, 1):
-        factor = other.view(-1).to(graph.device)[graph.destinations()]
-    elif other.dim() == 2 and other.shape[0] == 1 and not graph.is_bipartite and \
-            other.shape[1] == graph.num_nodes:
-        factor = _source_values(graph, other.view(-1).to(graph.device))
-    else:
+        return 0
+    if other.dim() == 2 and tuple(other.shape) == (graph.num_nodes, 1):
+        return 1
+    if (other.dim() == 2 and other.shape[0] == 1 and not graph.is_bipartite
+            and other.shape[1] == graph.num_nodes):
+        return 2
+    return 3
+
+
+def _agreed_scale_kind(graph: DistGraph, kind: int, shape: str) -> None:
+    """Every rank scales the same way, or every rank raises: the column scaling's all-to-all
+    would otherwise wait for ranks that refused their tensor, or scaled rows locally."""
+    if graph.world_size > 1:
+        seen = torch.tensor([kind, -kind], dtype=torch.int64)
+        graph.context.comm.all_reduce(seen, "max")
+        low, high = -int(seen[1]), int(seen[0])
+        if low != high and kind != 3:
+            raise ValueError(
+                f"DistGraph * tensor: rank {graph.rank} scales by {_SCALE_KINDS[kind]} "
+                f"({shape}) but another rank by {_SCALE_KINDS[high if high != kind else low]}; "
+                f"every rank must scale its graph the same way (adj_t * v is collective)")
+    if kind == 3:
         raise ValueError(f"DistGraph * tensor: expected a number or a tensor of shape "
                          f"[{graph.num_nodes}, 1] (scales rows: destinations) or "
                          f"[1, {graph.num_nodes}] (scales columns: sources; not on a bipartite "
-                         f"graph), the rank's nodes; got shape {list(other.shape)}")
+                         f"graph), the rank's nodes; got {shape}")
+
+
+def _scaled(graph: DistGraph, other) -> DistGraph:
+    """``graph * other`` (:meth:`DistGraph.__mul__`). Collective on several ranks: the ranks
+    agree on what they scale (one small all-reduce) before the column scaling's all-to-all."""
+    if isinstance(other, bool) or not isinstance(other, (int, float, Tensor)):
+        return NotImplemented
+    kind = _scale_kind(graph, other)
+    shape = f"shape {list(other.shape)}" if isinstance(other, Tensor) else repr(other)
+    _agreed_scale_kind(graph, kind, shape)
+    values = graph.edge_values
+    if kind == 0:
+        factor = other
+    elif kind == 1:
+        factor = other.view(-1).to(graph.device)[graph.destinations()]
+    else:
+        factor = _source_values(graph, other.view(-1).to(graph.device))
     if values is None:
         dtype = factor.dtype if isinstance(factor, Tensor) else torch.get_default_dtype()
         values = torch.ones(graph.num_edges, dtype=dtype, device=graph.device)

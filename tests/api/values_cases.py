@@ -176,6 +176,21 @@ def arithmetic_case(part, data: Data) -> dict:
             "weighted_cols": rel_error((part.adj_t * d.view(1, -1)).edge_values,
                                        whole["weighted_cols"][dst, src]),
             "scalar": rel_error((2.0 * part.adj_t).edge_values, 2 * part.adj_t.edge_values)}
+    if adj_t.world_size > 1:  # ranks that scale differently all raise (no rank left waiting)
+        n, rank = adj_t.num_nodes, adj_t.rank
+        for name, other in (
+                ("disagreeing_ranks_raise", d.view(1, -1) if rank == 0 else d.view(-1, 1)),
+                ("one_bad_shape_raises_everywhere",
+                 torch.ones(n + 1, 1, dtype=torch.float64) if rank == 1 else d.view(1, -1))):
+            try:
+                adj_t * other
+                errs[name] = 1.0
+            except ValueError as err:
+                errs[name] = 0.0 if ("every rank must scale" in str(err)
+                                     or f"[1, {n}]" in str(err)) else 1.0
+        # the ranks are still in step: the column scaling runs again, exact
+        again = d.view(-1, 1) * adj_t * d.view(1, -1)
+        errs["in_step_after_refusals"] = rel_error(again.edge_values, whole["DAD"][dst, src])
     # CorrectAndSmooth as the script calls it: PyG's reference gets the same weights as an
     # edge_index with edge_weight (what a SparseTensor with those values means to it).
     ei = data.adj_t.to_sparse_coo().indices().flip(0)  # (source, destination)
