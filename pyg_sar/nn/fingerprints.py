@@ -10,7 +10,8 @@ any of whose functions changed is refused, naming the function
 class still converts.
 
 **The rule: what a class's fingerprint covers** (:func:`class_functions`). For a class pyg_sar
-runs (the registry's ``VERIFIED`` layers, ``PASSTHROUGH_MODULES`` and ``MODULE_FORWARDS``):
+runs (the registry's ``VERIFIED`` layers, ``PASSTHROUGH_MODULES``, ``MODULE_FORWARDS`` and
+``VERIFIED_SUBMODULES``, the aggregations and norms it replaces or runs):
 
 * every function defined in the body of the class and of its torch_geometric bases (methods,
   static and class methods, property getters and setters; the first definition along the MRO),
@@ -34,9 +35,10 @@ runs (the registry's ``VERIFIED`` layers, ``PASSTHROUGH_MODULES`` and ``MODULE_F
   (``to_hetero_with_bases``'s graph functions, for ``HeteroBasisConv``).
 
 Submodules (``Linear``, aggregations, norms) are checked as modules of their own, not as part
-of a layer. A function's fingerprint is the SHA-256 (16 hex digits) of its source, dedented,
-parsed and unparsed by :mod:`ast` with docstrings removed, so comments and formatting do not
-count; a function without Python source is fingerprinted by its name.
+of a layer: a layer whose ``MeanAggregation`` changed is refused naming
+``MeanAggregation.forward``. A function's fingerprint is the SHA-256 (16 hex digits) of its
+source, dedented, parsed and unparsed by :mod:`ast` with docstrings removed, so comments and
+formatting do not count; a function without Python source is fingerprinted by its name.
 
 **The data** (:mod:`pyg_sar.nn.conversion.pyg_fingerprints`, a generated module so that it ships
 with the code): per class, the verified sets of fingerprints, each with the torch_geometric
@@ -95,13 +97,14 @@ from pyg_sar.nn.conversion.fingerprint_check import (  # noqa: F401 (the names o
 
 
 def covered_classes() -> list[type]:
-    """Every PyG class pyg_sar runs: the registry's VERIFIED layers, PASSTHROUGH_MODULES and
-    MODULE_FORWARDS (those the installed torch_geometric has)."""
+    """Every PyG class pyg_sar runs: the registry's VERIFIED layers, PASSTHROUGH_MODULES,
+    MODULE_FORWARDS and VERIFIED_SUBMODULES (those the installed torch_geometric has)."""
     import importlib
 
     from pyg_sar.nn.conversion import registry
     classes = {class_path(c): c for c in registry.VERIFIED}
-    for path in sorted(registry.PASSTHROUGH_MODULES | set(registry.MODULE_FORWARDS)):
+    for path in sorted(registry.PASSTHROUGH_MODULES | set(registry.MODULE_FORWARDS)
+                       | registry.VERIFIED_SUBMODULES):
         module, _, name = path.rpartition(".")
         try:
             cls = getattr(importlib.import_module(module), name)

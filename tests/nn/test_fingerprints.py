@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch_geometric
-from torch_geometric.nn import GAT, GATConv, GCNConv, SAGEConv
+from torch_geometric.nn import GAT, GATConv, GCNConv, HeteroBatchNorm, SAGEConv, aggr
 from torch_geometric.nn.conv import gcn_conv
 from torch_geometric.nn.models import basic_gnn
 
@@ -152,6 +152,42 @@ def test_an_edited_passthrough_model_is_refused(monkeypatch):
         pyg_sar.convert(GAT(4, 8, num_layers=2))
     pyg_sar.convert(GAT(4, 8, num_layers=2),
                     pyg_sar.SARConfig(trusted_layers=(basic_gnn.GAT,)))
+
+
+def test_an_edited_aggregation_refuses_the_layers_that_use_it(monkeypatch):
+    """The aggregation modules the engine rebuilds from per-node statistics are fingerprinted
+    as modules of their own: an edited MeanAggregation refuses a mean-aggregating layer,
+    naming the aggregation's function, while a sum-aggregating one still converts."""
+    def forward(self, x, index=None, ptr=None, dim_size=None, dim=-2):
+        return self.reduce(x, index, ptr, dim_size, dim, reduce="sum")
+
+    monkeypatch.setattr(aggr.MeanAggregation, "forward",
+                        edited(aggr.MeanAggregation.forward, forward))
+    fingerprints.clear_caches()
+    assert refused_classes() == {class_path(aggr.MeanAggregation)}
+    with pytest.raises(pyg_sar.UnsupportedLayerError,
+                       match=r"\(MeanAggregation\).*aggr\.basic\.MeanAggregation\.forward"
+                             r".*trusted_layers"):
+        pyg_sar.convert(SAGEConv(3, 3, aggr="mean"))
+    pyg_sar.convert(SAGEConv(3, 3, aggr="sum"))
+
+
+def test_an_edited_batch_norm_is_refused_before_anything_changes(monkeypatch):
+    """HeteroBatchNorm, whose statistics pyg_sar takes over all ranks, is fingerprinted: an
+    edited forward refuses the model (naming it) and leaves it as it was; trusted_layers
+    overrides."""
+    def forward(self, x, type_vec):
+        return x
+
+    monkeypatch.setattr(HeteroBatchNorm, "forward", edited(HeteroBatchNorm.forward, forward))
+    fingerprints.clear_caches()
+    model = torch.nn.ModuleDict({"conv": GCNConv(4, 4), "norm": HeteroBatchNorm(4, 2)})
+    with pytest.raises(pyg_sar.UnsupportedLayerError,
+                       match=r"layer 'norm' \(HeteroBatchNorm\).*HeteroBatchNorm\.forward"):
+        pyg_sar.convert(model)
+    assert type(model["norm"]) is HeteroBatchNorm and type(model["conv"]) is GCNConv
+    pyg_sar.convert(model, pyg_sar.SARConfig(trusted_layers=(HeteroBatchNorm,)))
+    assert type(model["norm"]) is not HeteroBatchNorm  # now pyg_sar's distributed one
 
 
 # ------------------------------------------------------------------------------------ (c)

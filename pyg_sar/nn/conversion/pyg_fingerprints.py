@@ -9,6 +9,212 @@ verified on. Versions: 2.8.1, 2.9.0.dev20261027.
 FINGERPRINTS = {
  "format": 1,
  "classes": {
+  "torch_geometric.nn.aggr.basic.MaxAggregation": [
+   {
+    "verified_on": ["2.8.1", "2.9.0.dev20261027"],
+    "functions": {
+     "torch_geometric.nn.aggr.base.Aggregation.__call__": "c99b85959bf5c4c1",
+     "torch_geometric.nn.aggr.base.Aggregation.__init__": "65c18742c139d7f2",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_index_present": "0f156b5a843262dd",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_sorted_index": "146ecd3a9aea91a4",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_two_dimensional_input": "69ee2bfe5535ed73",
+     "torch_geometric.nn.aggr.base.Aggregation.reduce": "684f925c6c0a126e",
+     "torch_geometric.nn.aggr.base.Aggregation.to_dense_batch": "87311dc30eb55854",
+     "torch_geometric.nn.aggr.base.expand_left": "df308bcb89c96ca2",
+     "torch_geometric.nn.aggr.basic.MaxAggregation.forward": "cf079a342412d34b",
+     "torch_geometric.utils._scatter.broadcast": "01eaf980bf11f755",
+     "torch_geometric.utils._scatter.scatter": "60a748ab45d2266f",
+     "torch_geometric.utils._segment._torch_segment": "ca55b06f84d67aba",
+     "torch_geometric.utils._segment.segment": "120b6d805e10484a",
+     "torch_geometric.utils._to_dense_batch.to_dense_batch": "760fca67c82e3fee",
+     "torch_geometric.utils.functions.cumsum": "c3b42cafaf31cfa3"
+    }
+   }
+  ],
+  "torch_geometric.nn.aggr.basic.MeanAggregation": [
+   {
+    "verified_on": ["2.8.1", "2.9.0.dev20261027"],
+    "functions": {
+     "torch_geometric.nn.aggr.base.Aggregation.__call__": "c99b85959bf5c4c1",
+     "torch_geometric.nn.aggr.base.Aggregation.__init__": "65c18742c139d7f2",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_index_present": "0f156b5a843262dd",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_sorted_index": "146ecd3a9aea91a4",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_two_dimensional_input": "69ee2bfe5535ed73",
+     "torch_geometric.nn.aggr.base.Aggregation.reduce": "684f925c6c0a126e",
+     "torch_geometric.nn.aggr.base.Aggregation.to_dense_batch": "87311dc30eb55854",
+     "torch_geometric.nn.aggr.base.expand_left": "df308bcb89c96ca2",
+     "torch_geometric.nn.aggr.basic.MeanAggregation.forward": "e1583902f0e6402b",
+     "torch_geometric.utils._scatter.broadcast": "01eaf980bf11f755",
+     "torch_geometric.utils._scatter.scatter": "60a748ab45d2266f",
+     "torch_geometric.utils._segment._torch_segment": "ca55b06f84d67aba",
+     "torch_geometric.utils._segment.segment": "120b6d805e10484a",
+     "torch_geometric.utils._to_dense_batch.to_dense_batch": "760fca67c82e3fee",
+     "torch_geometric.utils.functions.cumsum": "c3b42cafaf31cfa3"
+    }
+   }
+  ],
+  "torch_geometric.nn.aggr.basic.MinAggregation": [
+   {
+    "verified_on": ["2.8.1", "2.9.0.dev20261027"],
+    "functions": {
+     "torch_geometric.nn.aggr.base.Aggregation.__call__": "c99b85959bf5c4c1",
+     "torch_geometric.nn.aggr.base.Aggregation.__init__": "65c18742c139d7f2",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_index_present": "0f156b5a843262dd",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_sorted_index": "146ecd3a9aea91a4",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_two_dimensional_input": "69ee2bfe5535ed73",
+     "torch_geometric.nn.aggr.base.Aggregation.reduce": "684f925c6c0a126e",
+     "torch_geometric.nn.aggr.base.Aggregation.to_dense_batch": "87311dc30eb55854",
+     "torch_geometric.nn.aggr.base.expand_left": "df308bcb89c96ca2",
+     "torch_geometric.nn.aggr.basic.MinAggregation.forward": "e17af302740404e8",
+     "torch_geometric.utils._scatter.broadcast": "01eaf980bf11f755",
+     "torch_geometric.utils._scatter.scatter": "60a748ab45d2266f",
+     "torch_geometric.utils._segment._torch_segment": "ca55b06f84d67aba",
+     "torch_geometric.utils._segment.segment": "120b6d805e10484a",
+     "torch_geometric.utils._to_dense_batch.to_dense_batch": "760fca67c82e3fee",
+     "torch_geometric.utils.functions.cumsum": "c3b42cafaf31cfa3"
+    }
+   }
+  ],
+  "torch_geometric.nn.aggr.basic.SoftmaxAggregation": [
+   {
+    "verified_on": ["2.8.1", "2.9.0.dev20261027"],
+    "functions": {
+     "torch_geometric.nn.aggr.base.Aggregation.__call__": "c99b85959bf5c4c1",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_index_present": "0f156b5a843262dd",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_sorted_index": "146ecd3a9aea91a4",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_two_dimensional_input": "69ee2bfe5535ed73",
+     "torch_geometric.nn.aggr.base.Aggregation.reduce": "684f925c6c0a126e",
+     "torch_geometric.nn.aggr.base.Aggregation.to_dense_batch": "87311dc30eb55854",
+     "torch_geometric.nn.aggr.base.expand_left": "df308bcb89c96ca2",
+     "torch_geometric.nn.aggr.basic.SoftmaxAggregation.__init__": "280fbac9aaad22d2",
+     "torch_geometric.nn.aggr.basic.SoftmaxAggregation.forward": "481710c5d1dcb4b4",
+     "torch_geometric.utils._scatter.broadcast": "01eaf980bf11f755",
+     "torch_geometric.utils._scatter.scatter": "60a748ab45d2266f",
+     "torch_geometric.utils._segment._torch_segment": "ca55b06f84d67aba",
+     "torch_geometric.utils._segment.segment": "120b6d805e10484a",
+     "torch_geometric.utils._softmax.softmax": "526253f0458ea923",
+     "torch_geometric.utils._to_dense_batch.to_dense_batch": "760fca67c82e3fee",
+     "torch_geometric.utils.functions.cumsum": "c3b42cafaf31cfa3",
+     "torch_geometric.utils.num_nodes.maybe_num_nodes": "d818e742b4dd1dfc"
+    }
+   }
+  ],
+  "torch_geometric.nn.aggr.basic.StdAggregation": [
+   {
+    "verified_on": ["2.8.1", "2.9.0.dev20261027"],
+    "functions": {
+     "torch_geometric.nn.aggr.base.Aggregation.__call__": "c99b85959bf5c4c1",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_index_present": "0f156b5a843262dd",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_sorted_index": "146ecd3a9aea91a4",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_two_dimensional_input": "69ee2bfe5535ed73",
+     "torch_geometric.nn.aggr.base.Aggregation.reduce": "684f925c6c0a126e",
+     "torch_geometric.nn.aggr.base.Aggregation.to_dense_batch": "87311dc30eb55854",
+     "torch_geometric.nn.aggr.base.expand_left": "df308bcb89c96ca2",
+     "torch_geometric.nn.aggr.basic.StdAggregation.__init__": "829ce145b87d039c",
+     "torch_geometric.nn.aggr.basic.StdAggregation.forward": "bb623a7ae5156ee2",
+     "torch_geometric.utils._scatter.broadcast": "01eaf980bf11f755",
+     "torch_geometric.utils._scatter.scatter": "60a748ab45d2266f",
+     "torch_geometric.utils._segment._torch_segment": "ca55b06f84d67aba",
+     "torch_geometric.utils._segment.segment": "120b6d805e10484a",
+     "torch_geometric.utils._to_dense_batch.to_dense_batch": "760fca67c82e3fee",
+     "torch_geometric.utils.functions.cumsum": "c3b42cafaf31cfa3"
+    }
+   }
+  ],
+  "torch_geometric.nn.aggr.basic.SumAggregation": [
+   {
+    "verified_on": ["2.8.1", "2.9.0.dev20261027"],
+    "functions": {
+     "torch_geometric.nn.aggr.base.Aggregation.__call__": "c99b85959bf5c4c1",
+     "torch_geometric.nn.aggr.base.Aggregation.__init__": "65c18742c139d7f2",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_index_present": "0f156b5a843262dd",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_sorted_index": "146ecd3a9aea91a4",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_two_dimensional_input": "69ee2bfe5535ed73",
+     "torch_geometric.nn.aggr.base.Aggregation.reduce": "684f925c6c0a126e",
+     "torch_geometric.nn.aggr.base.Aggregation.to_dense_batch": "87311dc30eb55854",
+     "torch_geometric.nn.aggr.base.expand_left": "df308bcb89c96ca2",
+     "torch_geometric.nn.aggr.basic.SumAggregation.forward": "171863c866e7be7c",
+     "torch_geometric.utils._scatter.broadcast": "01eaf980bf11f755",
+     "torch_geometric.utils._scatter.scatter": "60a748ab45d2266f",
+     "torch_geometric.utils._segment._torch_segment": "ca55b06f84d67aba",
+     "torch_geometric.utils._segment.segment": "120b6d805e10484a",
+     "torch_geometric.utils._to_dense_batch.to_dense_batch": "760fca67c82e3fee",
+     "torch_geometric.utils.functions.cumsum": "c3b42cafaf31cfa3"
+    }
+   }
+  ],
+  "torch_geometric.nn.aggr.basic.VarAggregation": [
+   {
+    "verified_on": ["2.8.1", "2.9.0.dev20261027"],
+    "functions": {
+     "torch_geometric.nn.aggr.base.Aggregation.__call__": "c99b85959bf5c4c1",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_index_present": "0f156b5a843262dd",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_sorted_index": "146ecd3a9aea91a4",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_two_dimensional_input": "69ee2bfe5535ed73",
+     "torch_geometric.nn.aggr.base.Aggregation.reduce": "684f925c6c0a126e",
+     "torch_geometric.nn.aggr.base.Aggregation.to_dense_batch": "87311dc30eb55854",
+     "torch_geometric.nn.aggr.base.expand_left": "df308bcb89c96ca2",
+     "torch_geometric.nn.aggr.basic.VarAggregation.__init__": "a517c84ce39ffe34",
+     "torch_geometric.nn.aggr.basic.VarAggregation.forward": "a2bc385233fba34b",
+     "torch_geometric.utils._scatter.broadcast": "01eaf980bf11f755",
+     "torch_geometric.utils._scatter.scatter": "60a748ab45d2266f",
+     "torch_geometric.utils._segment._torch_segment": "ca55b06f84d67aba",
+     "torch_geometric.utils._segment.segment": "120b6d805e10484a",
+     "torch_geometric.utils._to_dense_batch.to_dense_batch": "760fca67c82e3fee",
+     "torch_geometric.utils.functions.cumsum": "c3b42cafaf31cfa3"
+    }
+   }
+  ],
+  "torch_geometric.nn.aggr.multi.MultiAggregation": [
+   {
+    "verified_on": ["2.8.1", "2.9.0.dev20261027"],
+    "functions": {
+     "torch_geometric.nn.aggr.base.Aggregation.__call__": "c99b85959bf5c4c1",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_index_present": "0f156b5a843262dd",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_sorted_index": "146ecd3a9aea91a4",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_two_dimensional_input": "69ee2bfe5535ed73",
+     "torch_geometric.nn.aggr.base.Aggregation.reduce": "684f925c6c0a126e",
+     "torch_geometric.nn.aggr.base.Aggregation.to_dense_batch": "87311dc30eb55854",
+     "torch_geometric.nn.aggr.base.expand_left": "df308bcb89c96ca2",
+     "torch_geometric.nn.aggr.multi.MultiAggregation.__init__": "be7681c2523d5560",
+     "torch_geometric.nn.aggr.multi.MultiAggregation.combine": "b3bee99057f20e85",
+     "torch_geometric.nn.aggr.multi.MultiAggregation.forward": "46432946bdebfbe0",
+     "torch_geometric.nn.aggr.multi.MultiAggregation.get_out_channels": "4cbd3f2c7f372167",
+     "torch_geometric.nn.resolver.aggregation_resolver": "cc0cbf56bb0e38da",
+     "torch_geometric.utils._scatter.broadcast": "01eaf980bf11f755",
+     "torch_geometric.utils._scatter.scatter": "60a748ab45d2266f",
+     "torch_geometric.utils._segment._torch_segment": "ca55b06f84d67aba",
+     "torch_geometric.utils._segment.segment": "120b6d805e10484a",
+     "torch_geometric.utils._to_dense_batch.to_dense_batch": "760fca67c82e3fee",
+     "torch_geometric.utils.functions.cumsum": "c3b42cafaf31cfa3"
+    }
+   }
+  ],
+  "torch_geometric.nn.aggr.scaler.DegreeScalerAggregation": [
+   {
+    "verified_on": ["2.8.1", "2.9.0.dev20261027"],
+    "functions": {
+     "torch_geometric.nn.aggr.base.Aggregation.__call__": "c99b85959bf5c4c1",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_index_present": "0f156b5a843262dd",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_sorted_index": "146ecd3a9aea91a4",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_two_dimensional_input": "69ee2bfe5535ed73",
+     "torch_geometric.nn.aggr.base.Aggregation.reduce": "684f925c6c0a126e",
+     "torch_geometric.nn.aggr.base.Aggregation.to_dense_batch": "87311dc30eb55854",
+     "torch_geometric.nn.aggr.base.expand_left": "df308bcb89c96ca2",
+     "torch_geometric.nn.aggr.scaler.DegreeScalerAggregation.__init__": "6891508363599378",
+     "torch_geometric.nn.aggr.scaler.DegreeScalerAggregation.forward": "76c1379d0325a330",
+     "torch_geometric.nn.resolver.aggregation_resolver": "cc0cbf56bb0e38da",
+     "torch_geometric.utils._degree.degree": "1380da1dc1429c3f",
+     "torch_geometric.utils._scatter.broadcast": "01eaf980bf11f755",
+     "torch_geometric.utils._scatter.scatter": "60a748ab45d2266f",
+     "torch_geometric.utils._segment._torch_segment": "ca55b06f84d67aba",
+     "torch_geometric.utils._segment.segment": "120b6d805e10484a",
+     "torch_geometric.utils._to_dense_batch.to_dense_batch": "760fca67c82e3fee",
+     "torch_geometric.utils.functions.cumsum": "c3b42cafaf31cfa3",
+     "torch_geometric.utils.num_nodes.maybe_num_nodes": "d818e742b4dd1dfc"
+    }
+   }
+  ],
   "torch_geometric.nn.attention.performer.PerformerAttention": [
    {
     "verified_on": ["2.8.1", "2.9.0.dev20261027"],
@@ -1796,6 +2002,57 @@ FINGERPRINTS = {
      "torch_geometric.nn.module_dict.ModuleDict.keys": "042301e08aa31446",
      "torch_geometric.nn.module_dict.ModuleDict.to_external_key": "11c6c6f7f6994b5c",
      "torch_geometric.nn.module_dict.ModuleDict.to_internal_key": "34da205b0817f38a"
+    }
+   }
+  ],
+  "torch_geometric.nn.norm.batch_norm.BatchNorm": [
+   {
+    "verified_on": ["2.8.1", "2.9.0.dev20261027"],
+    "functions": {
+     "torch_geometric.nn.norm.batch_norm.BatchNorm.__init__": "f549c30d2b0532eb",
+     "torch_geometric.nn.norm.batch_norm.BatchNorm.forward": "96c06fbac5d87889",
+     "torch_geometric.nn.norm.batch_norm.BatchNorm.reset_running_stats": "60bd9b4f361bc373"
+    }
+   }
+  ],
+  "torch_geometric.nn.norm.batch_norm.HeteroBatchNorm": [
+   {
+    "verified_on": ["2.8.1", "2.9.0.dev20261027"],
+    "functions": {
+     "torch_geometric.nn.norm.batch_norm.HeteroBatchNorm.__init__": "4cd46e87209c2124",
+     "torch_geometric.nn.norm.batch_norm.HeteroBatchNorm.forward": "77267f30afe65e43",
+     "torch_geometric.nn.norm.batch_norm.HeteroBatchNorm.reset_running_stats": "e3b3ab541fbc7390"
+    }
+   }
+  ],
+  "torch_geometric.nn.norm.layer_norm.HeteroLayerNorm": [
+   {
+    "verified_on": ["2.8.1", "2.9.0.dev20261027"],
+    "functions": {
+     "torch_geometric.nn.norm.layer_norm.HeteroLayerNorm.__init__": "ecce9a7001b088b2",
+     "torch_geometric.nn.norm.layer_norm.HeteroLayerNorm.forward": "9982a174556f5e19"
+    }
+   }
+  ],
+  "torch_geometric.nn.norm.layer_norm.LayerNorm": [
+   {
+    "verified_on": ["2.8.1", "2.9.0.dev20261027"],
+    "functions": {
+     "torch_geometric.nn.norm.layer_norm.LayerNorm.__init__": "c507a57526b0942b",
+     "torch_geometric.nn.norm.layer_norm.LayerNorm.forward": "a5f817d115423dc3",
+     "torch_geometric.utils._degree.degree": "1380da1dc1429c3f",
+     "torch_geometric.utils._scatter.broadcast": "01eaf980bf11f755",
+     "torch_geometric.utils._scatter.scatter": "60a748ab45d2266f",
+     "torch_geometric.utils.num_nodes.maybe_num_nodes": "d818e742b4dd1dfc"
+    }
+   }
+  ],
+  "torch_geometric.nn.norm.msg_norm.MessageNorm": [
+   {
+    "verified_on": ["2.8.1", "2.9.0.dev20261027"],
+    "functions": {
+     "torch_geometric.nn.norm.msg_norm.MessageNorm.__init__": "f63bd5c35b30046c",
+     "torch_geometric.nn.norm.msg_norm.MessageNorm.forward": "319b2498578443d4"
     }
    }
   ],

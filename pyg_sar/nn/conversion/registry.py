@@ -366,6 +366,27 @@ PASSTHROUGH_MODULES = frozenset({
 })
 # Namespaces whose modules are checked elsewhere: norms (convert), aggregations (the layer).
 CHECKED_ELSEWHERE = ("torch_geometric.nn.norm.", "torch_geometric.nn.aggr.")
+# Of those, the ones whose PyG code pyg_sar replaces or relies on, verified by content as the
+# modules above: the aggregations the engine rebuilds from per-node statistics or runs as an
+# online softmax (pyg_sar.nn.adapters.aggregation), the batch norms whose statistics it takes
+# over all ranks (pyg_sar.nn.norm; PyG's BatchNorm runs, around torch's BatchNorm1d that
+# convert replaces) and the node-wise norms that run as PyG wrote them.
+VERIFIED_SUBMODULES = frozenset({
+    "torch_geometric.nn.aggr.basic.SumAggregation",
+    "torch_geometric.nn.aggr.basic.MeanAggregation",
+    "torch_geometric.nn.aggr.basic.MaxAggregation",
+    "torch_geometric.nn.aggr.basic.MinAggregation",
+    "torch_geometric.nn.aggr.basic.VarAggregation",
+    "torch_geometric.nn.aggr.basic.StdAggregation",
+    "torch_geometric.nn.aggr.basic.SoftmaxAggregation",
+    "torch_geometric.nn.aggr.multi.MultiAggregation",
+    "torch_geometric.nn.aggr.scaler.DegreeScalerAggregation",
+    "torch_geometric.nn.norm.batch_norm.BatchNorm",
+    "torch_geometric.nn.norm.batch_norm.HeteroBatchNorm",
+    "torch_geometric.nn.norm.layer_norm.LayerNorm",
+    "torch_geometric.nn.norm.layer_norm.HeteroLayerNorm",
+    "torch_geometric.nn.norm.msg_norm.MessageNorm",
+})
 MODULE_REFUSED = {
     "AttentiveFP": "its graph-level readout pools every node of a graph (global_add_pool and "
                    "a GRU over the batch)",
@@ -410,7 +431,7 @@ def module_refusal(module) -> Optional[str]:
     path = f"{cls.__module__}.{cls.__qualname__}"
     if (path in PASSTHROUGH_MODULES or path in MODULE_FORWARDS
             or cls.__module__.startswith(CHECKED_ELSEWHERE)):
-        if path in PASSTHROUGH_MODULES or path in MODULE_FORWARDS:
+        if path in PASSTHROUGH_MODULES or path in MODULE_FORWARDS or path in VERIFIED_SUBMODULES:
             from pyg_sar.nn.conversion import (
                 fingerprint_check as fingerprints,  # verified by content
             )
