@@ -30,6 +30,7 @@ one process.
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import accumulate
 from typing import Any, Optional
 
 import torch
@@ -108,17 +109,13 @@ def _build_combined(graphs: dict, dst_types: list) -> tuple[DistGraph, Tensor]:
     dst_types = [t for t in dst_types if t in dst_offsets]
     count = [sum(dst_offsets[t][q + 1] - dst_offsets[t][q] for t in dst_types)
              for q in range(world)]
-    node_offsets = [0]
-    for c in count:
-        node_offsets.append(node_offsets[-1] + c)
+    node_offsets = list(accumulate(count, initial=0))
     dst_base, base = {}, 0
     for t in dst_types:
         dst_base[t] = base
         base += dst_offsets[t][rank + 1] - dst_offsets[t][rank]
     src_count = [sum(g.num_src_nodes_of(q) for g in gs) for q in range(world)]
-    src_offsets = [0]
-    for c in src_count:
-        src_offsets.append(src_offsets[-1] + c)
+    src_offsets = list(accumulate(src_count, initial=0))
     # Where each edge type's rows start among this rank's (and the recv lists') sources.
     own_base = [sum(g.num_src_nodes for g in gs[:i]) for i in range(len(gs))]
     blocks, types, start = [], [], 0

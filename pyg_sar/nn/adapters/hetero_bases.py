@@ -42,6 +42,7 @@ count would not match the edges), as PyG's hook refuses them.
 """
 from __future__ import annotations
 
+from itertools import accumulate
 from typing import Any, Optional
 
 import torch
@@ -112,9 +113,7 @@ def _build(edge_types: list, graphs: list[DistGraph],
     P, r, device = g0.world_size, g0.rank, g0.device
     counts = _type_counts(edge_types, graphs, node_types)
     per_rank = [sum(counts[t][q] for t in node_types) for q in range(P)]
-    offsets = [0]
-    for c in per_rank:
-        offsets.append(offsets[-1] + c)
+    offsets = list(accumulate(per_rank, initial=0))
     start, acc = {}, 0
     for t in node_types:
         start[t] = acc
