@@ -32,7 +32,8 @@ from pyg_sar.datasets.ogb_files import single_count as _single_count
 
 
 def ogb_node_dataset(folder: str | os.PathLike, split_type: str | None = None,
-                     add_inverse_edge: bool = False) -> Data | HeteroData:
+                     add_inverse_edge: bool = False, *, masks: bool = True
+                     ) -> Data | HeteroData:
     """Read an OGB node-property-prediction dataset from a local folder.
 
     Args:
@@ -41,6 +42,8 @@ def ogb_node_dataset(folder: str | os.PathLike, split_type: str | None = None,
             by default the only one present.
         add_inverse_edge: also add every edge reversed (OGB does this for datasets whose
             ``master.csv`` says ``add_inverse_edge``, e.g. ogbn-products); duplicates are removed.
+        masks: read the split files into ``train_mask`` / ``val_mask`` / ``test_mask``
+            (homogeneous layout; ``False``: the graph alone, as OGB's own ``Data``).
 
     Returns:
         ``Data`` with ``x`` float32, ``y`` int64 (``-1`` for unlabelled nodes, which are in no
@@ -84,8 +87,9 @@ def ogb_node_dataset(folder: str | os.PathLike, split_type: str | None = None,
                              f"{num_edges}")
         data.edge_attr = torch.from_numpy(edge_attr)
 
-    for mask_name, mask in _masks(folder, split_type, y, num_nodes).items():
-        data[mask_name] = mask
+    if masks:
+        for mask_name, mask in _masks(folder, split_type, y, num_nodes).items():
+            data[mask_name] = mask
 
     if add_inverse_edge:
         if "edge_attr" in data:

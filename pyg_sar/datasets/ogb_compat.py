@@ -65,8 +65,10 @@ class PygNodePropPredDataset:
         if not self.root.is_dir():
             raise ValueError(f"ogb: dataset folder {self.root} does not exist; pyg_sar never "
                              f"downloads: unpack {url} into {self.root.parent}")
-        data = ogb_node_dataset(self.root, add_inverse_edge=add_inverse_edge)
-        for key in ("train_mask", "val_mask", "test_mask"):  # OGB's graph has no masks
+        # OGB's graph has no masks: the splits are read by get_idx_split only (a heterogeneous
+        # folder's reader makes them anyway: dropped).
+        data = ogb_node_dataset(self.root, add_inverse_edge=add_inverse_edge, masks=False)
+        for key in ("train_mask", "val_mask", "test_mask"):
             if key in data:
                 del data[key]
         if "y" in data and data.y.dim() == 1:

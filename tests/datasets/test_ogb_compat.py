@@ -45,6 +45,20 @@ def test_dataset_applies_transform_and_keeps_its_graph(root):
     assert "edge_index" in PygNodePropPredDataset("ogbn-products", root)[0]
 
 
+def test_split_files_are_read_by_get_idx_split_only(tmp_path):
+    """As OGB: the graph is read without its splits (they are not masks of it), and the split
+    files are read when asked for."""
+    write_products_like(tmp_path / "ogbn_products", num_nodes=20)
+    split = tmp_path / "ogbn_products" / "split"
+    split.rename(tmp_path / "elsewhere")
+    dataset = PygNodePropPredDataset("ogbn-products", tmp_path)
+    assert dataset[0].num_nodes == 20
+    with pytest.raises(ValueError, match="split"):
+        dataset.get_idx_split()
+    (tmp_path / "elsewhere").rename(split)
+    assert sum(v.numel() for v in dataset.get_idx_split().values()) == 20
+
+
 def test_dataset_never_downloads_and_names_the_folder(tmp_path):
     with pytest.raises(ValueError, match=r"ogbn_arxiv does not exist.*never downloads"):
         PygNodePropPredDataset("ogbn-arxiv", tmp_path)
