@@ -405,6 +405,12 @@ class DistGraph:
                         f"rank's edges may live on other ranks; {self._INDEXING_HELP}; "
                         f"{self._UNCONVERTED_HELP}")
 
+    def send_index(self) -> Tensor:
+        """The local rows this rank sends to its peers, by peer rank (``send_idx``
+        concatenated; ``int64 [sum(send_counts)]``): what an all-to-all of halo rows sends, and
+        where the rows returned to owners are added. Cached."""
+        return self.cached(("send_index",), lambda: torch.cat(list(self.send_idx)))
+
     def destinations(self) -> Tensor:
         """Local destination id of every stored edge (``int64 [num_edges]``, stored order).
 
@@ -549,8 +555,7 @@ def halo_rows(graph: DistGraph, x: Tensor) -> Tensor:
     """``[sum(graph.recv_counts), ...]``: the rows of ``x`` (one per local node, on every rank)
     that this rank's remote blocks read, fetched from their owners in one all-to-all, by source
     rank in recv-list order. Collective; not differentiable."""
-    index = graph.cached(("owners_send_index",), lambda: torch.cat(list(graph.send_idx)))
-    send = x.index_select(0, index).contiguous()
+    send = x.index_select(0, graph.send_index()).contiguous()
     out = x.new_empty((sum(graph.recv_counts), *x.shape[1:]))
     graph.context.comm.all_to_all_single(out, send, graph.recv_counts, graph.send_counts)
     return out

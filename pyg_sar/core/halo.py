@@ -34,10 +34,6 @@ def halo_offsets(graph: DistGraph) -> list[int]:
     return offsets
 
 
-def _send_index(graph: DistGraph) -> Tensor:
-    return graph.cached(("halo_send_index",), lambda: torch.cat(list(graph.send_idx)))
-
-
 def _encode(codec: Optional[Transport], rows: Tensor, counts: list[int], tensor: int,
             keys) -> Tensor:
     """``rows`` (chunks of ``counts`` rows, one per peer) encoded chunk by chunk; ``keys(q)``
@@ -56,9 +52,9 @@ def _encode_rows(codec: Optional[Transport], x: Tensor, graph: DistGraph, tensor
     """The rows of ``x`` each peer reads, encoded peer by peer without first gathering them
     at full size (``keys`` as in :func:`_encode`)."""
     if codec is None or codec.is_raw(x):
-        return x.index_select(0, _send_index(graph))
+        return x.index_select(0, graph.send_index())
     if not codec.keyed:
-        return codec.encode_rows(x, _send_index(graph), None).contiguous()
+        return codec.encode_rows(x, graph.send_index(), None).contiguous()
     return torch.cat([codec.encode_rows(x, idx, codec.key(tensor, *keys(q)))
                       for q, idx in enumerate(graph.send_idx)]).contiguous()
 
@@ -103,7 +99,7 @@ class _HaloFetch(torch.autograd.Function):
     def backward(ctx, grad: Tensor):
         graph: DistGraph = ctx.graph
         tensor, me, codec = ctx.tensor, graph.rank, ctx.codec
-        idx = _send_index(graph)
+        idx = graph.send_index()
         send = _encode(codec, grad.contiguous(), graph.recv_counts, tensor,
                        lambda s: (s, me, "grads"))
         back = _buffer(codec, grad, int(idx.numel()))

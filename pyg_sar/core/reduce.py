@@ -20,12 +20,8 @@ from pyg_sar.core.precision import accumulate_dtype
 from pyg_sar.graph import DistGraph, halo_rows
 
 
-def _send_index(graph: DistGraph) -> Tensor:
-    return graph.cached(("owners_send_index",), lambda: torch.cat(list(graph.send_idx)))
-
-
 def _to_owners(graph: DistGraph, halo: Tensor) -> Tensor:
-    idx = _send_index(graph)
+    idx = graph.send_index()
     back = halo.new_empty((int(idx.numel()), *halo.shape[1:]))
     graph.context.comm.all_to_all_single(back, halo.contiguous(), graph.send_counts,
                                          graph.recv_counts)
