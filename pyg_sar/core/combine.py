@@ -21,12 +21,35 @@ serves one propagate call: ``init`` records the messages' dtype.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional, Protocol
 
 import torch
 from torch import Tensor
 
 from pyg_sar.core.precision import accumulate_dtype, to_accumulate
+
+
+class CombineRule(Protocol):
+    """What the block walk asks of a rule (:class:`SumRule`, :class:`ExtremeRule`,
+    :class:`StatsRule`, :class:`SoftmaxRule`, :class:`GroupedSoftmaxRule`). The accumulator is
+    the rule's own (a tensor, or a tuple / dict of them); ``state`` is what its backward keeps
+    of the forward."""
+
+    def init(self, num_nodes: int, msgs: Any) -> Any:
+        """An empty accumulator for ``num_nodes`` destinations, shaped like ``msgs``'s rows."""
+
+    def fold(self, acc: Any, msgs: Any, row: Tensor) -> Any:
+        """``acc`` with one block's messages folded in (``msgs[e]`` to destination
+        ``row[e]``)."""
+
+    def finalize(self, acc: Any) -> Tensor:
+        """The aggregate of every block, in the dtype PyG's propagate returns."""
+
+    def state(self, out: Tensor, acc: Any) -> list[Tensor]:
+        """The tensors the backward pass needs (saved by the autograd Function)."""
+
+    def message_grad(self, grad_out: Tensor, msgs: Any, row: Tensor, state: Any) -> Any:
+        """The gradient of one block's messages, given the output's gradient."""
 
 
 def _expand(index: Tensor, like: Tensor) -> Tensor:

@@ -32,6 +32,7 @@ from typing import Optional, Protocol
 import torch
 from torch import Tensor
 
+from pyg_sar.core.combine import CombineRule
 from pyg_sar.core.exchange import NO_WIRE, Wire
 from pyg_sar.core.kernels import block_sum, block_sum_transpose, edge_weight_grad, transpose_csr
 from pyg_sar.core.precision import AutocastState, accumulate_dtype, to_accumulate
@@ -62,7 +63,7 @@ class Propagation:
 
     view: GraphView
     program: BlockProgram
-    rule: object
+    rule: CombineRule  # a SumRule where the program has a linear message (block_sum path)
     mode: str = "sar"
     pipeline_depth: Optional[int] = None  # None: see exchange.pipeline_depth
     replay_rng: bool = False
@@ -103,6 +104,11 @@ def _slices(edge: Sequence[Tensor], block: ViewBlock) -> list[Tensor]:
     return [e[block.edge_slice] for e in edge]
 
 
+# SARPropagate.forward's arguments before its tensors (prop, n_src, n_dst, n_edge): they get
+# no gradient, and the tensors' needs_input_grad entries start after them.
+_LEADING = 4
+
+
 class SARPropagate(torch.autograd.Function):
     """Distributed propagate over all blocks; see the module docstring."""
 
@@ -116,7 +122,7 @@ class SARPropagate(torch.autograd.Function):
         linear = program.linear
         # The linear path's backward reads the rows only for an edge-weight gradient.
         keep = (linear is None or linear.weight is not None
-                and ctx.needs_input_grad[4 + n_src + n_dst + linear.weight])
+                and ctx.needs_input_grad[_LEADING + n_src + n_dst + linear.weight])
         walk = BlockWalk(view, src, prop.mode, prop.pipeline_depth, prop.wire, keep=keep)
         acc, rng = None, [None] * g.world_size
         for step in walk.forward():
@@ -154,7 +160,7 @@ class SARPropagate(torch.autograd.Function):
         dst = list(inputs[n_src:n_src + n_dst])
         edge = list(inputs[n_src + n_dst:n_src + n_dst + n_edge])
         params = list(inputs[n_src + n_dst + n_edge:])
-        needs = ctx.needs_input_grad[4:]
+        needs = ctx.needs_input_grad[_LEADING:]
         need_src = needs[:n_src]
         need_dst = needs[n_src:n_src + n_dst]
         need_edge = needs[n_src + n_dst:n_src + n_dst + n_edge]
@@ -176,7 +182,7 @@ class SARPropagate(torch.autograd.Function):
         else:
             _generic_backward(prop, ctx.rng, ctx.autocast, grad_out, src, dst, edge, params,
                               kept, state, grad_src, grad_dst, grad_edge, grad_par)
-        return (None, None, None, None, *_as_dtypes(grad_src, src), *_as_dtypes(grad_dst, dst),
+        return (*(None,) * _LEADING, *_as_dtypes(grad_src, src), *_as_dtypes(grad_dst, dst),
                 *grad_edge, *_as_dtypes(grad_par, params))
 
 
