@@ -7,15 +7,17 @@ destination (``x_i``) and edge tensors stay local.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Optional
 
 from torch import Tensor
 from torch_geometric.nn.conv import MessagePassing
 
 from pyg_sar.config import SARConfig
-from pyg_sar.core.combine import GroupedSoftmaxRule, SoftmaxRule, make_rule
+from pyg_sar.core.combine import CombineRule, GroupedSoftmaxRule, SoftmaxRule, make_rule
 from pyg_sar.core.halo import halo_offsets, with_halo
-from pyg_sar.core.sar import LinearMessage, Propagation, sar_propagate
+from pyg_sar.core.sar import BlockProgram, LinearMessage, Propagation, sar_propagate
 from pyg_sar.core.views import BipartiteLoopsError, GraphView, ViewBlock
 from pyg_sar.graph import DistGraph
 from pyg_sar.nn.adapters.aggregation import StatsAggregation
@@ -230,14 +232,38 @@ def dist_propagate(layer: MessagePassing, graph: DistGraph, size, kwargs: dict) 
         if weight is None or edge[weight].dtype == src[0].dtype:
             linear = LinearMessage(src=0, weight=weight)
     params = [] if linear is not None else [p for p in layer.parameters() if p.requires_grad]
-    program = LayerProgram(layer, plan, linear)
-    capture = None
+    combine = _combine(layer, spec, view, kwargs, LayerProgram(layer, plan, linear), edge,
+                       custom)
+    prop = Propagation(view, combine.program, combine.rule, config.mode, config.pipeline_depth,
+                       replay_rng=layer.training, wire=layer_wire(layer))
+    out = combine.finish(sar_propagate(prop, src, dst, combine.edge, params))
+    if type(layer).update is not MessagePassing.update:
+        out = layer.update(out)
+    return out
+
+
+@dataclass
+class _Combine:
+    """How one layer's messages are combined across blocks: the program that computes a
+    block's messages, the rule that folds them, the edge tensors the program reads, and what
+    turns the rule's result into the layer's aggregate."""
+
+    program: BlockProgram
+    rule: CombineRule
+    edge: list
+    finish: Callable[[Tensor], Tensor] = lambda out: out
+
+
+def _combine(layer: MessagePassing, spec: LayerSpec, view: GraphView, kwargs: dict,
+             program: LayerProgram, edge: list, custom) -> _Combine:
+    """The one place that maps a layer's aggregation (its class's own ``aggregate``, a softmax
+    inside ``message``, a softmax / statistics aggregation module, or a basic reduction) to
+    the engine's program and combine rule."""
     if custom is not None:  # the class's own aggregate as a combine rule (custom_aggregate)
         aggregation = custom.build(layer, view, kwargs)
-        program = CustomAggregateProgram(program, aggregation, len(edge))
-        edge = edge + aggregation.edge
-        rule = aggregation.rule
-    elif spec.adapter is not None and option(layer, spec.adapter.softmax_in_message):
+        return _Combine(CustomAggregateProgram(program, aggregation, len(edge)),
+                        aggregation.rule, edge + aggregation.edge)
+    if spec.adapter is not None and option(layer, spec.adapter.softmax_in_message):
         if spec.aggr != "sum":
             raise ValueError(f"pyg_sar: {type(layer).__name__} with a softmax inside message "
                              f"needs aggr='add' (got {spec.aggr!r})")
@@ -245,30 +271,19 @@ def dist_propagate(layer: MessagePassing, graph: DistGraph, size, kwargs: dict) 
                      else None)
         groups = (None if spec.adapter.softmax_groups is None
                   else spec.adapter.softmax_groups(layer))
-        program = capture = SoftmaxInMessageProgram(program, layer,
-                                                    spec.adapter.softmax_helpers, in_degree,
-                                                    groups)
+        capture = SoftmaxInMessageProgram(program, layer, spec.adapter.softmax_helpers,
+                                          in_degree, groups)
         rule = SoftmaxRule() if groups is None else GroupedSoftmaxRule(groups[1])
-    elif spec.aggr == "softmax_aggr":
-        program, rule = SoftmaxAggregationProgram(program, layer.aggr_module), SoftmaxRule(
-            semi_grad=layer.aggr_module.semi_grad and not layer.aggr_module.learn)
-    elif spec.aggr == "stats":  # PNA's degree scalers, var, std, MultiAggregation
-        stats = StatsAggregation(layer.aggr_module, view.in_degree)
-        rule = stats.rule()
-    else:
-        rule = make_rule(spec.aggr, view.in_degree)
-    prop = Propagation(view, program, rule, config.mode, config.pipeline_depth,
-                       replay_rng=layer.training, wire=layer_wire(layer))
-    out = sar_propagate(prop, src, dst, edge, params)
-    if capture is not None:
-        out = capture.output(out)
+        return _Combine(capture, rule, edge, capture.output)
     if spec.aggr == "softmax_aggr":
-        out = out.squeeze(-1)
-    if spec.aggr == "stats":
-        out = stats.after(out)
-    if type(layer).update is not MessagePassing.update:
-        out = layer.update(out)
-    return out
+        module = layer.aggr_module
+        return _Combine(SoftmaxAggregationProgram(program, module),
+                        SoftmaxRule(semi_grad=module.semi_grad and not module.learn), edge,
+                        lambda out: out.squeeze(-1))
+    if spec.aggr == "stats":  # PNA's degree scalers, var, std, MultiAggregation
+        stats = StatsAggregation(layer.aggr_module, view.in_degree)
+        return _Combine(program, stats.rule(), edge, stats.after)
+    return _Combine(program, make_rule(spec.aggr, view.in_degree), edge)
 
 
 def prepare_view(layer: MessagePassing, spec: LayerSpec, graph: DistGraph, kwargs: dict):
