@@ -287,6 +287,17 @@ class DistGraph:
             self._cache[key] = build()
         return self._cache[key]
 
+    def cached_for(self, owner: object, key: tuple, build):
+        """Memoise ``build()`` for the object ``owner`` (a view of this graph, ...), keyed by
+        its identity. The entry holds ``owner``, so its ``id`` cannot be reused by another
+        object while the entry lives (a key of a bare ``id`` could return a dead object's
+        entry for a new one)."""
+        full = (*key, id(owner))
+        hit = self._cache.get(full)
+        if hit is None or hit[0] is not owner:
+            hit = self._cache[full] = (owner, build())
+        return hit[1]
+
     def flip(self, dims) -> DistGraph:
         """``edge_index.flip([0])``: the reversed graph (every edge ``u -> v`` becomes
         ``v -> u``), partitioned like this one (:func:`reversed_graph`).

@@ -102,8 +102,8 @@ def _transposed(spec: FusedAttention, s: int) -> Tensor:
     """The source-grouped CSR of the view's block ``s`` for the backward kernels; it depends on
     the graph only, so it is built once and cached on the graph (keyed by the cached view)."""
     block = spec.view.blocks[s]
-    return spec.view.graph.cached(
-        ("gat_transposed", id(spec.view), s),
+    return spec.view.graph.cached_for(
+        spec.view, ("gat_transposed", s),
         lambda: ops.gat_transpose(block.rowptr, block.col, block.num_src))
 
 

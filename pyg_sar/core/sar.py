@@ -238,9 +238,16 @@ def _linear_backward(prop: Propagation, grad_out, src, edge, kept, grad_src, gra
 
 
 def _transposed(graph, block: ViewBlock) -> tuple[Tensor, Tensor, Tensor]:
-    # Keyed by the block's index tensors: the stored and self-loop views share remote blocks.
-    key = ("csr_t", block.rowptr.data_ptr(), block.col.data_ptr(), block.num_src)
-    return graph.cached(key, lambda: transpose_csr(block.rowptr, block.col, block.num_src))
+    # Keyed by the memory of the block's index tensors: the stored and self-loop views share
+    # remote blocks. The entry holds the tensors, so that memory stays theirs while it lives:
+    # a tensor at the same address with the same shapes aliases them (index tensors are never
+    # written in place).
+    rowptr, col = block.rowptr, block.col
+    key = ("csr_t", rowptr.data_ptr(), col.data_ptr(), block.num_src)
+    held = graph.cached(key, lambda: (rowptr, col, transpose_csr(rowptr, col, block.num_src)))
+    if held[0].shape == rowptr.shape and held[1].shape == col.shape:
+        return held[2]
+    return transpose_csr(rowptr, col, block.num_src)
 
 
 def _generic_backward(prop: Propagation, rng, autocast: AutocastState, grad_out, src, dst, edge,

@@ -4,6 +4,7 @@ partition), everything else is refused with a TypeError naming the operation."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 
 import pytest
 import torch
@@ -115,3 +116,39 @@ def test_other_operations_are_refused_by_name(parts, key, error, needle):
 def test_unpacking_is_refused(parts):
     with pytest.raises(TypeError, match=r"cannot be unpacked into \(row, col\)"):
         row, col = parts[0].graph
+
+
+def test_cached_for_never_returns_another_objects_entry(parts):
+    """Entries keyed by an object's identity hold the object: a new object that gets a dead
+    one's ``id`` (simulated here by planting such an entry) is built afresh, not served the
+    dead object's value."""
+    graph = copy.copy(parts[0].graph)
+    graph._cache = {}
+
+    class Owner:
+        pass
+
+    first, second = Owner(), Owner()
+    assert graph.cached_for(first, ("k",), lambda: "first") == "first"
+    assert graph.cached_for(first, ("k",), lambda: "rebuilt") == "first"  # memoised
+    graph._cache[("k", id(second))] = (first, "first")  # first's entry at second's id
+    assert graph.cached_for(second, ("k",), lambda: "second") == "second"
+
+
+def test_transposed_blocks_are_cached_only_for_their_own_index_tensors(parts):
+    """The backward's transposed CSR is keyed by the index tensors' memory and shapes: a
+    block over a prefix of the same memory (same address, other length) gets its own."""
+    from pyg_sar.core.sar import _transposed
+    from pyg_sar.core.views import stored_view
+    graph = copy.copy(parts[0].graph)
+    graph._cache = {}
+    block = next(b for b in stored_view(graph).blocks if b.col.numel() > 1)
+    full = _transposed(graph, block)
+    assert _transposed(graph, block) is full  # cached
+    k = (block.rowptr.numel() - 1) // 2  # the first half of the block's destinations
+    shorter = dataclasses.replace(block, rowptr=block.rowptr[:k + 1],
+                                  col=block.col[:int(block.rowptr[k])])
+    assert shorter.rowptr.data_ptr() == block.rowptr.data_ptr()  # the same address
+    part = _transposed(graph, shorter)
+    assert part is not full and part[0].numel() == block.num_src + 1
+    assert int(part[0][-1]) == int(block.rowptr[k])  # its own edges only

@@ -196,8 +196,8 @@ def dist_edge_updater(layer: MessagePassing, graph: DistGraph, size, kwargs: dic
         if name in kwargs:
             src, dst = _pair(kwargs[name], 0), _pair(kwargs[name], 1)
             kwargs[name] = (with_halo(graph, src, wire, tensor), dst)
-    ext = graph.cached(("halo_edge_index", id(view)),
-                       lambda: view.edge_index(halo_offsets(graph)))
+    ext = graph.cached_for(view, ("halo_edge_index",),
+                           lambda: view.edge_index(halo_offsets(graph)))
     num_ext = graph.num_src_nodes + sum(graph.recv_counts)
     return layer._sar_base.edge_updater(layer, ext, size=(num_ext, graph.num_nodes), **kwargs)
 

@@ -299,7 +299,7 @@ def _halo_propagate(layer: MessagePassing, view: GraphView, kwargs: dict) -> Ten
     """Vanilla baseline: fetch every remote source row once, run PyG's own propagate."""
     graph = view.graph
     offsets = halo_offsets(graph)
-    edge_index = graph.cached(("halo_edge_index", id(view)), lambda: view.edge_index(offsets))
+    edge_index = graph.cached_for(view, ("halo_edge_index",), lambda: view.edge_index(offsets))
     num_ext = graph.num_src_nodes + sum(graph.recv_counts)
     # Only tensors read with source role (``x_j``) need the halo rows. Ordered (not a set):
     # every rank must issue its collectives in the same order.
