@@ -1,7 +1,6 @@
 """Heterogeneous datasets: WordNet (synsets + definition words), the OGB-MAG-shaped generator,
 ogbn-mag's folder layout read by the OGB loader, the hetero validator and the registry."""
 import gzip
-import time
 
 import numpy as np
 import pytest
@@ -94,12 +93,7 @@ def test_wordnet_hetero_from_a_small_file(tmp_path):
 
 
 def test_wordnet_hetero_shipped():
-    t = time.perf_counter()
-    data = wordnet_hetero()
-    elapsed = time.perf_counter() - t
-    # 5-9 s measured on a 2-core machine under some load (mostly decompressing x from the
-    # .npz, as for the homogeneous wordnet()); the bound leaves room for a crowded CI box.
-    assert elapsed < 60, elapsed
+    data = wordnet_hetero()  # (its time is not asserted: speed is measured in benchmarks/)
     synset, word = data["synset"], data["word"]
     assert synset.x.shape == (117659, 2000) and synset.x.dtype == torch.float32
     assert word.x.shape == (2000, 2000)
@@ -169,10 +163,7 @@ def test_mag_like_shape_and_determinism():
 
 def test_mag_like_ratios_and_heavy_tails():
     n = 20000
-    t = time.perf_counter()
     data = mag_like(n, seed=0)
-    elapsed = time.perf_counter() - t
-    assert elapsed < 15, elapsed  # about 1 s on a loaded 2-core machine; 60 s at MAG's size
     per_paper = {rel: data[(s, rel, d)].edge_index.size(1) / n for s, rel, d in data.edge_types}
     # ogbn-mag: 9.70 writes, 7.36 cites, 10.19 has_topic, 1.42 affiliated_with per paper.
     assert 8.7 < per_paper["writes"] < 10.7, per_paper
