@@ -154,7 +154,7 @@ class SARPropagate(torch.autograd.Function):
         prop: Propagation = ctx.prop
         n_src, n_dst, n_edge, n_kept = ctx.counts
         saved = ctx.saved_tensors
-        n_in = len(ctx.needs_input_grad) - 4
+        n_in = len(ctx.needs_input_grad) - _LEADING
         inputs, kept, state = saved[:n_in], saved[n_in:n_in + n_kept], saved[n_in + n_kept:]
         src = list(inputs[:n_src])
         dst = list(inputs[n_src:n_src + n_dst])
@@ -176,14 +176,37 @@ class SARPropagate(torch.autograd.Function):
         grad_edge = [torch.zeros_like(t) if n else None for t, n in zip(edge, need_edge)]
         grad_par = [_zeros_acc(t) if n else None for t, n in zip(params, need_par)]
 
+        inputs = _ByRole(src, dst, edge, params)
+        grads = _ByRole(grad_src, grad_dst, grad_edge, grad_par)
         if prop.program.linear is not None:
-            _linear_backward(prop, grad_out, src, edge, kept, grad_src, grad_edge,
-                             bool(need_src[lazy]))
+            _linear_backward(prop, grad_out, inputs, grads, kept, bool(need_src[lazy]))
         else:
-            _generic_backward(prop, ctx.rng, ctx.autocast, grad_out, src, dst, edge, params,
-                              kept, state, grad_src, grad_dst, grad_edge, grad_par)
+            _generic_backward(prop, _Forward(ctx.rng, ctx.autocast, kept, state), grad_out,
+                              inputs, grads)
         return (*(None,) * _LEADING, *_as_dtypes(grad_src, src), *_as_dtypes(grad_dst, dst),
                 *grad_edge, *_as_dtypes(grad_par, params))
+
+
+@dataclass
+class _ByRole:
+    """The Function's tensors by role (or their gradient buffers, ``None`` where no gradient
+    is needed): source rows, destination rows, per-edge tensors, layer parameters."""
+
+    src: list
+    dst: list
+    edge: list
+    params: list
+
+
+@dataclass
+class _Forward:
+    """What the backward pass replays of the forward: each block's RNG state, the autocast
+    state, the rows kept in mode ``sa`` and the combine rule's saved state."""
+
+    rng: list
+    autocast: AutocastState
+    kept: Sequence[Tensor]
+    state: Sequence[Tensor]
 
 
 def _zeros_acc(t: Tensor) -> Tensor:
@@ -197,9 +220,10 @@ def _as_dtypes(grads: list[Optional[Tensor]], like: Sequence[Tensor]) -> list[Op
             for gr, t in zip(grads, like)]
 
 
-def _linear_backward(prop: Propagation, grad_out, src, edge, kept, grad_src, grad_edge,
-                     need_x: bool) -> None:
+def _linear_backward(prop: Propagation, grad_out: Tensor, inputs: _ByRole, grads_of: _ByRole,
+                     kept: Sequence[Tensor], need_x: bool) -> None:
     view, rule, linear = prop.view, prop.rule, prop.program.linear
+    src, edge, grad_src, grad_edge = inputs.src, inputs.edge, grads_of.src, grads_of.edge
     g = view.graph
     weight = None if linear.weight is None else edge[linear.weight]
     need_w = linear.weight is not None and grad_edge[linear.weight] is not None
@@ -250,9 +274,13 @@ def _transposed(graph, block: ViewBlock) -> tuple[Tensor, Tensor, Tensor]:
     return transpose_csr(rowptr, col, block.num_src)
 
 
-def _generic_backward(prop: Propagation, rng, autocast: AutocastState, grad_out, src, dst, edge,
-                      params, kept, state, grad_src, grad_dst, grad_edge, grad_par) -> None:
+def _generic_backward(prop: Propagation, forward: _Forward, grad_out: Tensor, inputs: _ByRole,
+                      grads_of: _ByRole) -> None:
     rule, program = prop.rule, prop.program
+    src, dst, edge, params = inputs.src, inputs.dst, inputs.edge, inputs.params
+    grad_src, grad_dst, grad_edge, grad_par = (grads_of.src, grads_of.dst, grads_of.edge,
+                                               grads_of.params)
+    rng, autocast, kept, state = forward.rng, forward.autocast, forward.kept, forward.state
     walk = BlockWalk(prop.view, src, prop.mode, prop.pipeline_depth, prop.wire)
     dst_leaf = [t.detach().requires_grad_(gr is not None) for t, gr in zip(dst, grad_dst)]
     live_par = [i for i, gr in enumerate(grad_par) if gr is not None]
