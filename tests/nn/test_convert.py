@@ -5,6 +5,7 @@ import copy
 
 import pytest
 import torch
+import torch_geometric.datasets
 from torch_geometric.nn import (
     GCN,
     GATConv,
@@ -161,3 +162,33 @@ def test_user_classes_static_rule_and_trusted_layers():
     pyg_sar.convert(Wrapper(UsesDegree()), pyg_sar.SARConfig(trusted_layers=(UsesDegree,)))
     with pytest.raises(ValueError, match="trusted_layers must be a tuple of classes"):
         pyg_sar.SARConfig(trusted_layers=("UsesDegree",))
+
+
+def test_a_layer_parameter_as_long_as_the_edges_is_not_cut_per_block():
+    """The engine cuts message arguments with one row per edge into blocks; a layer's own
+    parameter (or buffer) is passed whole however many rows it has, as PyG passes it: a rank
+    may hold exactly as many edges as the parameter has rows."""
+    from torch.nn import Parameter
+    from torch_geometric.nn.conv import MessagePassing
+
+    from pyg_sar.core.views import stored_view
+    from pyg_sar.nn.conversion.propagate import _plan
+
+    data = torch_geometric.datasets.FakeDataset(num_graphs=1, avg_num_nodes=12,
+                                                num_channels=3)[0]
+    graph = pyg_sar.distribute(data).edge_index
+
+    class MixConv(MessagePassing):
+        def __init__(self) -> None:
+            super().__init__(aggr="add")
+            self.mix = Parameter(torch.randn(graph.num_edges, 3))
+
+        def message(self, x_j, mix, edge_attr):
+            return x_j * mix.mean(0) * edge_attr
+
+    layer = MixConv()
+    plan, _, _, edge = _plan(layer, stored_view(graph), {
+        "x": data.x, "mix": layer.mix, "edge_attr": torch.ones(graph.num_edges, 1)})
+    roles = {name: role for name, role, _ in plan}
+    assert roles == {"x_j": "src", "mix": "const", "edge_attr": "edge"}
+    assert len(edge) == 1

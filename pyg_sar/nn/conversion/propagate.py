@@ -119,6 +119,9 @@ def _check_rows(t: Tensor, layer: MessagePassing, name: str, rows: int,
 def _plan(layer: MessagePassing, view: GraphView, kwargs: dict):
     """Split the message's arguments into source, destination, edge and constant inputs."""
     plan, src, dst, edge = [], [], [], []
+    # The layer's own parameters and buffers are never per-edge data, whatever their length
+    # (a rank may hold as many edges as a parameter has rows): passed whole, as PyG does.
+    state = {id(t) for t in (*layer.parameters(), *layer.buffers())}
     src_of: dict[str, int] = {}
     dst_of: dict[str, int] = {}
     n_src, n_dst = view.graph.num_src_nodes, view.graph.num_nodes
@@ -139,11 +142,12 @@ def _plan(layer: MessagePassing, view: GraphView, kwargs: dict):
             plan.append((name, "src" if is_src else "dst", table[base]))
         else:
             value = kwargs.get(name)
-            if isinstance(value, Tensor) and value.dim() > 0 and value.shape[0] == view.num_edges:
+            if not isinstance(value, Tensor) or value.dim() == 0 or id(value) in state:
+                plan.append((name, "const", value))
+            elif value.shape[0] == view.num_edges:
                 plan.append((name, "edge", len(edge)))
                 edge.append(value)
-            elif isinstance(value, Tensor) and value.dim() > 0 and (
-                    value.shape[0] == view.graph.num_edges):
+            elif value.shape[0] == view.graph.num_edges:
                 raise ValueError(f"pyg_sar: {type(layer).__name__} edge argument {name!r} is in "
                                  f"stored edge order but the layer propagates over a view with "
                                  f"self-loops")
