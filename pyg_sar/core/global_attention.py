@@ -63,9 +63,23 @@ MODES = ("sar", "sa", "halo")
 DEFAULT_TILE_ELEMENTS = 1 << 21
 # torch's fused CPU attention (FlashAttention-style, returns the log-sum-exp) and its backward;
 # None where this torch lacks them. Module attribute so tests can force the tiled path.
-_FLASH_CPU = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
-_FLASH_CPU_BACKWARD = getattr(torch.ops.aten,
-                              "_scaled_dot_product_flash_attention_for_cpu_backward", None)
+def _private_op(name: str, arguments: tuple[str, ...]):
+    """torch's private op ``aten::name`` if this torch has it with exactly the arguments
+    pyg_sar passes (names, in order), else ``None``, and the tiled path runs: a private op's
+    signature may change in any torch release, and a positional call would then misread it."""
+    op = getattr(torch.ops.aten, name, None)
+    schema = getattr(getattr(op, "default", None), "_schema", None)
+    if schema is None or tuple(a.name for a in schema.arguments) != arguments:
+        return None
+    return op
+
+
+_FLASH_CPU = _private_op("_scaled_dot_product_flash_attention_for_cpu",
+                         ("query", "key", "value", "dropout_p", "is_causal", "attn_mask",
+                          "scale"))
+_FLASH_CPU_BACKWARD = _private_op("_scaled_dot_product_flash_attention_for_cpu_backward",
+                                  ("grad_out", "query", "key", "value", "out", "logsumexp",
+                                   "dropout_p", "is_causal", "attn_mask", "scale"))
 USE_FUSED = True
 
 

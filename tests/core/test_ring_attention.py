@@ -271,3 +271,16 @@ def test_fused_path_chosen_only_where_it_applies():
     assert not ok(drop=(0.1, 0))
     assert not ok(torch.bfloat16)
     assert not ok(vdtype=torch.float32)
+
+
+def test_private_flash_ops_are_used_only_with_the_signature_called():
+    """torch's private fused CPU attention ops run only when their schema has the arguments
+    pyg_sar passes, in order; otherwise the tiled path runs (None)."""
+    from pyg_sar.core import global_attention as ga
+    assert ga._FLASH_CPU is not None and ga._FLASH_CPU_BACKWARD is not None  # this torch
+    name = "_scaled_dot_product_flash_attention_for_cpu"
+    assert ga._private_op(name, ("query", "key", "value", "dropout_p", "is_causal",
+                                 "attn_mask", "scale")) is ga._FLASH_CPU
+    assert ga._private_op(name, ("query", "key", "value", "is_causal", "dropout_p",
+                                 "attn_mask", "scale")) is None  # reordered
+    assert ga._private_op("no_such_op_in_aten", ()) is None
