@@ -524,7 +524,8 @@ def _agreed_scale_kind(graph: DistGraph, kind: int, shape: str) -> None:
     """Every rank scales the same way, or every rank raises: the column scaling's all-to-all
     would otherwise wait for ranks that refused their tensor, or scaled rows locally."""
     if graph.world_size > 1:
-        seen = torch.tensor([kind, -kind], dtype=torch.int64)
+        # (on the graph's device: an NCCL communicator carries CUDA tensors only)
+        seen = torch.tensor([kind, -kind], dtype=torch.int64, device=graph.device)
         graph.context.comm.all_reduce(seen, "max")
         low, high = -int(seen[1]), int(seen[0])
         if low != high and kind != 3:
