@@ -61,8 +61,6 @@ MODES = ("sar", "sa", "halo")
 # Default tile: about this many score elements (H x Tq x Tk) per tile array (a tile step holds
 # about four such arrays: scores, probabilities, mask, their gradient; 64 MiB in float64).
 DEFAULT_TILE_ELEMENTS = 1 << 21
-# torch's fused CPU attention (FlashAttention-style, returns the log-sum-exp) and its backward;
-# None where this torch lacks them. Module attribute so tests can force the tiled path.
 def _private_op(name: str, arguments: tuple[str, ...]):
     """torch's private op ``aten::name`` if this torch has it with exactly the arguments
     pyg_sar passes (names, in order), else ``None``, and the tiled path runs: a private op's
@@ -74,6 +72,8 @@ def _private_op(name: str, arguments: tuple[str, ...]):
     return op
 
 
+# torch's fused CPU attention (FlashAttention-style, returns the log-sum-exp) and its backward;
+# None where this torch lacks them. Module attribute so tests can force the tiled path.
 _FLASH_CPU = _private_op("_scaled_dot_product_flash_attention_for_cpu",
                          ("query", "key", "value", "dropout_p", "is_causal", "attn_mask",
                           "scale"))
