@@ -119,9 +119,6 @@ def _check_rows(t: Tensor, layer: MessagePassing, name: str, rows: int,
 def _plan(layer: MessagePassing, view: GraphView, kwargs: dict):
     """Split the message's arguments into source, destination, edge and constant inputs."""
     plan, src, dst, edge = [], [], [], []
-    # The layer's own parameters and buffers are never per-edge data, whatever their length
-    # (a rank may hold as many edges as a parameter has rows): passed whole, as PyG does.
-    state = {id(t) for t in (*layer.parameters(), *layer.buffers())}
     src_of: dict[str, int] = {}
     dst_of: dict[str, int] = {}
     n_src, n_dst = view.graph.num_src_nodes, view.graph.num_nodes
@@ -142,18 +139,25 @@ def _plan(layer: MessagePassing, view: GraphView, kwargs: dict):
             plan.append((name, "src" if is_src else "dst", table[base]))
         else:
             value = kwargs.get(name)
-            if not isinstance(value, Tensor) or value.dim() == 0 or id(value) in state:
+            if (not isinstance(value, Tensor) or value.dim() == 0
+                    or value.shape[0] not in (view.num_edges, view.graph.num_edges)
+                    or _layer_state(layer, value)):
                 plan.append((name, "const", value))
             elif value.shape[0] == view.num_edges:
                 plan.append((name, "edge", len(edge)))
                 edge.append(value)
-            elif value.shape[0] == view.graph.num_edges:
+            else:
                 raise ValueError(f"pyg_sar: {type(layer).__name__} edge argument {name!r} is in "
                                  f"stored edge order but the layer propagates over a view with "
                                  f"self-loops")
-            else:
-                plan.append((name, "const", value))
     return plan, src, dst, edge
+
+
+def _layer_state(layer: MessagePassing, value: Tensor) -> bool:
+    """Whether ``value`` is one of the layer's own parameters or buffers: never per-edge data,
+    whatever its length (a rank may hold as many edges as a parameter has rows), so passed
+    whole, as PyG does. Asked only of tensors as long as the edges."""
+    return any(value is t for t in (*layer.parameters(), *layer.buffers()))
 
 
 def _own_table_rows(layer: MessagePassing, graph: DistGraph, kwargs: dict,
