@@ -30,8 +30,6 @@ def _to_owners(graph: DistGraph, halo: Tensor) -> Tensor:
     return total.index_add_(0, idx, back.to(wide)).to(halo.dtype)
 
 
-
-
 class _SumToOwners(torch.autograd.Function):
     """Forward: halo rows summed into their owners' rows. Backward: the owners' row gradients
     fetched back to the halo (what ``with_halo`` does forward)."""

@@ -429,9 +429,10 @@ def module_refusal(module) -> Optional[str]:
     """Why a non-MessagePassing module of torch_geometric is refused, or ``None``."""
     cls = type(module)
     path = f"{cls.__module__}.{cls.__qualname__}"
-    if (path in PASSTHROUGH_MODULES or path in MODULE_FORWARDS
-            or cls.__module__.startswith(CHECKED_ELSEWHERE)):
-        if path in PASSTHROUGH_MODULES or path in MODULE_FORWARDS or path in VERIFIED_SUBMODULES:
+    verified = (path in PASSTHROUGH_MODULES or path in MODULE_FORWARDS
+                or path in VERIFIED_SUBMODULES)
+    if verified or cls.__module__.startswith(CHECKED_ELSEWHERE):
+        if verified:
             from pyg_sar.nn.conversion import (
                 fingerprint_check as fingerprints,  # verified by content
             )
