@@ -31,7 +31,7 @@ from pyg_sar.core.precision import accumulate_dtype, to_accumulate
 
 class CombineRule(Protocol):
     """What the block walk asks of a rule (:class:`SumRule`, :class:`ExtremeRule`,
-    :class:`StatsRule`, :class:`SoftmaxRule`, :class:`GroupedSoftmaxRule`). The accumulator is
+    :class:`StatsRule`, :class:`SoftmaxRule`). The accumulator is
     the rule's own (a tensor, or a tuple / dict of them); ``state`` is what its backward keeps
     of the forward."""
 
@@ -339,60 +339,3 @@ def make_rule(aggr: str, in_degree: Optional[Tensor]):
         return SoftmaxRule()
     raise ValueError(f"make_rule: aggregation {aggr!r} cannot be combined across blocks exactly "
                      f"(supported: sum, add, mean, max, min)")
-
-
-class GroupedSoftmaxRule:
-    r"""A softmax per (node, group) instead of per node, summed over the groups:
-    ``out_i = sum_g sum_{e in N_g(i)} drop_e softmax_{N_g(i)}(s)_e v_e`` (RGATConv's
-    within-relation attention, a group per relation).
-
-    Messages are ``(scores [E, H], values [E, H, C], drop or None, group [E])``. Every
-    (node, group) pair is a destination of its own for :class:`SoftmaxRule` (key
-    ``node * num_groups + group``), so the online softmax stays exact across blocks; pairs
-    without edges contribute 0. The state is ``num_groups`` times a node-level softmax's.
-    """
-
-    name = "grouped_softmax"
-
-    def __init__(self, num_groups: int) -> None:
-        self.num_groups = num_groups
-        self.inner = SoftmaxRule()
-
-    def _key(self, row: Tensor, group: Tensor) -> Tensor:
-        return row * self.num_groups + group
-
-    def init(self, num_nodes: int, msgs):
-        return self.inner.init(num_nodes * self.num_groups, msgs[:3])
-
-    def fold(self, acc, msgs, row: Tensor):
-        return self.inner.fold(acc, msgs[:3], self._key(row, msgs[3]))
-
-    def _grouped(self, acc) -> Tensor:
-        return self.inner._wide(acc)  # [N * G, H, C], in the accumulation dtype
-
-    def finalize(self, acc) -> Tensor:
-        grouped = self._grouped(acc)
-        return _cast(grouped.view(-1, self.num_groups, *grouped.shape[1:]).sum(1),
-                     self.inner.dtype)
-
-    def state(self, out: Tensor, acc) -> list[Tensor]:
-        return [self._grouped(acc), acc[0], acc[1]]
-
-    def message_grad(self, grad_out: Tensor, msgs, row: Tensor, state):
-        # d out_i / d grouped_(i, g) is the identity: the gradient of every group of node i
-        # is grad_out[i], so SoftmaxRule's formulas apply with it and the group's key.
-        grouped, m, l = state
-        scores, values, drop, group = msgs
-        wide = m.dtype
-        key = self._key(row, group)
-        g = _cast(grad_out, wide).index_select(0, row)
-        safe = torch.where(l > 0, l, torch.ones_like(l))
-        a = torch.exp(_cast(scores, wide) - m.index_select(0, key)) / safe.index_select(0, key)
-        drop = None if drop is None else _cast(drop, wide)
-        ad = a if drop is None else a * drop
-        dot = (g * _cast(values, wide)).sum(-1)
-        if drop is not None:
-            dot = dot * drop
-        big_d = (g * grouped.index_select(0, key)).sum(-1)
-        return (_cast(a * (dot - big_d), scores.dtype), _cast(ad.unsqueeze(-1) * g, values.dtype),
-                None, None)

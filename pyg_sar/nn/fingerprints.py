@@ -29,7 +29,7 @@ runs (the registry's ``VERIFIED`` layers, ``PASSTHROUGH_MODULES``, ``MODULE_FORW
 * the module-level torch_geometric functions those functions read by name (their globals:
   ``gcn_norm``, ``softmax``, ``add_self_loops``, RGCNConv's ``masked_edge_index``, HANConv's
   ``group``, ...), and recursively the ones those read: pyg_sar re-runs them with edited
-  globals (:mod:`pyg_sar.nn.conversion.forwards`, :mod:`pyg_sar.nn.adapters.softmax_capture`), or
+  globals (:mod:`pyg_sar.nn.conversion.forwards`), or
   re-implements them over a DistGraph (:mod:`pyg_sar.nn.adapters.families`);
 * :data:`EXTRA` names the functions pyg_sar replaces that the class does not read itself
   (``to_hetero_with_bases``'s graph functions, for ``HeteroBasisConv``).

@@ -17,12 +17,9 @@ from torch_geometric.nn import (
     SuperGATConv,
     TransformerConv,
 )
-from torch_geometric.utils import softmax
 
 import pyg_sar
-from pyg_sar.core.combine import GroupedSoftmaxRule
 from pyg_sar.nn import UnsupportedLayerError
-from pyg_sar.nn.adapters.softmax_capture import InDegreeCount
 from pyg_sar.nn.conversion.forwards import ATTENTION_NOT_KEPT, pyg_forward
 from pyg_sar.partition import load_partition, partition_graph
 
@@ -118,55 +115,6 @@ def test_rgcn_runs_pyg_code_on_a_tensor_edge_index(part):
 def test_pyg_forward_names_a_missing_global():
     with pytest.raises(RuntimeError, match="RGCNConv.forward does not read no_such_name"):
         pyg_forward(RGCNConv, no_such_name=None)
-
-
-def test_in_degree_count_accepts_only_counting_in_edges():
-    """RGATConv's scaled mods count in-edges with scatter(ones, index) inside message; over a
-    block the engine returns the node's whole in-degree, and refuses any other scatter."""
-    count = InDegreeCount("RGATConv", torch.tensor([2, 0, 1]))
-    index = torch.tensor([0, 0, 2])
-    ones = torch.ones(3, dtype=torch.float64)
-    got = count(ones, index, dim_size=3, reduce="sum")
-    assert got.dtype == torch.float64 and torch.equal(got, torch.tensor([2.0, 0.0, 1.0],
-                                                                         dtype=torch.float64))
-    for args, kwargs in [((ones * 2, index), {"dim_size": 3}),
-                         ((ones, index), {"dim_size": 3, "reduce": "mean"}),
-                         ((ones, index), {"dim_size": 4}),
-                         ((ones.view(3, 1), index), {"dim_size": 3})]:
-        with pytest.raises(RuntimeError, match="calls scatter other than to count"):
-            count(*args, **kwargs)
-
-
-def test_grouped_softmax_rule_folds_blocks_exactly():
-    """A softmax per (node, group) summed over groups, folded over two blocks in either
-    order, equals the direct computation; its message gradients equal autograd's."""
-    g = torch.Generator().manual_seed(0)
-    num_nodes, groups, e = 5, 3, 40
-    row = torch.randint(0, num_nodes - 1, (e,), generator=g)  # the last node has no edges
-    group = torch.randint(0, groups, (e,), generator=g)
-    scores = torch.randn(e, 2, generator=g, dtype=torch.float64, requires_grad=True)
-    values = torch.randn(e, 2, 3, generator=g, dtype=torch.float64, requires_grad=True)
-    key = row * groups + group
-    want = torch.zeros(num_nodes * groups, 2, 3, dtype=torch.float64)
-    want = want.index_add(0, key, softmax(scores, key, num_nodes=num_nodes * groups)
-                          .unsqueeze(-1) * values).view(num_nodes, groups, 2, 3).sum(1)
-    weight = torch.randn(want.shape, generator=g, dtype=torch.float64)
-    want_grads = torch.autograd.grad((want * weight).sum(), (scores, values))
-    rule = GroupedSoftmaxRule(groups)
-    for order in ([slice(0, 17), slice(17, e)], [slice(17, e), slice(0, 17)]):
-        acc = None
-        for part in order:
-            msgs = (scores[part].detach(), values[part].detach(), None, group[part])
-            acc = rule.init(num_nodes, msgs) if acc is None else acc
-            acc = rule.fold(acc, msgs, row[part])
-        out = rule.finalize(acc)
-        torch.testing.assert_close(out, want.detach(), rtol=1e-12, atol=1e-12)
-        state = rule.state(out, acc)
-        for part in order:
-            msgs = (scores[part].detach(), values[part].detach(), None, group[part])
-            gs, gv, _, _ = rule.message_grad(weight, msgs, row[part], state)
-            torch.testing.assert_close(gs, want_grads[0][part], rtol=1e-12, atol=1e-12)
-            torch.testing.assert_close(gv, want_grads[1][part], rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("make", [lambda: GATConv(4, 3, heads=2), lambda: GATv2Conv(4, 3),

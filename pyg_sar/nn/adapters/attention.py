@@ -1,7 +1,7 @@
 """Attention layers whose softmax lives in ``edge_update`` (GATConv, GATv2Conv) over a DistGraph.
 
 (Layers whose softmax is inside ``message``, TransformerConv among them, run the layer's own
-message with the softmax captured: :mod:`pyg_sar.nn.adapters.softmax_capture`.)
+message and aggregate by destination chunks: :mod:`pyg_sar.core.dst_chunks`.)
 
 Their softmax spans all in-edges of a node, which are spread over several blocks, so the engine
 runs them with the online-softmax rule (:class:`pyg_sar.core.combine.SoftmaxRule`): each block

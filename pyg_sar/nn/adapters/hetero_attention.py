@@ -11,13 +11,14 @@ bipartite :class:`~pyg_sar.graph.DistGraph` from the per-edge-type ones, without
 rank ``s``'s source rows are its rows of each edge type's source type, concatenated in edge type
 order (exactly the rows of HGT's ``k`` and ``v``), its send list to ``r`` the edge types' send
 lists with the same offsets, and block ``(r, s)`` the edge types' blocks ``(r, s)`` with their
-columns shifted into that concatenation. The layer's softmax inside ``message`` then runs
-through the engine's online softmax across blocks (modes ``sar`` / ``sa``) or PyG's propagate
-over the fetched halo (mode ``halo``), like any verified layer; nothing remote is kept in mode
-``sar``. :func:`hgt_forward` is PyG's forward with that graph in place of the concatenated
-``edge_index``; the combined graph's destinations are the node types that some edge type of
-``edge_index_dict`` points to (the rows HGT keeps), and a destination type of the metadata that
-no given edge type reaches gets the zero rows PyG's propagate gives it.
+columns shifted into that concatenation. The layer's own ``message`` (with its softmax) then
+runs by destination chunks, each with all its nodes' in-edges (modes ``sar`` / ``sa``,
+:mod:`pyg_sar.core.dst_chunks`), or as PyG's propagate over the fetched halo (mode ``halo``),
+like any verified layer; nothing remote is kept in mode ``sar``. :func:`hgt_forward` is PyG's
+forward with that graph in place of the concatenated ``edge_index``; the combined graph's
+destinations are the node types that some edge type of ``edge_index_dict`` points to (the rows
+HGT keeps), and a destination type of the metadata that no given edge type reaches gets the
+zero rows PyG's propagate gives it.
 
 **HANConv** runs one propagate per edge type (a GAT-like softmax inside ``message``, exact as
 above), then a semantic attention per destination type whose score averages

@@ -292,17 +292,18 @@ def prepare_bases(model: torch.nn.Module) -> list[MessagePassing]:
 
 
 def check_basis_conv(conv: MessagePassing, spec: Any, where: str) -> None:
-    """Refuse a basis conv whose messages pyg_sar computes without its ``message`` (attention
-    layers: the engine's own scores and values; a softmax inside ``message``), where the
-    per-edge-type weight would be lost."""
+    """Refuse a basis conv with attention: GAT's family (the engine computes its scores and
+    values without its ``message``, so the per-edge-type weight would be lost) and the layers
+    with a softmax inside ``message`` (run by destination chunks, not verified with the
+    per-edge-type weights)."""
     from pyg_sar.nn.adapters.families import option
     from pyg_sar.nn.layers import UnsupportedLayerError
     adapter = spec.adapter
     if spec.attention or (adapter is not None and option(conv, adapter.softmax_in_message)):
         raise UnsupportedLayerError(
             f"{where} ({type(conv).__name__}): to_hetero_with_bases weights each message by its "
-            f"edge type inside message, but pyg_sar computes this layer's attention without "
-            f"calling its message; use to_hetero(model, metadata) (exact) or a layer with a "
+            f"edge type inside message, which pyg_sar has not verified with this layer's "
+            f"attention; use to_hetero(model, metadata) (exact) or a layer with a "
             f"plain message (SAGEConv, GraphConv, GINConv, ...)")
 
 

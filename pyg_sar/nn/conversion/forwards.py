@@ -65,8 +65,8 @@ def dist_masked_edge_index(pyg_masked_edge_index: Callable) -> Callable:
 
 class AttentionNotKept:
     """What a converted layer's attention-weights attribute (e.g. ``RGATConv._alpha``) holds
-    during a propagate over a DistGraph: the weights were normalised across blocks by the
-    online softmax and never materialised."""
+    during a propagate over a DistGraph: the weights of a node's in-edges are never
+    materialised for the whole rank at once."""
 
     def __repr__(self) -> str:
         return "<attention weights not kept over a DistGraph>"
@@ -86,8 +86,8 @@ def without_attention_weights(weights_attr: Optional[str] = None) -> Callable:
     Args:
         weights_attr: the attribute in which the class's ``message`` leaves the normalised
             weights and which its ``forward`` asserts after ``propagate`` (RGATConv's
-            ``_alpha``). With the softmax captured (:mod:`pyg_sar.nn.adapters.softmax_capture`), the
-            message writes it on a stand-in, so it holds :data:`ATTENTION_NOT_KEPT` instead.
+            ``_alpha``). Over a DistGraph it holds :data:`ATTENTION_NOT_KEPT` before the
+            forward; the message then writes the weights of the last chunk it computed.
     """
     def forward(self: MessagePassing, *args: Any, **kwargs: Any):
         base = self._sar_base

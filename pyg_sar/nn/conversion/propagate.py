@@ -15,14 +15,14 @@ from torch import Tensor
 from torch_geometric.nn.conv import MessagePassing
 
 from pyg_sar.config import SARConfig
-from pyg_sar.core.combine import CombineRule, GroupedSoftmaxRule, SoftmaxRule, make_rule
+from pyg_sar.core.combine import CombineRule, SoftmaxRule, make_rule
+from pyg_sar.core.dst_chunks import ChunkedPropagation, dst_chunk_propagate
 from pyg_sar.core.halo import halo_offsets, with_halo
 from pyg_sar.core.sar import BlockProgram, LinearMessage, Propagation, sar_propagate
 from pyg_sar.core.views import BipartiteLoopsError, GraphView, ViewBlock
 from pyg_sar.graph import DistGraph
 from pyg_sar.nn.adapters.aggregation import StatsAggregation
 from pyg_sar.nn.adapters.families import option
-from pyg_sar.nn.adapters.softmax_capture import SoftmaxInMessageProgram
 from pyg_sar.nn.conversion.custom_aggregate import CustomAggregateProgram
 from pyg_sar.nn.conversion.edge_data import check_edge_data
 from pyg_sar.nn.conversion.registry import NODES_IN_DIM_0
@@ -230,6 +230,8 @@ def dist_propagate(layer: MessagePassing, graph: DistGraph, size, kwargs: dict) 
     if config.mode == "halo":
         out = None if custom is None else custom.halo(layer, view, kwargs)
         return _halo_propagate(layer, view, kwargs) if out is None else out
+    if spec.adapter is not None and option(layer, spec.adapter.softmax_in_message):
+        return _by_destination(layer, view, kwargs)
     plan, src, dst, edge = _plan(layer, view, kwargs)
     linear = None
     if spec.linear and config.use_kernels:
@@ -250,6 +252,34 @@ def dist_propagate(layer: MessagePassing, graph: DistGraph, size, kwargs: dict) 
     return out
 
 
+class DestinationProgram:
+    """One destination chunk's output: the layer's own ``message`` over the chunk's edges,
+    then its own ``aggregate`` (PyG's code), with every in-edge of the chunk's nodes at once."""
+
+    def __init__(self, layer: MessagePassing, messages: LayerProgram) -> None:
+        self.layer, self.messages = layer, messages
+
+    def chunk(self, block: ViewBlock, src, dst, edge) -> Tensor:
+        msgs = self.messages.messages(block, src, dst, edge)
+        return self.layer.aggregate(msgs, index=block.row, ptr=None,
+                                    dim_size=block.rowptr.numel() - 1)
+
+
+def _by_destination(layer: MessagePassing, view: GraphView, kwargs: dict) -> Tensor:
+    """Propagate of a layer that normalises over each node's in-edges inside ``message``
+    (PyG's ``softmax`` over ``index``): destination chunks, each with all its in-edges
+    (:mod:`pyg_sar.core.dst_chunks`), so PyG's ``message`` and ``aggregate`` run unchanged."""
+    config: SARConfig = layer._sar_config
+    plan, src, dst, edge = _plan(layer, view, kwargs)
+    params = [p for p in layer.parameters() if p.requires_grad]
+    prop = ChunkedPropagation(view, DestinationProgram(layer, LayerProgram(layer, plan, None)),
+                              config.mode, replay_rng=layer.training, wire=layer_wire(layer))
+    out = dst_chunk_propagate(prop, src, dst, edge, params)
+    if type(layer).update is not MessagePassing.update:
+        out = layer.update(out)
+    return out
+
+
 @dataclass
 class _Combine:
     """How one layer's messages are combined across blocks: the program that computes a
@@ -265,24 +295,13 @@ class _Combine:
 def _combine(layer: MessagePassing, spec: LayerSpec, view: GraphView, kwargs: dict,
              program: LayerProgram, edge: list, custom) -> _Combine:
     """The one place that maps a layer's aggregation (its class's own ``aggregate``, a softmax
-    inside ``message``, a softmax / statistics aggregation module, or a basic reduction) to
-    the engine's program and combine rule."""
+    / statistics aggregation module, or a basic reduction) to the engine's program and
+    combine rule. (A layer that normalises inside ``message`` runs by destination chunks
+    instead: :func:`_by_destination`.)"""
     if custom is not None:  # the class's own aggregate as a combine rule (custom_aggregate)
         aggregation = custom.build(layer, view, kwargs)
         return _Combine(CustomAggregateProgram(program, aggregation, len(edge)),
                         aggregation.rule, edge + aggregation.edge)
-    if spec.adapter is not None and option(layer, spec.adapter.softmax_in_message):
-        if spec.aggr != "sum":
-            raise ValueError(f"pyg_sar: {type(layer).__name__} with a softmax inside message "
-                             f"needs aggr='add' (got {spec.aggr!r})")
-        in_degree = (view.in_degree if option(layer, spec.adapter.degree_in_message)
-                     else None)
-        groups = (None if spec.adapter.softmax_groups is None
-                  else spec.adapter.softmax_groups(layer))
-        capture = SoftmaxInMessageProgram(program, layer, spec.adapter.softmax_helpers,
-                                          in_degree, groups)
-        rule = SoftmaxRule() if groups is None else GroupedSoftmaxRule(groups[1])
-        return _Combine(capture, rule, edge, capture.output)
     if spec.aggr == "softmax_aggr":
         module = layer.aggr_module
         return _Combine(SoftmaxAggregationProgram(program, module),

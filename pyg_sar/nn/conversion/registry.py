@@ -68,14 +68,10 @@ class Adapter:
         forward: replaces the class's ``forward`` (same results; e.g. GraphSAGE projecting
             first).
         refuse: returns why an instance's options are not exact, or ``None``.
-        softmax_in_message: ``message`` normalises with PyG's ``softmax`` over a node's
-            in-edges and is linear in the result (:mod:`pyg_sar.nn.adapters.softmax_capture`);
-            ``softmax_helpers`` names methods of the class that ``message`` calls for it.
-        degree_in_message: with ``softmax_in_message``, ``message`` also counts a node's
-            in-edges with ``scatter(ones, index, ...)``; it gets the in-degree instead.
-        softmax_groups: with ``softmax_in_message``, returns for a layer ``(edge argument,
-            number of groups)`` when its message normalises per (node, group), calling
-            softmax once per group in group order (``None``: per node).
+        softmax_in_message: ``message`` normalises over a node's in-edges (PyG's ``softmax``
+            over ``index``): the layer runs by destination chunks, each with all of its
+            nodes' in-edges, so its own ``message`` and ``aggregate`` run unchanged
+            (:mod:`pyg_sar.core.dst_chunks`).
         methods: other methods of the converted class, ``(name, function)`` pairs (e.g.
             SuperGATConv's ``get_attention_loss``, global over a DistGraph).
         node_table: the ``propagate`` argument that is a table with one row per node of the
@@ -96,9 +92,6 @@ class Adapter:
     forward: Optional[Callable] = None
     refuse: Optional[Callable[[MessagePassing], Optional[str]]] = None
     softmax_in_message: families.Option = False
-    softmax_helpers: tuple[str, ...] = ()
-    degree_in_message: families.Option = False
-    softmax_groups: Optional[Callable[[MessagePassing], Optional[tuple[str, int]]]] = None
     methods: tuple[tuple[str, Callable], ...] = ()
     aggregate: Optional[custom_aggregate.CustomAggregate] = None
     stacked_rows: bool = False
@@ -166,7 +159,7 @@ VERIFIED: dict[type, Adapter] = {
             lambda layer: not layer.add_self_loops,
             "ClusterGCNConv(add_self_loops=False) adds diag_lambda to exactly one self-loop "
             "per node, which PyG itself fails on for other graphs")),
-    # Softmax over a node's in-edges inside message: online softmax across blocks.
+    # Softmax over a node's in-edges inside message: run by destination chunks.
     _C.AGNNConv: Adapter("self_loops+softmax_in_message", families.self_loops("add_self_loops"),
                          softmax_in_message=True),
     _C.GeneralConv: Adapter("softmax_in_message (attention=True)",
@@ -246,33 +239,14 @@ VERIFIED: dict[type, Adapter] = {
     _C.FAConv: Adapter("gcn_norm", families.gcn_norm("normalize", "add_self_loops"),
                        forward=forwards.without_attention_weights()),
     _C.RGATConv: Adapter("softmax_in_message", softmax_in_message=True,
-                         degree_in_message=True, softmax_groups=lambda layer: (
-                             ("edge_type", layer.num_relations)
-                             if layer.attention_mechanism == "within-relation" else None),
-                         forward=forwards.without_attention_weights("_alpha"),
-                         refuse=lambda layer: _rgat_refusal(layer)),
+                         forward=forwards.without_attention_weights("_alpha")),
     _C.SuperGATConv: Adapter(
         "self_loops+softmax_in_message (attention loss with given negatives)",
         families.self_loops("add_self_loops"),
-        softmax_in_message=True, softmax_helpers=("get_attention",),
-        forward=super_gat.supergat_forward,
-        methods=(("get_attention_loss", super_gat.supergat_attention_loss),),
-        refuse=_when(lambda layer: layer.aggr != "add",
-                     "SuperGATConv normalises its attention with a softmax and pyg_sar "
-                     "combines it across blocks only for aggr='add'")),
+        softmax_in_message=True, forward=super_gat.supergat_forward,
+        methods=(("get_attention_loss", super_gat.supergat_attention_loss),)),
 }
 
-
-def _rgat_refusal(layer: MessagePassing) -> Optional[str]:
-    """RGATConv options that are not exact over a partition."""
-    if layer.aggr != "add":
-        return (f"RGATConv(aggr={layer.aggr!r}): its attention softmax is combined across "
-                f"blocks only for aggr='add'")
-    if layer.mod in ("additive", "f-additive"):
-        return (f"RGATConv(mod={layer.mod!r}) adds to each message a term outside the "
-                f"attention softmax (alpha * v + w * v, or alpha + 1), which the online "
-                f"softmax across blocks does not combine")
-    return None
 
 # Classes the engine cannot run at all, so that SARConfig(trusted_layers=...) cannot override
 # the refusal either: class -> reason (naming what is supported instead). None today: ARMAConv,
