@@ -30,14 +30,36 @@ from procmem import reset_peak, status_kib  # benchmarks/procmem.py
 import pyg_sar
 
 
+class TransformerNet(torch.nn.Module):
+    """``layers`` TransformerConvs (hidden 32 x 4 heads), batch norm and ReLU between them: a
+    softmax inside ``message``, which pyg_sar runs by destination chunks."""
+
+    def __init__(self, in_channels: int, classes: int, layers: int = 3) -> None:
+        from torch_geometric.nn import BatchNorm, TransformerConv
+        super().__init__()
+        sizes = [in_channels] + [32 * 4] * (layers - 1)
+        self.convs = torch.nn.ModuleList(
+            [TransformerConv(i, 32, heads=4) for i in sizes[:-1]]
+            + [TransformerConv(sizes[-1], classes, heads=1)])
+        self.norms = torch.nn.ModuleList([BatchNorm(32 * 4) for _ in range(layers - 1)])
+
+    def forward(self, x: torch.Tensor, edge_index) -> torch.Tensor:
+        for conv, norm in zip(self.convs[:-1], self.norms):
+            x = norm(conv(x, edge_index)).relu()
+        return self.convs[-1](x, edge_index)
+
+
 def build_model(name: str, in_channels: int, classes: int, layers: int = 3) -> torch.nn.Module:
-    """3-layer GraphSAGE (hidden 256) or GAT (hidden 32 x 4 heads), batch norm between layers."""
+    """3-layer GraphSAGE (hidden 256), GAT or TransformerConv stack (hidden 32 x 4 heads),
+    batch norm between layers."""
     from torch_geometric.nn import GAT, GraphSAGE
     if name == "sage":
         return GraphSAGE(in_channels, 256, layers, classes, norm="batch_norm")
     if name == "gat":
         return GAT(in_channels, 32 * 4, layers, classes, heads=4, norm="batch_norm")
-    raise ValueError(f"unknown model {name!r} (expected 'sage' or 'gat')")
+    if name == "transformer":
+        return TransformerNet(in_channels, classes, layers)
+    raise ValueError(f"unknown model {name!r} (expected 'sage', 'gat' or 'transformer')")
 
 
 def _saved_bytes(forward: Callable[[], torch.Tensor], loss_of) -> int:

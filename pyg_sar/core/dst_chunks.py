@@ -263,16 +263,18 @@ class DstChunkPropagate(torch.autograd.Function):
         out = torch.cat(outs) if len(outs) > 1 else outs[0]
         if out._is_view():
             out = out.detach()
-        ctx.prop, ctx.counts, ctx.rng, ctx.kept = prop, (n_src, n_dst, n_edge), rng, kept
+        ctx.prop, ctx.counts, ctx.rng = prop, (n_src, n_dst, n_edge), rng
         ctx.autocast = AutocastState.capture()
-        ctx.save_for_backward(*inputs)
+        # mode "sa": the payloads as received, chunk by chunk (n_src per chunk)
+        ctx.save_for_backward(*inputs, *(t for got in kept for t in got))
         return out
 
     @staticmethod
     def backward(ctx, grad_out: Tensor):
         prop: ChunkedPropagation = ctx.prop
         n_src, n_dst, n_edge = ctx.counts
-        inputs = ctx.saved_tensors
+        n_in = len(ctx.needs_input_grad) - _LEADING
+        inputs, kept = ctx.saved_tensors[:n_in], ctx.saved_tensors[n_in:]
         src = list(inputs[:n_src])
         dst = list(inputs[n_src:n_src + n_dst])
         edge = list(inputs[n_src + n_dst:n_src + n_dst + n_edge])
@@ -288,7 +290,7 @@ class DstChunkPropagate(torch.autograd.Function):
         graph, wire = prop.view.graph, prop.wire
         grad_out = grad_out.contiguous()
         for c, ch in enumerate(chunk_plan(prop.view)):
-            payloads = ctx.kept[c] if prop.mode == "sa" else None
+            payloads = kept[c * n_src:(c + 1) * n_src] if prop.mode == "sa" else None
             local, fetched, _ = _chunk_rows(graph, wire, ch, c, src, payloads, "refetch")
             with torch.enable_grad():
                 leaves = _Leaves(local, fetched, grad_src,

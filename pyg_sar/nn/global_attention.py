@@ -14,11 +14,12 @@ node's row at a time, or is a batch norm, which pyg_sar runs over all ranks' row
   (``torch.manual_seed`` governs it; equal on every rank when their seeds are) and the original
   node ids, so they do not depend on the partition: P ranks give what one process gives with
   the same seed, though not torch's own mask (one Bernoulli draw over ``[H, N, N]``).
-* :func:`gps_forward`: ``GPSConv.forward`` over a :class:`~pyg_sar.DistGraph` for one graph
-  (``batch`` ``None`` or all zeros; PyG's ``to_dense_batch`` is then the identity), its local
-  conv and batch norms converted by :func:`pyg_sar.convert`, the attention through
-  :func:`mha_forward` (``attn_type="multihead"``) or
-  :func:`~pyg_sar.nn.adapters.linear_attention.performer_attention_forward` (``"performer"``).
+* :func:`gps_forward`: PyG's ``GPSConv.forward`` over a :class:`~pyg_sar.DistGraph` for one
+  graph (``batch`` ``None`` or all zeros, checked; PyG's ``to_dense_batch`` is then the
+  identity), its local conv and batch norms converted by :func:`pyg_sar.convert`, and for the
+  call its ``MultiheadAttention`` running :func:`mha_forward` (``attn_type="multihead"``) or
+  its converted ``PerformerAttention``
+  (:func:`~pyg_sar.nn.adapters.linear_attention.performer_attention_forward`, ``"performer"``).
 
 Cost of one multi-head call on rank ``r`` (``E`` channels, ``b`` bytes per number): the
 ring's traffic, ledger label ``"<module name>.attn"``: forward receives the other ranks' key and
@@ -35,6 +36,8 @@ also a rank without rows.
 """
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Optional
 
 import torch
@@ -46,8 +49,8 @@ from pyg_sar.config import MODES
 from pyg_sar.core.exchange import Wire
 from pyg_sar.core.global_attention import ring_attention
 from pyg_sar.graph import DistGraph
-from pyg_sar.nn.adapters.linear_attention import _rows, performer_attention_forward
-from pyg_sar.nn.conversion.call_graph import graph_of
+from pyg_sar.nn.adapters.linear_attention import _rows
+from pyg_sar.nn.conversion.call_graph import GRAPH, graph_of
 from pyg_sar.nn.norm import DistributedBatchNorm
 
 ATTN_TYPES = ("multihead", "performer")
@@ -134,6 +137,9 @@ def check_gps(module: torch.nn.Module) -> None:
                          f"ranks (supported: {', '.join(ATTN_TYPES)})")
     if attn_type == "multihead":
         check_mha(module.attn, "GPSConv.attn (MultiheadAttention)")
+        if not module.attn.batch_first:  # PyG's GPSConv makes it batch-first
+            raise ValueError("pyg_sar: GPSConv.attn (MultiheadAttention): batch_first=False "
+                             "is not the module GPSConv builds")
     elif not isinstance(module.attn, PerformerAttention):
         raise ValueError(f"pyg_sar: GPSConv: attn_type='performer' but attn is "
                          f"{type(module.attn).__name__}")
@@ -149,24 +155,58 @@ def gps_refusal(module: torch.nn.Module) -> Optional[str]:
     return None
 
 
-def _norm(norm: Optional[torch.nn.Module], h: Tensor, with_batch: bool,
-          batch: Optional[Tensor]) -> Tensor:
-    if norm is None:
-        return h
-    return norm(h, batch=batch) if with_batch else norm(h)
+def _ring_attention_forward(mha: torch.nn.MultiheadAttention, graph: DistGraph, mode: str,
+                            label: str):
+    """The ``forward`` a GPSConv's ``MultiheadAttention`` has for one call over ``graph``:
+    PyG's call ``attn(h, h, h, key_padding_mask=~mask, need_weights=False)`` on the dense
+    batch of one graph, ``[1, n_r, E]`` with nothing padded, as :func:`mha_forward`."""
+    def forward(query: Tensor, key: Tensor, value: Tensor,
+                key_padding_mask: Optional[Tensor] = None, need_weights: bool = True,
+                attn_mask: Optional[Tensor] = None, average_attn_weights: bool = True,
+                is_causal: bool = False) -> tuple[Tensor, None]:
+        if not (query is key and key is value) or query.dim() != 3 or query.shape[0] != 1:
+            raise ValueError(f"pyg_sar: GPSConv.attn: expected self-attention over one graph, "
+                             f"[1, rows, channels] (got query shape {tuple(query.shape)})")
+        if need_weights or attn_mask is not None or is_causal:
+            raise ValueError("pyg_sar: GPSConv.attn: attention weights, attn_mask and "
+                             "is_causal are not supported across ranks")
+        if key_padding_mask is not None and bool(key_padding_mask.any()):
+            raise ValueError("pyg_sar: GPSConv.attn: padded rows (a batch of several graphs) "
+                             "are not supported across ranks")
+        return mha_forward(mha, query[0], graph, mode=mode, label=label)[None], None
+    return forward
+
+
+@contextlib.contextmanager
+def _for_this_call(module: torch.nn.Module, key: str, value) -> Iterator[None]:
+    """``module.__dict__[key] = value`` for the duration of one call (its ``forward``, or the
+    graph a converted module finds, :data:`~pyg_sar.nn.conversion.call_graph.GRAPH`)."""
+    before = module.__dict__.get(key, _UNSET)
+    module.__dict__[key] = value
+    try:
+        yield
+    finally:
+        if before is _UNSET:
+            module.__dict__.pop(key, None)
+        else:
+            module.__dict__[key] = before
+
+
+_UNSET = object()
 
 
 def gps_forward(self: torch.nn.Module, x: Tensor, edge_index: DistGraph,
                 batch: Optional[Tensor] = None, **kwargs) -> Tensor:
-    """``GPSConv.forward`` on this rank's rows ``x`` ``[n_r, C]`` of one graph.
+    """``GPSConv.forward`` on this rank's rows ``x`` ``[n_r, C]`` of one graph: PyG's forward.
 
-    PyG's forward, step by step: the local conv (converted by :func:`pyg_sar.convert`, called
-    with the DistGraph and ``kwargs``), dropout, residual and ``norm1``; the global attention on
-    the rows (:func:`mha_forward` in the mode of the model's ``SARConfig``, or
-    :func:`~pyg_sar.nn.adapters.linear_attention.performer_attention_forward`), dropout, residual
-    and ``norm2``; their sum, the MLP residual and ``norm3``. Batch norms run over all ranks' rows
-    (bound here to ``edge_index``'s context). ``batch``: ``None`` or all zeros (checked over
-    all ranks).
+    Around it: the checks (:func:`check_gps`; ``x`` the graph's rows; ``batch`` ``None`` or all
+    zeros on every rank), the batch norms bound to the graph's ranks, and, for this call, the
+    global attention over every rank's rows: the ``MultiheadAttention`` as :func:`mha_forward`
+    in the mode of the model's ``SARConfig``, a ``PerformerAttention`` as its converted forward
+    (:func:`~pyg_sar.nn.adapters.linear_attention.performer_attention_forward`). PyG's forward
+    runs with ``batch=None``, which for one graph is the same (``to_dense_batch`` gives all the
+    rows, nothing padded) and also holds on a rank without rows. The local conv is converted
+    by :func:`pyg_sar.convert` and called with the DistGraph and ``kwargs``.
     """
     # A partition passed whole: the converted module's call bound its DistGraph.
     graph = edge_index if isinstance(edge_index, DistGraph) else graph_of(self)
@@ -175,23 +215,15 @@ def gps_forward(self: torch.nn.Module, x: Tensor, edge_index: DistGraph,
     for module in self.modules():  # as convert's pre-hook: statistics over graph's ranks
         if isinstance(module, DistributedBatchNorm):
             module.bind(graph.context)
-    hs = []
-    if self.conv is not None:  # Local MPNN.
-        h = self.conv(x, graph, **kwargs)
-        h = F.dropout(h, p=self.dropout, training=self.training)
-        hs.append(_norm(self.norm1, h + x, self.norm_with_batch, batch))
-
+    pyg_forward = getattr(type(self), "_sar_base", type(self)).forward  # PyG's GPSConv
     if self.attn_type == "multihead":
         name = getattr(self, "_sar_name", None) or "GPSConv"
-        h = mha_forward(self.attn, x, graph, mode=_config_mode(self), label=f"{name}.attn")
-    else:
-        h = performer_attention_forward(self.attn, x, graph)
-    h = F.dropout(h, p=self.dropout, training=self.training)
-    hs.append(_norm(self.norm2, h + x, self.norm_with_batch, batch))
-
-    out = sum(hs)  # Combine local and global outputs.
-    out = out + self.mlp(out)
-    return _norm(self.norm3, out, self.norm_with_batch, batch)
+        attention = _ring_attention_forward(self.attn, graph, _config_mode(self),
+                                            f"{name}.attn")
+        with _for_this_call(self.attn, "forward", attention):
+            return pyg_forward(self, x, graph, None, **kwargs)
+    with _for_this_call(self.attn, GRAPH, graph):
+        return pyg_forward(self, x, graph, None, **kwargs)
 
 
 __all__ = ["ATTN_TYPES", "check_gps", "check_mha", "gps_forward", "gps_refusal", "mha_forward"]

@@ -28,6 +28,10 @@ _AGGREGATIONS = {
 
 # LayerSpec.aggr of a layer aggregated by its adapter's own rule (registry Adapter.aggregate).
 CUSTOM = "custom"
+# LayerSpec.aggr of a layer run by destination chunks (pyg_sar.core.dst_chunks), whose every
+# chunk has all the in-edges of its nodes: an aggregation module that per-node statistics
+# cannot rebuild (LSTM, power mean, ...) or a user's own ``aggregate()``, run as written.
+PER_DESTINATION = "per_destination"
 
 
 class UnsupportedLayerError(ValueError):
@@ -59,20 +63,19 @@ def _spec_with_adapter_prepare(aggr: str, linear: bool, weight_arg: Optional[str
 
 
 def _aggr_name(layer: MessagePassing, where: str) -> str:
-    if type(layer).aggregate is not MessagePassing.aggregate:
-        raise UnsupportedLayerError(
-            f"{where}: {type(layer).__name__} overrides aggregate(); a custom aggregation "
-            f"cannot be combined across partitions exactly")
+    if _unconverted(type(layer)).aggregate is not MessagePassing.aggregate:
+        return PER_DESTINATION  # the class's own aggregate() (trusted), whole neighbourhoods
     module = layer.aggr_module
     name = _AGGREGATIONS.get(type(module))
     if name is None:
-        reason = aggregation.refusal(module)
-        if reason is None:
+        if aggregation.refusal(module) is None:
             return "stats"  # a function of per-node message statistics (nn.aggregation)
-        raise UnsupportedLayerError(
-            f"{where}: {type(layer).__name__} uses aggregation {type(module).__name__}, which "
-            f"is not decomposable across partitions: {reason} (supported: sum, mean, max, "
-            f"min, softmax, var, std, their MultiAggregation and DegreeScalerAggregation)")
+        reason = aggregation.order_refusal(module)
+        if reason is not None:
+            raise UnsupportedLayerError(
+                f"{where}: {type(layer).__name__} uses aggregation {type(module).__name__}, "
+                f"which is not exact over a partition: {reason}")
+        return PER_DESTINATION
     return name
 
 
@@ -173,7 +176,8 @@ def _adapter(layer: MessagePassing, name: str, trusted: tuple[type, ...]) -> reg
         return adapter
     if issubclass(cls, trusted):
         return registry.Adapter("trusted", linear_weight=""
-                                if cls.message is MessagePassing.message else None)
+                                if cls.message is MessagePassing.message else None,
+                                per_destination=registry.runs_per_destination(cls, layer))
     if cls.__module__.startswith("torch_geometric"):
         reason = registry.REFUSED.get(cls.__name__, "it is not among the layers pyg_sar has "
                                       "verified to run exactly over a partitioned graph")
@@ -191,7 +195,8 @@ def _adapter(layer: MessagePassing, name: str, trusted: tuple[type, ...]) -> reg
                                     f"SARConfig(trusted_layers=...) if it is exact anyway")
     # PyG's default message (x_j) is linear: the fused kernel applies.
     return registry.Adapter("user", linear_weight="" if cls.message is MessagePassing.message
-                            else None)
+                            else None,
+                            per_destination=registry.runs_per_destination(cls, layer))
 
 
 def node_tensor(data: Any, role: int) -> Optional[Tensor]:

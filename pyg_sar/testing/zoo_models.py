@@ -50,6 +50,7 @@ from pyg_sar.testing.zoo_recipes import (
     GraphInfo,
     Inputs,
     Recipe,
+    x_sorted,
 )
 
 HIDDEN = 8
@@ -186,7 +187,8 @@ def _model_recipes() -> list[Recipe]:
         b(GCN, "instance_norm", "instance_norm", norm="instance_norm"),
         b(GraphSAGE, "", "mean, jk=max", jk="max"),
         b(GraphSAGE, "max_bn", "max, batch_norm", aggr="max", norm="batch_norm"),
-        b(GraphSAGE, "lstm", "lstm aggregation", aggr="lstm"),
+        b(GraphSAGE, "lstm", "lstm aggregation (edge_index sorted by destination)", x_sorted,
+          aggr="lstm"),
         b(GIN, "", "train_eps, jk=cat", train_eps=True, jk="cat"),
         b(GAT, "", "heads=2"),
         b(GAT, "v2_edge", "v2, heads=2, edge_dim", _with_attr, v2=True, heads=2,

@@ -29,6 +29,7 @@ import torch_geometric
 import torch_geometric.nn.conv as pyg_conv
 from torch import Tensor
 from torch.nn import Linear, ReLU, Sequential
+from torch_geometric.nn import aggr as pyg_aggr
 from torch_geometric.nn.conv import (
     APPNP,
     AGNNConv,
@@ -183,6 +184,15 @@ class Recipe:
 
 def _x(m, d: Inputs):
     return m(d.x, d.edge_index)
+
+
+def x_sorted(m, d: Inputs):
+    """``m(x, edge_index)`` with a Tensor ``edge_index`` sorted by destination, as PyG's
+    LSTM aggregation needs (a DistGraph's blocks are by destination already)."""
+    edge_index = d.edge_index
+    if isinstance(edge_index, Tensor):
+        edge_index = edge_index[:, torch.argsort(edge_index[1], stable=True)]
+    return m(d.x, edge_index)
 
 
 def _xw(m, d: Inputs):
@@ -384,11 +394,33 @@ def _conv_recipes() -> list[Recipe]:
         r(SAGEConv, lambda: SAGEConv(IN, OUT, aggr="softmax"), _x, "softmax", "softmax"),
         r(SAGEConv, lambda: SAGEConv(IN, OUT, aggr=["mean", "max"]), _x,
           "aggr=['mean', 'max'] (multi-aggregation)", "multi"),
-        r(SAGEConv, lambda: SAGEConv(IN, OUT, aggr="lstm"), _x, "lstm", "lstm"),
+        r(SAGEConv, lambda: SAGEConv(IN, OUT, aggr=["mean", "median"], aggr_kwargs={
+            "mode": "proj", "mode_kwargs": {"in_channels": IN, "out_channels": IN}}), _x,
+          "MultiAggregation mean/median, mode='proj' (by destination chunks)", "multi_proj"),
+        r(SAGEConv, lambda: SAGEConv(IN, OUT, aggr="lstm"), x_sorted,
+          "lstm (edge_index sorted by destination)", "lstm"),
         r(CuGraphSAGEConv, _needs("pylibcugraphops", lambda: CuGraphSAGEConv(IN, OUT)), _x,
           "mean", requires="pylibcugraphops"),
         r(GraphConv, lambda: GraphConv(IN, OUT), _xw, "add, edge_weight"),
         r(GraphConv, lambda: GraphConv(IN, OUT, aggr="mean"), _xw, "mean, edge_weight", "mean"),
+        # Aggregations per-node statistics do not rebuild, independent of the messages' order:
+        # run by destination chunks.
+        r(GraphConv, lambda: GraphConv(IN, OUT, aggr=pyg_aggr.MedianAggregation()), _xw,
+          "MedianAggregation, edge_weight", "median"),
+        r(GraphConv, lambda: GraphConv(IN, OUT, aggr=pyg_aggr.QuantileAggregation(0.25)), _xw,
+          "QuantileAggregation(0.25), edge_weight", "quantile"),
+        r(GraphConv, lambda: GraphConv(IN, OUT, aggr=pyg_aggr.VariancePreservingAggregation()),
+          _xw, "VariancePreservingAggregation, edge_weight", "var_preserving"),
+        r(GraphConv, lambda: GraphConv(IN, OUT, aggr=pyg_aggr.AttentionalAggregation(
+            Linear(IN, 1), Linear(IN, IN))), _xw, "AttentionalAggregation, edge_weight",
+          "attentional"),
+        r(GraphConv, lambda: GraphConv(IN, OUT, aggr=pyg_aggr.DeepSetsAggregation(
+            Linear(IN, IN), Linear(IN, IN))), _xw, "DeepSetsAggregation, edge_weight",
+          "deep_sets"),
+        r(GraphConv, lambda: GraphConv(IN, OUT, aggr=pyg_aggr.MulAggregation()), _xw,
+          "MulAggregation, edge_weight", "mul"),
+        r(GraphConv, lambda: GraphConv(IN, OUT, aggr=pyg_aggr.GRUAggregation(IN, IN)), x_sorted,
+          "GRUAggregation (order-dependent)", "gru"),
         r(GraphConv, lambda: GraphConv(IN, OUT, aggr="max"), _x, "max", "max"),
         r(GravNetConv, _needs("pyg-lib", lambda: GravNetConv(IN, OUT, 2, 3, k=4)),
           lambda m, d: m(d.x), "k=4 (graph from features)", requires="pyg-lib"),
@@ -541,6 +573,10 @@ def _conv_recipes() -> list[Recipe]:
           "mean/min/max/std, identity/amplification/attenuation, edge_dim", needs_graph=True),
         r(PNAConv, lambda g: _pna(g, simple=True), _x, "mean/max, identity", "simple",
           needs_graph=True),
+        r(PNAConv, lambda g: PNAConv(IN, OUT, ["softmax", "median"], ["identity", "linear"],
+                                     g.deg_histogram), _x,
+          "softmax/median, identity/linear (by destination chunks)", "softmax_median",
+          needs_graph=True),
         r(ClusterGCNConv, lambda: ClusterGCNConv(IN, OUT), _x, "default"),
         r(ClusterGCNConv, lambda: ClusterGCNConv(IN, OUT, diag_lambda=0.1), _x,
           "diag_lambda=0.1", "diag"),
@@ -571,6 +607,8 @@ def _conv_recipes() -> list[Recipe]:
           "SD, heads=2 (eval: attention only)", "SD", train=False),
         r(SuperGATConv, lambda: SuperGATConv(IN, OUT, heads=HEADS), _x,
           "MX, heads=2, training (output; attention loss: tests/link)", "MX_train"),
+        r(SuperGATConv, lambda: SuperGATConv(IN, OUT, heads=HEADS, aggr="mean"), _x,
+          "MX, heads=2, aggr='mean', training", "mean_train"),
         r(FAConv, lambda: FAConv(IN, eps=0.1), _x_x0, "eps=0.1"),
         r(FAConv, lambda: FAConv(IN, eps=0.1, normalize=False, add_self_loops=False), _x_x0_w,
           "normalize=False, add_self_loops=False, edge_weight", "no_norm"),

@@ -37,7 +37,7 @@ SHRINK = {"truncate4": 4.0, "subset4": 4.0, "quantize4": 4.0, "quantize16": 8.0}
 
 def test_sa_keeps_the_compressed_payload_not_decoded_rows(results):
     seen = 0
-    plans = 6
+    plans = 7
     for where, got in _ranks(results, "sa_memory"):
         assert len(got) == plans * len(wc.SA_CODECS)
         for case, v in got.items():

@@ -1,10 +1,11 @@
 """Rank-side cases of tests/compression/test_wire.py (many cases per launch, float64).
 
 * ``sa_memory``: mode ``sa`` keeps what it received (the compressed payload), not decoded
-  full-size rows: the bytes it saves for backward beyond what mode ``sar`` saves (measured on
-  the tensors given to autograd, with ``saved_tensors_hooks``) equal the bytes its forward
-  received, and SA's results stay exactly SAR's. A linear aggregation (GCN) whose backward
-  needs no rows keeps nothing; with a learned edge weight (GraphConv) it keeps the payload.
+  full-size rows, in the block walk and in destination chunks alike: the bytes it saves for
+  backward beyond what mode ``sar`` saves (measured on the tensors given to autograd, with
+  ``saved_tensors_hooks``) equal the bytes its forward received, and SA's results stay exactly
+  SAR's. A linear aggregation (GCN) whose backward needs no rows keeps nothing; with a learned
+  edge weight (GraphConv) it keeps the payload.
 * ``logits``: attention logits (GAT's ``alpha_src``) cross the network raw while features are
   compressed: a spying codec sees only feature rows, and every path (fused, generic, halo)
   equals plain PyG where only the remote feature rows went through the codec.
@@ -18,7 +19,7 @@ from __future__ import annotations
 import importlib
 
 import torch
-from torch_geometric.nn import EdgeConv, GATConv, GATv2Conv, GCNConv, GraphConv
+from torch_geometric.nn import EdgeConv, GATConv, GATv2Conv, GCNConv, GraphConv, TransformerConv
 
 import pyg_sar
 from pyg_sar.compression import BoundCodec, Compressor, Truncate
@@ -57,6 +58,9 @@ MODELS = {
     "edgeconv": lambda: Stack(EdgeConv(_mlp(2 * IN, 32)), EdgeConv(_mlp(64, 16), aggr="mean")),
     "gat": lambda: Stack(GATConv(IN, 4, heads=2), GATConv(8, 5, heads=3, concat=False)),
     "gatv2": lambda: Stack(GATv2Conv(IN, 4, heads=2), GATv2Conv(8, 5, heads=2, concat=False)),
+    # a softmax inside message: run by destination chunks (pyg_sar/core/dst_chunks.py)
+    "transformer": lambda: Stack(TransformerConv(IN, 8, heads=2),
+                                 TransformerConv(16, 5, heads=2, concat=False)),
 }
 
 
@@ -125,7 +129,7 @@ SA_CODECS = [("truncate", 4.0), ("subset", 4.0), ("quantize", 4.0), ("quantize",
 def sa_memory(ctx, part, data) -> dict:
     out = {}
     plans = [("gcn", True), ("graphconv_w", True), ("edgeconv", True), ("gat", True),
-             ("gat", False), ("gatv2", True)]
+             ("gat", False), ("gatv2", True), ("transformer", True)]
     for name, kernels in plans:
         sar_plain = run(ctx, part, data, name, "sar", kernels=kernels)
         sa_plain = run(ctx, part, data, name, "sa", kernels=kernels)

@@ -30,6 +30,8 @@ from torch_geometric.nn import (
 )
 
 import pyg_sar
+from pyg_sar.core.dst_chunks import chunk_plan
+from pyg_sar.core.views import stored_view
 from tests.closeness import rel_error
 
 IN = 6
@@ -198,6 +200,9 @@ def exactness(ctx, parts: str, cases: list) -> dict:
 DROPOUT_LAYERS = {
     "user_message_dropout": lambda: WeightedDropoutConv(IN),
     "gat_attention_dropout": lambda: GATConv(IN, 4, heads=2, dropout=0.4, edge_dim=4),
+    # attention dropout inside message, run by destination chunks (core/dst_chunks)
+    "transformer_attention_dropout": lambda: TransformerConv(IN, 4, heads=2, dropout=0.4,
+                                                             edge_dim=4),
 }
 
 
@@ -223,11 +228,23 @@ def rng_replay(ctx, part, data: Data) -> dict:
 
 
 def saved_bytes(ctx, part, data: Data) -> dict:
-    """Bytes saved for backward by the engine in each mode (one generic-path layer)."""
+    """Bytes saved for backward by the engine in each mode: one generic-path layer (the block
+    walk), and one run by destination chunks (``chunks``: TransformerConv, whose ``key_j`` and
+    ``value_j`` of 2 heads x 4 channels are fetched)."""
+    result = _saved_bytes(part, data, lambda: EdgeConv(_mlp(2 * IN, 8)))
+    result["halo_bytes"] = sum(part.graph.recv_counts) * IN * 8
+    chunks = _saved_bytes(part, data, lambda: TransformerConv(IN, 4, heads=2))
+    fetched = sum(sum(ch.recv_counts) for ch in chunk_plan(stored_view(part.graph)))
+    chunks["fetched_bytes"] = fetched * 2 * 8 * 8
+    result["chunks"] = chunks
+    return result
+
+
+def _saved_bytes(part, data: Data, make) -> dict:
     result = {}
     for mode in ("sar", "sa"):
         torch.manual_seed(5)
-        model = EdgeConv(_mlp(2 * IN, 8))
+        model = make()
         model.double()
         pyg_sar.convert(model, pyg_sar.SARConfig(mode=mode, check_loss=False))
         x = data.x[part.node_ids].clone().requires_grad_()
@@ -241,8 +258,6 @@ def saved_bytes(ctx, part, data: Data) -> dict:
             out = model(x, part.graph)
         result[mode] = sum(sizes)
         out.sum().backward()
-    halo_rows = sum(part.graph.recv_counts)
-    result["halo_bytes"] = halo_rows * IN * 8
     return result
 
 

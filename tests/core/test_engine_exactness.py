@@ -55,12 +55,17 @@ def test_sar_replays_dropout_exactly(results, world_size):
 
 @pytest.mark.parametrize("world_size", WORLD_SIZES)
 def test_sar_keeps_no_remote_rows(results, world_size):
-    """SA keeps exactly the fetched rows for backward; SAR keeps none of them."""
+    """SA keeps exactly the fetched rows for backward; SAR keeps none of them (the block walk
+    and destination chunks alike)."""
     for rank, res in enumerate(results[world_size]):
         saved = res["saved_bytes"]
         assert saved["sa"] - saved["sar"] == saved["halo_bytes"], (rank, saved)
         if world_size > 1:
             assert saved["halo_bytes"] > 0
+        chunks = saved["chunks"]  # run by destination chunks: the same, chunk by chunk
+        assert chunks["sa"] - chunks["sar"] == chunks["fetched_bytes"], (rank, chunks)
+        if world_size > 1:
+            assert chunks["fetched_bytes"] > 0
 
 
 def test_training_curve_is_identical_for_every_world_size(results):

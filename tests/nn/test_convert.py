@@ -39,9 +39,8 @@ class Wrapper(torch.nn.Module):
 
 
 @pytest.mark.parametrize("model, needle", [
-    (Wrapper(SAGEConv(4, 4, aggr="median")), "MedianAggregation"),
-    (Wrapper(SAGEConv(4, 4, aggr="lstm")), "LSTMAggregation"),
-    (Wrapper(SAGEConv(4, 4, aggr=aggr.PowerMeanAggregation())), "PowerMeanAggregation"),
+    (Wrapper(SAGEConv(4, 4, aggr="lstm")), "depend on the order of a node's messages"),
+    (Wrapper(SAGEConv(4, 4, aggr=aggr.GRUAggregation(4, 4))), "GRUAggregation"),
     (Wrapper(CustomAggregate()), "overrides aggregate()"),
     (Wrapper(SAGEConv(4, 4, flow="target_to_source")), "flow='target_to_source'"),
     (Wrapper(SAGEConv(4, 4), GraphNorm(4)), "GraphNorm"),
@@ -162,6 +161,48 @@ def test_user_classes_static_rule_and_trusted_layers():
     pyg_sar.convert(Wrapper(UsesDegree()), pyg_sar.SARConfig(trusted_layers=(UsesDegree,)))
     with pytest.raises(ValueError, match="trusted_layers must be a tuple of classes"):
         pyg_sar.SARConfig(trusted_layers=("UsesDegree",))
+
+
+def test_user_layers_normalising_in_message_run_by_destination_chunks():
+    """The destination side of the structure (``index``, ``size_i``, a softmax or scatter over
+    them inside message) runs by destination chunks, which see every in-edge of a node; the
+    source side (``edge_index_j``), utilities outside message and aggregate, and an aggregate
+    of the class's own (whose order a partition does not keep) are refused."""
+    from torch_geometric.utils import add_self_loops, scatter, softmax
+
+    from pyg_sar.nn.layers import PER_DESTINATION
+
+    class SoftmaxInMessage(MessagePassing):
+        def forward(self, x, edge_index):
+            return self.propagate(edge_index, x=x)
+
+        def message(self, x_j, x_i, index, size_i):
+            return softmax((x_i * x_j).sum(-1), index, num_nodes=size_i).view(-1, 1) * x_j
+
+    class CountsInDegree(SoftmaxInMessage):
+        def message(self, x_j, index, dim_size):
+            return x_j / scatter(torch.ones_like(index), index, dim_size=dim_size)[index]
+
+    class ReadsSourceIds(SoftmaxInMessage):
+        def message(self, x_j, edge_index_j):
+            return x_j * edge_index_j.view(-1, 1)
+
+    class LoopsInMessage(SoftmaxInMessage):
+        def message(self, x_j, index):
+            add_self_loops(torch.stack([index, index]))
+            return x_j
+
+    for cls in (SoftmaxInMessage, CountsInDegree):
+        model = pyg_sar.convert(Wrapper(cls()))
+        assert model.conv._sar_spec.adapter.per_destination is True
+    for cls, needle in ((ReadsSourceIds, "takes edge_index_j"),
+                        (LoopsInMessage, r"LoopsInMessage\.message uses add_self_loops"),
+                        (CustomAggregate, r"overrides aggregate\(\)")):
+        with pytest.raises(UnsupportedLayerError, match=needle):
+            pyg_sar.convert(Wrapper(cls()))
+    trusted = pyg_sar.convert(Wrapper(CustomAggregate()),
+                              pyg_sar.SARConfig(trusted_layers=(CustomAggregate,)))
+    assert trusted.conv._sar_spec.aggr == PER_DESTINATION
 
 
 def test_a_layer_parameter_as_long_as_the_edges_is_not_cut_per_block():

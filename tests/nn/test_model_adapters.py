@@ -73,9 +73,17 @@ def test_sparse_linear_needs_node_ids_and_the_whole_graphs_size(tmp_path):
     assert torch.allclose(layer(g), want, rtol=0, atol=1e-6)
 
 
-def test_pna_with_an_aggregator_that_does_not_decompose_is_refused():
-    from torch_geometric.nn import PNAConv
+def test_aggregations_by_message_order_are_refused_the_others_run_by_destination():
+    """PNA's scalers over a softmax (no per-node statistics rebuild it, but it does not depend
+    on the order of a node's messages) run by destination chunks; an LSTM inside a
+    multi-aggregation reads the messages in order and is refused, naming it."""
+    from torch_geometric.nn import PNAConv, SAGEConv
+    from torch_geometric.nn import aggr as pyg_aggr
+
+    from pyg_sar.nn.layers import PER_DESTINATION
     conv = PNAConv(4, 4, ["mean", "softmax"], ["identity"], deg=torch.tensor([1, 2, 1]))
+    assert pyg_sar.convert(conv)._sar_spec.aggr == PER_DESTINATION
+    lstm = SAGEConv(4, 4, aggr=pyg_aggr.MultiAggregation(["mean", pyg_aggr.LSTMAggregation(4, 4)]))
     with pytest.raises(pyg_sar.UnsupportedLayerError,
-                       match="DegreeScalerAggregation.*SoftmaxAggregation is not a function"):
-        pyg_sar.convert(conv)
+                       match="LSTMAggregation is not a function.*order of a node's messages"):
+        pyg_sar.convert(lstm)

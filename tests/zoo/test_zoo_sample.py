@@ -18,7 +18,7 @@ from pyg_sar.testing.zoo_precision import FAIL, PASS, PYG_FAILS, run_precision_z
 P = (2,)  # the full zoos run P = 1 and 3; the sample runs the world size they do not
 
 # One or two recipes per family of adapters (normalised, aggregation modules, Laplacian,
-# attention softmax captured in message, fused GAT, relational, global and linear attention,
+# softmax in message run by destination chunks, fused GAT, relational, global and linear attention,
 # models, labels), and refusals of three kinds (aggregation, user preprocessing, pooling).
 FLOAT64 = {
     "GCNConv": EXACT, "SAGEConv[multi]": EXACT, "ChebConv[rw]": EXACT, "GATConv[edge]": EXACT,
@@ -27,6 +27,7 @@ FLOAT64 = {
     "GraphSAGE[max_bn]": EXACT, "ARMAConv": EXACT, "LINKX": EXACT, "Polynormer": EXACT,
     "DeepGraphInfomax": EXACT, "SuperGATConv[MX_train]": EXACT, "ClusterGCNConv[diag]": EXACT,
     "MFConv": EXACT, "FastRGCNConv": EXACT, "CorrectAndSmooth[fixed_scale]": EXACT,
+    "GraphConv[median]": EXACT, "UserSoftmaxConv": EXACT, "GraphConv[gru]": REFUSED,
     "SAGEConv[lstm]": REFUSED, "UserDegreeConv": REFUSED,
     "GraphUNet": REFUSED,
 }

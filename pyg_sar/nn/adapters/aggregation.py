@@ -37,6 +37,14 @@ _STATS: dict[type, tuple[str, ...]] = {
     pyg_aggr.StdAggregation: ("sum", "sumsq"),
 }
 SCALERS = ("identity", "amplification", "attenuation", "linear", "inverse_linear")
+# Aggregations no per-node statistics rebuild but whose value does not depend on the order of
+# a node's messages: they run as PyG wrote them by destination chunks, every chunk with all the
+# in-edges of its nodes (pyg_sar.core.dst_chunks). LSTM, GRU, MLP, LCM and patch-transformer
+# aggregations read the messages in edge order, which a partition does not keep.
+ORDER_INVARIANT = (pyg_aggr.PowerMeanAggregation, pyg_aggr.MedianAggregation,
+                   pyg_aggr.QuantileAggregation, pyg_aggr.MulAggregation,
+                   pyg_aggr.VariancePreservingAggregation, pyg_aggr.AttentionalAggregation,
+                   pyg_aggr.DeepSetsAggregation)
 
 
 def refusal(module) -> Optional[str]:
@@ -59,6 +67,25 @@ def refusal(module) -> Optional[str]:
         return None
     return (f"{type(module).__name__} is not a function of per-node sums, sums of squares, "
             f"maxima and minima")
+
+
+def order_refusal(module) -> Optional[str]:
+    """Why ``module``, which per-node statistics do not rebuild, cannot run by destination
+    chunks either (it depends on the order of a node's messages), or ``None``: one of
+    :data:`ORDER_INVARIANT`, or a softmax, ``MultiAggregation`` or ``DegreeScalerAggregation``
+    of such or of statistics (they combine per-node results, whatever their order)."""
+    if isinstance(module, pyg_aggr.DegreeScalerAggregation):
+        return order_refusal(module.aggr)
+    if isinstance(module, pyg_aggr.MultiAggregation):
+        return next((r for r in map(order_refusal, module.aggrs) if r is not None), None)
+    if (isinstance(module, (*ORDER_INVARIANT, pyg_aggr.SoftmaxAggregation))
+            or type(module) in _STATS):
+        return None
+    known = ", ".join(k.__name__ for k in ORDER_INVARIANT)
+    return (f"{type(module).__name__} is not a function of per-node sums, sums of squares, "
+            f"maxima and minima, nor one pyg_sar knows not to depend on the order of a node's "
+            f"messages (a partition does not keep that order; supported besides the "
+            f"statistics: {known})")
 
 
 def _basic(module) -> list:

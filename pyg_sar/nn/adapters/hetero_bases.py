@@ -299,7 +299,7 @@ def check_basis_conv(conv: MessagePassing, spec: Any, where: str) -> None:
     from pyg_sar.nn.adapters.families import option
     from pyg_sar.nn.layers import UnsupportedLayerError
     adapter = spec.adapter
-    if spec.attention or (adapter is not None and option(conv, adapter.softmax_in_message)):
+    if spec.attention or (adapter is not None and option(conv, adapter.per_destination)):
         raise UnsupportedLayerError(
             f"{where} ({type(conv).__name__}): to_hetero_with_bases weights each message by its "
             f"edge type inside message, which pyg_sar has not verified with this layer's "

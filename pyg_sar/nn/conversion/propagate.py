@@ -29,6 +29,7 @@ from pyg_sar.nn.conversion.registry import NODES_IN_DIM_0
 from pyg_sar.nn.conversion.wire import layer_wire
 from pyg_sar.nn.layers import (
     CUSTOM,
+    PER_DESTINATION,
     LayerSpec,
     UnsupportedLayerError,
     hooks_reason,
@@ -230,7 +231,8 @@ def dist_propagate(layer: MessagePassing, graph: DistGraph, size, kwargs: dict) 
     if config.mode == "halo":
         out = None if custom is None else custom.halo(layer, view, kwargs)
         return _halo_propagate(layer, view, kwargs) if out is None else out
-    if spec.adapter is not None and option(layer, spec.adapter.softmax_in_message):
+    if spec.aggr == PER_DESTINATION or (spec.adapter is not None
+                                        and option(layer, spec.adapter.per_destination)):
         return _by_destination(layer, view, kwargs)
     plan, src, dst, edge = _plan(layer, view, kwargs)
     linear = None

@@ -9,6 +9,30 @@ verified on. Versions: 2.8.1, 2.9.0.dev20261027.
 FINGERPRINTS = {
  "format": 1,
  "classes": {
+  "torch_geometric.nn.aggr.attention.AttentionalAggregation": [
+   {
+    "verified_on": ["2.8.1", "2.9.0.dev20261027"],
+    "functions": {
+     "torch_geometric.nn.aggr.attention.AttentionalAggregation.__init__": "946328e292c1fc6b",
+     "torch_geometric.nn.aggr.attention.AttentionalAggregation.forward": "7cad64bff779d9da",
+     "torch_geometric.nn.aggr.base.Aggregation.__call__": "c99b85959bf5c4c1",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_index_present": "0f156b5a843262dd",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_sorted_index": "146ecd3a9aea91a4",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_two_dimensional_input": "69ee2bfe5535ed73",
+     "torch_geometric.nn.aggr.base.Aggregation.reduce": "684f925c6c0a126e",
+     "torch_geometric.nn.aggr.base.Aggregation.to_dense_batch": "87311dc30eb55854",
+     "torch_geometric.nn.aggr.base.expand_left": "df308bcb89c96ca2",
+     "torch_geometric.utils._scatter.broadcast": "01eaf980bf11f755",
+     "torch_geometric.utils._scatter.scatter": "60a748ab45d2266f",
+     "torch_geometric.utils._segment._torch_segment": "ca55b06f84d67aba",
+     "torch_geometric.utils._segment.segment": "120b6d805e10484a",
+     "torch_geometric.utils._softmax.softmax": "526253f0458ea923",
+     "torch_geometric.utils._to_dense_batch.to_dense_batch": "760fca67c82e3fee",
+     "torch_geometric.utils.functions.cumsum": "c3b42cafaf31cfa3",
+     "torch_geometric.utils.num_nodes.maybe_num_nodes": "d818e742b4dd1dfc"
+    }
+   }
+  ],
   "torch_geometric.nn.aggr.basic.MaxAggregation": [
    {
     "verified_on": ["2.8.1", "2.9.0.dev20261027"],
@@ -66,6 +90,50 @@ FINGERPRINTS = {
      "torch_geometric.nn.aggr.base.Aggregation.to_dense_batch": "87311dc30eb55854",
      "torch_geometric.nn.aggr.base.expand_left": "df308bcb89c96ca2",
      "torch_geometric.nn.aggr.basic.MinAggregation.forward": "e17af302740404e8",
+     "torch_geometric.utils._scatter.broadcast": "01eaf980bf11f755",
+     "torch_geometric.utils._scatter.scatter": "60a748ab45d2266f",
+     "torch_geometric.utils._segment._torch_segment": "ca55b06f84d67aba",
+     "torch_geometric.utils._segment.segment": "120b6d805e10484a",
+     "torch_geometric.utils._to_dense_batch.to_dense_batch": "760fca67c82e3fee",
+     "torch_geometric.utils.functions.cumsum": "c3b42cafaf31cfa3"
+    }
+   }
+  ],
+  "torch_geometric.nn.aggr.basic.MulAggregation": [
+   {
+    "verified_on": ["2.8.1", "2.9.0.dev20261027"],
+    "functions": {
+     "torch_geometric.nn.aggr.base.Aggregation.__call__": "c99b85959bf5c4c1",
+     "torch_geometric.nn.aggr.base.Aggregation.__init__": "65c18742c139d7f2",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_index_present": "0f156b5a843262dd",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_sorted_index": "146ecd3a9aea91a4",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_two_dimensional_input": "69ee2bfe5535ed73",
+     "torch_geometric.nn.aggr.base.Aggregation.reduce": "684f925c6c0a126e",
+     "torch_geometric.nn.aggr.base.Aggregation.to_dense_batch": "87311dc30eb55854",
+     "torch_geometric.nn.aggr.base.expand_left": "df308bcb89c96ca2",
+     "torch_geometric.nn.aggr.basic.MulAggregation.forward": "f2ccb2a7faea0fe8",
+     "torch_geometric.utils._scatter.broadcast": "01eaf980bf11f755",
+     "torch_geometric.utils._scatter.scatter": "60a748ab45d2266f",
+     "torch_geometric.utils._segment._torch_segment": "ca55b06f84d67aba",
+     "torch_geometric.utils._segment.segment": "120b6d805e10484a",
+     "torch_geometric.utils._to_dense_batch.to_dense_batch": "760fca67c82e3fee",
+     "torch_geometric.utils.functions.cumsum": "c3b42cafaf31cfa3"
+    }
+   }
+  ],
+  "torch_geometric.nn.aggr.basic.PowerMeanAggregation": [
+   {
+    "verified_on": ["2.8.1", "2.9.0.dev20261027"],
+    "functions": {
+     "torch_geometric.nn.aggr.base.Aggregation.__call__": "c99b85959bf5c4c1",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_index_present": "0f156b5a843262dd",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_sorted_index": "146ecd3a9aea91a4",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_two_dimensional_input": "69ee2bfe5535ed73",
+     "torch_geometric.nn.aggr.base.Aggregation.reduce": "684f925c6c0a126e",
+     "torch_geometric.nn.aggr.base.Aggregation.to_dense_batch": "87311dc30eb55854",
+     "torch_geometric.nn.aggr.base.expand_left": "df308bcb89c96ca2",
+     "torch_geometric.nn.aggr.basic.PowerMeanAggregation.__init__": "5a8c8cb45bcae76b",
+     "torch_geometric.nn.aggr.basic.PowerMeanAggregation.forward": "bb848bda137675fa",
      "torch_geometric.utils._scatter.broadcast": "01eaf980bf11f755",
      "torch_geometric.utils._scatter.scatter": "60a748ab45d2266f",
      "torch_geometric.utils._segment._torch_segment": "ca55b06f84d67aba",
@@ -165,6 +233,28 @@ FINGERPRINTS = {
     }
    }
   ],
+  "torch_geometric.nn.aggr.deep_sets.DeepSetsAggregation": [
+   {
+    "verified_on": ["2.8.1", "2.9.0.dev20261027"],
+    "functions": {
+     "torch_geometric.nn.aggr.base.Aggregation.__call__": "c99b85959bf5c4c1",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_index_present": "0f156b5a843262dd",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_sorted_index": "146ecd3a9aea91a4",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_two_dimensional_input": "69ee2bfe5535ed73",
+     "torch_geometric.nn.aggr.base.Aggregation.reduce": "684f925c6c0a126e",
+     "torch_geometric.nn.aggr.base.Aggregation.to_dense_batch": "87311dc30eb55854",
+     "torch_geometric.nn.aggr.base.expand_left": "df308bcb89c96ca2",
+     "torch_geometric.nn.aggr.deep_sets.DeepSetsAggregation.__init__": "3083246892f727d1",
+     "torch_geometric.nn.aggr.deep_sets.DeepSetsAggregation.forward": "46ff30540b79b669",
+     "torch_geometric.utils._scatter.broadcast": "01eaf980bf11f755",
+     "torch_geometric.utils._scatter.scatter": "60a748ab45d2266f",
+     "torch_geometric.utils._segment._torch_segment": "ca55b06f84d67aba",
+     "torch_geometric.utils._segment.segment": "120b6d805e10484a",
+     "torch_geometric.utils._to_dense_batch.to_dense_batch": "760fca67c82e3fee",
+     "torch_geometric.utils.functions.cumsum": "c3b42cafaf31cfa3"
+    }
+   }
+  ],
   "torch_geometric.nn.aggr.multi.MultiAggregation": [
    {
     "verified_on": ["2.8.1", "2.9.0.dev20261027"],
@@ -190,6 +280,50 @@ FINGERPRINTS = {
     }
    }
   ],
+  "torch_geometric.nn.aggr.quantile.MedianAggregation": [
+   {
+    "verified_on": ["2.8.1", "2.9.0.dev20261027"],
+    "functions": {
+     "torch_geometric.nn.aggr.base.Aggregation.__call__": "c99b85959bf5c4c1",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_index_present": "0f156b5a843262dd",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_sorted_index": "146ecd3a9aea91a4",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_two_dimensional_input": "69ee2bfe5535ed73",
+     "torch_geometric.nn.aggr.base.Aggregation.reduce": "684f925c6c0a126e",
+     "torch_geometric.nn.aggr.base.Aggregation.to_dense_batch": "87311dc30eb55854",
+     "torch_geometric.nn.aggr.base.expand_left": "df308bcb89c96ca2",
+     "torch_geometric.nn.aggr.quantile.MedianAggregation.__init__": "8bf666ab2b573b5c",
+     "torch_geometric.nn.aggr.quantile.QuantileAggregation.forward": "0538af2e634989d6",
+     "torch_geometric.utils._scatter.broadcast": "01eaf980bf11f755",
+     "torch_geometric.utils._scatter.scatter": "60a748ab45d2266f",
+     "torch_geometric.utils._segment._torch_segment": "ca55b06f84d67aba",
+     "torch_geometric.utils._segment.segment": "120b6d805e10484a",
+     "torch_geometric.utils._to_dense_batch.to_dense_batch": "760fca67c82e3fee",
+     "torch_geometric.utils.functions.cumsum": "c3b42cafaf31cfa3"
+    }
+   }
+  ],
+  "torch_geometric.nn.aggr.quantile.QuantileAggregation": [
+   {
+    "verified_on": ["2.8.1", "2.9.0.dev20261027"],
+    "functions": {
+     "torch_geometric.nn.aggr.base.Aggregation.__call__": "c99b85959bf5c4c1",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_index_present": "0f156b5a843262dd",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_sorted_index": "146ecd3a9aea91a4",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_two_dimensional_input": "69ee2bfe5535ed73",
+     "torch_geometric.nn.aggr.base.Aggregation.reduce": "684f925c6c0a126e",
+     "torch_geometric.nn.aggr.base.Aggregation.to_dense_batch": "87311dc30eb55854",
+     "torch_geometric.nn.aggr.base.expand_left": "df308bcb89c96ca2",
+     "torch_geometric.nn.aggr.quantile.QuantileAggregation.__init__": "b0750634db022994",
+     "torch_geometric.nn.aggr.quantile.QuantileAggregation.forward": "0538af2e634989d6",
+     "torch_geometric.utils._scatter.broadcast": "01eaf980bf11f755",
+     "torch_geometric.utils._scatter.scatter": "60a748ab45d2266f",
+     "torch_geometric.utils._segment._torch_segment": "ca55b06f84d67aba",
+     "torch_geometric.utils._segment.segment": "120b6d805e10484a",
+     "torch_geometric.utils._to_dense_batch.to_dense_batch": "760fca67c82e3fee",
+     "torch_geometric.utils.functions.cumsum": "c3b42cafaf31cfa3"
+    }
+   }
+  ],
   "torch_geometric.nn.aggr.scaler.DegreeScalerAggregation": [
    {
     "verified_on": ["2.8.1", "2.9.0.dev20261027"],
@@ -204,6 +338,30 @@ FINGERPRINTS = {
      "torch_geometric.nn.aggr.scaler.DegreeScalerAggregation.__init__": "6891508363599378",
      "torch_geometric.nn.aggr.scaler.DegreeScalerAggregation.forward": "76c1379d0325a330",
      "torch_geometric.nn.resolver.aggregation_resolver": "cc0cbf56bb0e38da",
+     "torch_geometric.utils._degree.degree": "1380da1dc1429c3f",
+     "torch_geometric.utils._scatter.broadcast": "01eaf980bf11f755",
+     "torch_geometric.utils._scatter.scatter": "60a748ab45d2266f",
+     "torch_geometric.utils._segment._torch_segment": "ca55b06f84d67aba",
+     "torch_geometric.utils._segment.segment": "120b6d805e10484a",
+     "torch_geometric.utils._to_dense_batch.to_dense_batch": "760fca67c82e3fee",
+     "torch_geometric.utils.functions.cumsum": "c3b42cafaf31cfa3",
+     "torch_geometric.utils.num_nodes.maybe_num_nodes": "d818e742b4dd1dfc"
+    }
+   }
+  ],
+  "torch_geometric.nn.aggr.variance_preserving.VariancePreservingAggregation": [
+   {
+    "verified_on": ["2.8.1", "2.9.0.dev20261027"],
+    "functions": {
+     "torch_geometric.nn.aggr.base.Aggregation.__call__": "c99b85959bf5c4c1",
+     "torch_geometric.nn.aggr.base.Aggregation.__init__": "65c18742c139d7f2",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_index_present": "0f156b5a843262dd",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_sorted_index": "146ecd3a9aea91a4",
+     "torch_geometric.nn.aggr.base.Aggregation.assert_two_dimensional_input": "69ee2bfe5535ed73",
+     "torch_geometric.nn.aggr.base.Aggregation.reduce": "684f925c6c0a126e",
+     "torch_geometric.nn.aggr.base.Aggregation.to_dense_batch": "87311dc30eb55854",
+     "torch_geometric.nn.aggr.base.expand_left": "df308bcb89c96ca2",
+     "torch_geometric.nn.aggr.variance_preserving.VariancePreservingAggregation.forward": "26bed93b9299ddba",
      "torch_geometric.utils._degree.degree": "1380da1dc1429c3f",
      "torch_geometric.utils._scatter.broadcast": "01eaf980bf11f755",
      "torch_geometric.utils._scatter.scatter": "60a748ab45d2266f",

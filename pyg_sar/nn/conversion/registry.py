@@ -28,6 +28,7 @@ from torch_geometric.nn.models.linkx import SparseLinear
 
 from pyg_sar.nn import global_attention, super_gat
 from pyg_sar.nn.adapters import (
+    aggregation,
     attention_modules,
     families,
     hetero_attention,
@@ -68,7 +69,7 @@ class Adapter:
         forward: replaces the class's ``forward`` (same results; e.g. GraphSAGE projecting
             first).
         refuse: returns why an instance's options are not exact, or ``None``.
-        softmax_in_message: ``message`` normalises over a node's in-edges (PyG's ``softmax``
+        per_destination: ``message`` normalises over a node's in-edges (PyG's ``softmax``
             over ``index``): the layer runs by destination chunks, each with all of its
             nodes' in-edges, so its own ``message`` and ``aggregate`` run unchanged
             (:mod:`pyg_sar.core.dst_chunks`).
@@ -91,7 +92,7 @@ class Adapter:
     linear_weight: Optional[str] = None
     forward: Optional[Callable] = None
     refuse: Optional[Callable[[MessagePassing], Optional[str]]] = None
-    softmax_in_message: families.Option = False
+    per_destination: families.Option = False
     methods: tuple[tuple[str, Callable], ...] = ()
     aggregate: Optional[custom_aggregate.CustomAggregate] = None
     stacked_rows: bool = False
@@ -140,7 +141,7 @@ VERIFIED: dict[type, Adapter] = {
                         forward=forwards.without_attention_weights()),
     _C.GATv2Conv: Adapter("self_loops", kind=ATTENTION,
                           forward=forwards.without_attention_weights()),
-    _C.TransformerConv: Adapter("softmax_in_message", softmax_in_message=True,
+    _C.TransformerConv: Adapter("softmax_in_message", per_destination=True,
                                 forward=forwards.without_attention_weights()),
     # Multi-hop and propagation-only layers: GCN normalisation, one SAR propagate per hop.
     _C.APPNP: _gcn_family(refuse=_when(
@@ -161,20 +162,20 @@ VERIFIED: dict[type, Adapter] = {
             "per node, which PyG itself fails on for other graphs")),
     # Softmax over a node's in-edges inside message: run by destination chunks.
     _C.AGNNConv: Adapter("self_loops+softmax_in_message", families.self_loops("add_self_loops"),
-                         softmax_in_message=True),
+                         per_destination=True),
     _C.GeneralConv: Adapter("softmax_in_message (attention=True)",
-                            softmax_in_message="attention"),
-    _C.HEATConv: Adapter("softmax_in_message", softmax_in_message=True),
+                            per_destination="attention"),
+    _C.HEATConv: Adapter("softmax_in_message", per_destination=True),
     # Heterogeneous attention (pyg_sar.nn.adapters.hetero_attention): HGT's one softmax over the
     # in-edges of all edge types runs over the edge types' graphs combined into one bipartite
     # DistGraph; HAN's semantic attention averages over all ranks' nodes of a type.
     _C.HGTConv: Adapter("softmax_in_message (all edge types combined)",
-                        softmax_in_message=True, forward=hetero_attention.hgt_forward),
-    _C.HANConv: Adapter("softmax_in_message + global semantic mean", softmax_in_message=True,
+                        per_destination=True, forward=hetero_attention.hgt_forward),
+    _C.HANConv: Adapter("softmax_in_message + global semantic mean", per_destination=True,
                         forward=hetero_attention.han_forward),
     _C.PointTransformerConv: Adapter("self_loops+softmax_in_message",
                                      families.self_loops("add_self_loops"),
-                                     softmax_in_message=True),
+                                     per_destination=True),
     # Messages of the layer's own code over the stored graph, no preprocessing in forward.
     _C.NNConv: Adapter(),
     _C.CGConv: Adapter(),
@@ -238,12 +239,12 @@ VERIFIED: dict[type, Adapter] = {
         _C.MFConv, Tensor=forwards.TENSOR_OR_DIST_GRAPH)),
     _C.FAConv: Adapter("gcn_norm", families.gcn_norm("normalize", "add_self_loops"),
                        forward=forwards.without_attention_weights()),
-    _C.RGATConv: Adapter("softmax_in_message", softmax_in_message=True,
+    _C.RGATConv: Adapter("softmax_in_message", per_destination=True,
                          forward=forwards.without_attention_weights("_alpha")),
     _C.SuperGATConv: Adapter(
         "self_loops+softmax_in_message (attention loss with given negatives)",
         families.self_loops("add_self_loops"),
-        softmax_in_message=True, forward=super_gat.supergat_forward,
+        per_destination=True, forward=super_gat.supergat_forward,
         methods=(("get_attention_loss", super_gat.supergat_attention_loss),)),
 }
 
@@ -360,6 +361,8 @@ VERIFIED_SUBMODULES = frozenset({
     "torch_geometric.nn.norm.layer_norm.LayerNorm",
     "torch_geometric.nn.norm.layer_norm.HeteroLayerNorm",
     "torch_geometric.nn.norm.msg_norm.MessageNorm",
+    # run as PyG wrote them by destination chunks: verified not to depend on message order
+    *(f"{cls.__module__}.{cls.__qualname__}" for cls in aggregation.ORDER_INVARIANT),
 })
 MODULE_REFUSED = {
     "AttentiveFP": "its graph-level readout pools every node of a graph (global_add_pool and "
@@ -455,9 +458,18 @@ GRAPH_UTILITIES = frozenset({
     "contains_self_loops", "index_sort", "SparseTensor", "is_torch_sparse_tensor",
     "set_sparse_value", "torch_sparse", "knn", "knn_graph", "radius_graph", "fill_diag",
 })
-# Message arguments that expose the block structure (a per-block normalisation would be wrong).
+# Message arguments that expose the graph structure.
 STRUCTURE_ARGS = frozenset({"index", "ptr", "size_i", "size_j", "dim_size", "edge_index_i",
                             "edge_index_j", "size", "edge_index", "adj_t"})
+# The destination side of it: exact when the layer runs by destination chunks, which give
+# ``message`` every in-edge of a chunk's nodes at once (pyg_sar.core.dst_chunks).
+DESTINATION_ARGS = frozenset({"index", "ptr", "size_i", "dim_size", "edge_index_i"})
+# Graph utilities that reduce over ``index`` (a node's in-edges): exact inside ``message`` and
+# ``aggregate`` of a layer run by destination chunks.
+PER_DESTINATION_UTILITIES = frozenset({"softmax", "scatter", "scatter_add", "scatter_mean",
+                                       "scatter_max", "segment", "segment_csr", "degree",
+                                       "maybe_num_nodes"})
+_PER_DESTINATION_METHODS = ("message", "aggregate")
 
 
 def _names(code: types.CodeType) -> set[str]:
@@ -469,18 +481,9 @@ def _names(code: types.CodeType) -> set[str]:
     return names
 
 
-def static_rule_violation(cls: type, layer: MessagePassing) -> Optional[str]:
-    """Why a user's MessagePassing class may not be exact, or ``None`` if the rule admits it.
-
-    The rule: ``message`` takes no structure argument (``index``, ``ptr``, ``size_i``, ...),
-    and no method of the class (its own code, not PyG's) calls a graph utility
-    (``add_self_loops``, ``gcn_norm``, ``degree``, ``softmax``, ``scatter``, ...).
-    """
-    structure = sorted(set(layer.inspector.get_param_names("message")) & STRUCTURE_ARGS)
-    structure += sorted(set(layer.inspector.get_param_names("update")) & STRUCTURE_ARGS)
-    if structure:
-        return (f"its message takes {', '.join(structure)}, which would see one block of a "
-                f"node's in-edges at a time")
+def _own_methods(cls: type):
+    """``(class, name, code)`` of every function the user's classes in ``cls``'s MRO define
+    (their own code, not PyG's)."""
     for klass in cls.__mro__:
         if klass.__module__.startswith("torch_geometric") or klass is object:
             continue
@@ -488,10 +491,48 @@ def static_rule_violation(cls: type, layer: MessagePassing) -> Optional[str]:
             func = getattr(member, "__func__", member)
             code = getattr(func, "__code__", None)
             # PyG's propagate/collect compiled for the class live in a module of their own.
-            if code is None or getattr(func, "__module__", None) != klass.__module__:
-                continue
-            used = sorted(_names(code) & GRAPH_UTILITIES)
-            if used:
-                return (f"{klass.__name__}.{name} uses {', '.join(used)}, graph preprocessing "
-                        f"that would see only this rank's part of the graph")
+            if code is not None and getattr(func, "__module__", None) == klass.__module__:
+                yield klass, name, code
+
+
+def runs_per_destination(cls: type, layer: MessagePassing) -> bool:
+    """Whether a user's layer reads the destination structure in ``message`` (``index``,
+    ``size_i``, ...), reduces over it there (``softmax``, ``scatter``, ...), or has an
+    ``aggregate`` of its own (a trusted class): it then runs by destination chunks, each with
+    every in-edge of its nodes (:mod:`pyg_sar.core.dst_chunks`), which makes those exact."""
+    if set(layer.inspector.get_param_names("message")) & DESTINATION_ARGS:
+        return True
+    if cls.aggregate is not MessagePassing.aggregate:
+        return True
+    return any(name in _PER_DESTINATION_METHODS and _names(code) & PER_DESTINATION_UTILITIES
+               for _, name, code in _own_methods(cls))
+
+
+def static_rule_violation(cls: type, layer: MessagePassing) -> Optional[str]:
+    """Why a user's MessagePassing class may not be exact, or ``None`` if the rule admits it.
+
+    The rule: ``message`` takes no source-side structure argument (``size_j``,
+    ``edge_index_j``, ``edge_index``, ...) and ``update`` none at all, the class has no
+    ``aggregate`` of its own (``trusted_layers`` runs one), and no method of the class
+    (its own code, not PyG's) calls a graph utility (``add_self_loops``, ``gcn_norm``,
+    ``degree``, ``softmax``, ``scatter``, ...), except the ones reducing over a node's in-edges
+    (``softmax``, ``scatter``, ``degree``, ...) inside ``message`` and ``aggregate``: such
+    layers run by destination chunks (:func:`runs_per_destination`).
+    """
+    message = set(layer.inspector.get_param_names("message"))
+    structure = sorted((message & STRUCTURE_ARGS) - DESTINATION_ARGS)
+    structure += sorted(set(layer.inspector.get_param_names("update")) & STRUCTURE_ARGS)
+    if structure:
+        return (f"its message or update takes {', '.join(structure)}, which would see only "
+                f"this rank's part of the graph")
+    if cls.aggregate is not MessagePassing.aggregate:
+        return ("it overrides aggregate(), which pyg_sar would run over a node's in-edges in "
+                "the partition's order, not the graph's (exact only if the aggregation does "
+                "not depend on the order of a node's messages)")
+    for klass, name, code in _own_methods(cls):
+        allowed = PER_DESTINATION_UTILITIES if name in _PER_DESTINATION_METHODS else frozenset()
+        used = sorted((_names(code) & GRAPH_UTILITIES) - allowed)
+        if used:
+            return (f"{klass.__name__}.{name} uses {', '.join(used)}, graph preprocessing "
+                    f"that would see only this rank's part of the graph")
     return None
