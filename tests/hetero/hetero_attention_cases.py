@@ -151,14 +151,21 @@ def saved_bytes(part, name: str, mode: str) -> int:
 
 
 def fetched_bytes(part, name: str) -> int:
-    """Bytes of the remote rows one forward fetches: HGT's k and v (8 channels each) over the
-    combined graph; HAN's x_j (8 channels) and alpha_j (2 heads) per edge type."""
+    """Bytes of the remote rows one forward fetches, destination chunk by destination chunk
+    (both run their softmax inside message: pyg_sar.core.dst_chunks): HGT's k and v (8
+    channels each) over the combined graph; HAN's x_j (8 channels) and alpha_j (2 heads) per
+    edge type. Collective (the chunk plans): every rank calls it."""
+    from pyg_sar.core.dst_chunks import chunk_plan
+    from pyg_sar.core.views import stored_view
+
+    def rows(graph) -> int:
+        return sum(sum(ch.recv_counts) for ch in chunk_plan(stored_view(graph)))
     graphs = part.edge_index_dict
     if name == "hgt":
         from pyg_sar.nn.adapters.hetero_attention import combined_graph
         graph, _ = combined_graph(graphs, list(NUM))
-        return sum(graph.recv_counts) * 2 * 8 * 8
-    return sum(sum(g.recv_counts) for g in graphs.values()) * (8 + 2) * 8
+        return rows(graph) * 2 * 8 * 8
+    return sum(rows(g) for g in graphs.values()) * (8 + 2) * 8
 
 
 def _converted(cls: type):

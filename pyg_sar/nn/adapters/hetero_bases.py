@@ -294,17 +294,19 @@ def prepare_bases(model: torch.nn.Module) -> list[MessagePassing]:
 def check_basis_conv(conv: MessagePassing, spec: Any, where: str) -> None:
     """Refuse a basis conv with attention: GAT's family (the engine computes its scores and
     values without its ``message``, so the per-edge-type weight would be lost) and the layers
-    with a softmax inside ``message`` (run by destination chunks, not verified with the
-    per-edge-type weights)."""
+    run by destination chunks (a softmax inside ``message``, an aggregation no statistics
+    rebuild: not verified with the per-edge-type weights)."""
     from pyg_sar.nn.adapters.families import option
-    from pyg_sar.nn.layers import UnsupportedLayerError
+    from pyg_sar.nn.layers import PER_DESTINATION, UnsupportedLayerError
     adapter = spec.adapter
-    if spec.attention or (adapter is not None and option(conv, adapter.per_destination)):
+    if spec.attention or spec.aggr == PER_DESTINATION or (
+            adapter is not None and option(conv, adapter.per_destination)):
         raise UnsupportedLayerError(
             f"{where} ({type(conv).__name__}): to_hetero_with_bases weights each message by its "
             f"edge type inside message, which pyg_sar has not verified with this layer's "
-            f"attention; use to_hetero(model, metadata) (exact) or a layer with a "
-            f"plain message (SAGEConv, GraphConv, GINConv, ...)")
+            f"attention or aggregation; use to_hetero(model, metadata) (exact) or a layer "
+            f"with a plain message and a sum, mean, max or min aggregation (SAGEConv, "
+            f"GraphConv, GINConv, ...)")
 
 
 def thb_param(name: str):
