@@ -27,7 +27,6 @@ per chunk.
 """
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Optional, Protocol
@@ -35,8 +34,8 @@ from typing import Optional, Protocol
 import torch
 from torch import Tensor
 
-from pyg_sar.core.exchange import NO_WIRE, Wire, count
-from pyg_sar.core.halo import _buffer, _decode, _encode, halo_offsets
+from pyg_sar.core.exchange import NO_WIRE, Wire
+from pyg_sar.core.halo import _buffer, _decode, _encode, counted_all_to_all, halo_offsets
 from pyg_sar.core.precision import AutocastState
 from pyg_sar.core.sar import _as_dtypes, _Replay, _rng_state, _zeros_acc
 from pyg_sar.core.views import GraphView, ViewBlock
@@ -189,11 +188,8 @@ def _fetch(graph: DistGraph, wire: Wire, chunk: Chunk, c: int, tensor: int, x: T
     rows = x.index_select(0, chunk.send_index())
     send = _encode(codec, rows, chunk.send_counts, key, lambda q: (me, q, "rows"))
     out = _buffer(codec, x, sum(chunk.recv_counts))
-    t = time.perf_counter()
-    graph.context.comm.all_to_all_single(out, send, chunk.recv_counts, chunk.send_counts)
-    count(graph.context.comm, send.numel() * send.element_size(),
-          out.numel() * out.element_size(), graph.world_size - 1, time.perf_counter() - t,
-          traffic=(wire.label, label))
+    counted_all_to_all(graph, out, send, chunk.recv_counts, chunk.send_counts,
+                       (wire.label, label))
     return out
 
 
@@ -212,11 +208,8 @@ def _give_back(graph: DistGraph, wire: Wire, chunk: Chunk, c: int, tensor: int, 
     key = _key_tensor(tensor, c)
     send = _encode(codec, grad.contiguous(), chunk.recv_counts, key, lambda s: (s, me, "grads"))
     back = _buffer(codec, grad, sum(chunk.send_counts))
-    t = time.perf_counter()
-    graph.context.comm.all_to_all_single(back, send, chunk.send_counts, chunk.recv_counts)
-    count(graph.context.comm, send.numel() * send.element_size(),
-          back.numel() * back.element_size(), graph.world_size - 1, time.perf_counter() - t,
-          traffic=(wire.label, "grads"))
+    counted_all_to_all(graph, back, send, chunk.send_counts, chunk.recv_counts,
+                       (wire.label, "grads"))
     back = _decode(codec, back, chunk.send_counts, grad, key, lambda q: (me, q, "grads"))
     into.index_add_(0, chunk.send_index(), back.to(into.dtype))
 

@@ -73,6 +73,18 @@ def _decode(codec: Optional[Transport], payload: Tensor, counts: list[int], like
     return out
 
 
+def counted_all_to_all(graph: DistGraph, out: Tensor, send: Tensor, out_counts: list[int],
+                       in_counts: list[int], traffic: tuple[Optional[str], str]) -> None:
+    """One all-to-all of ``send`` (``in_counts`` rows to each rank) into ``out``
+    (``out_counts`` rows from each rank), its bytes and wait counted in the communicator's
+    stats and, under ``traffic = (layer label, direction)``, in its ledger."""
+    t = time.perf_counter()
+    graph.context.comm.all_to_all_single(out, send, out_counts, in_counts)
+    count(graph.context.comm, send.numel() * send.element_size(),
+          out.numel() * out.element_size(), graph.world_size - 1, time.perf_counter() - t,
+          traffic=traffic)
+
+
 def _buffer(codec: Optional[Transport], like: Tensor, rows: int) -> Tensor:
     wire = like if codec is None else codec.wire_like(like)
     return wire.new_empty((rows, *wire.shape[1:]))
@@ -84,11 +96,8 @@ class _HaloFetch(torch.autograd.Function):
         me, codec = graph.rank, wire.codec_of(tensor, "rows")
         send = _encode_rows(codec, x, graph, tensor, lambda q: (me, q, "rows"))
         out = _buffer(codec, x, sum(graph.recv_counts))
-        t = time.perf_counter()
-        graph.context.comm.all_to_all_single(out, send, graph.recv_counts, graph.send_counts)
-        count(graph.context.comm, send.numel() * send.element_size(),
-              out.numel() * out.element_size(), graph.world_size - 1, time.perf_counter() - t,
-              traffic=(wire.label, "rows"))
+        counted_all_to_all(graph, out, send, graph.recv_counts, graph.send_counts,
+                           (wire.label, "rows"))
         # the gradients' encoding and the label, not the wire: its halo cache holds this
         # function's output (a reference cycle through ctx)
         ctx.graph, ctx.codec, ctx.label = graph, wire.codec_of(tensor, "grads"), wire.label
@@ -103,11 +112,8 @@ class _HaloFetch(torch.autograd.Function):
         send = _encode(codec, grad.contiguous(), graph.recv_counts, tensor,
                        lambda s: (s, me, "grads"))
         back = _buffer(codec, grad, int(idx.numel()))
-        t = time.perf_counter()
-        graph.context.comm.all_to_all_single(back, send, graph.send_counts, graph.recv_counts)
-        count(graph.context.comm, send.numel() * send.element_size(),
-              back.numel() * back.element_size(), graph.world_size - 1, time.perf_counter() - t,
-              traffic=(ctx.label, "grads"))
+        counted_all_to_all(graph, back, send, graph.send_counts, graph.recv_counts,
+                           (ctx.label, "grads"))
         back = _decode(codec, back, graph.send_counts, grad, tensor, lambda q: (me, q, "grads"))
         gx = grad.new_zeros((ctx.num_rows, *grad.shape[1:])).index_add_(0, idx, back)
         return None, None, None, gx
