@@ -5,12 +5,13 @@
 
 ``pyg_sar.convert`` runs a layer only when it can show the layer is exact over
 a partitioned graph. For PyG's own layers that is a verified table; for yours
-it is a conservative static rule: ``message`` takes no structure argument
-(``index``, ``ptr``, ``size_i``, ...) and no method calls a graph utility
-(``add_self_loops``, ``degree``, ``softmax``, ``scatter``, ...), since those
-would see one rank's part of a node's edges at a time. ``GatedMeanConv``
-below passes the rule. A layer that does not is refused with the reason;
-when you know it is exact anyway, vouch for it with
+it is a conservative static rule: ``forward`` calls no graph utility
+(``add_self_loops``, ``degree``, ...), which would see only one rank's part of
+the graph, and ``message`` reads no source-side structure (``edge_index_j``).
+A softmax over a node's in-edges inside ``message`` (``softmax(alpha, index)``)
+passes: pyg_sar then gives ``message`` every in-edge of a node at once.
+``GatedMeanConv`` below passes the rule. A layer that does not is refused with
+the reason; when you know it is exact anyway, vouch for it with
 ``pyg_sar.SARConfig(trusted_layers=(YourConv,))``.
 """
 import argparse
@@ -24,7 +25,7 @@ import pyg_sar
 import torch_geometric.transforms as T
 from pyg_sar.datasets import Planetoid
 from torch_geometric.nn import MessagePassing
-from torch_geometric.utils import softmax
+from torch_geometric.utils import degree
 
 parser = argparse.ArgumentParser()
 parser.add_argument('--hidden_channels', type=int, default=32)
@@ -56,19 +57,18 @@ class GatedMeanConv(MessagePassing):
         return gate * self.lin(x_j)
 
 
-class SoftmaxConv(MessagePassing):
-    """Normalises its messages with ``softmax(..., index)`` inside
-    ``message``: over a partitioned graph that would normalise over each
-    block of a node's in-edges separately, so ``convert`` refuses it."""
+class DegreeConv(MessagePassing):
+    """Divides by the in-degree it computes from ``edge_index`` in ``forward``:
+    over a partitioned graph ``edge_index`` is not a tensor of all edges, so
+    ``convert`` refuses it (pyg_sar's own layers get the degree from the
+    partition)."""
     def __init__(self, in_channels, out_channels):
         super().__init__(aggr='add')
         self.lin = Linear(in_channels, out_channels)
 
     def forward(self, x, edge_index):
-        return self.propagate(edge_index, x=self.lin(x))
-
-    def message(self, x_j, index):
-        return softmax(x_j, index) * x_j
+        deg = degree(edge_index[1], x.size(0)).clamp(min=1).view(-1, 1)
+        return self.propagate(edge_index, x=self.lin(x)) / deg
 
 
 class Net(torch.nn.Module):
@@ -89,7 +89,7 @@ dataset = Planetoid(path, 'Cora', transform=T.NormalizeFeatures())
 data = pyg_sar.distribute(dataset[0])
 
 try:
-    pyg_sar.convert(Net(SoftmaxConv, dataset.num_features, 16,
+    pyg_sar.convert(Net(DegreeConv, dataset.num_features, 16,
                         dataset.num_classes))
 except pyg_sar.UnsupportedLayerError as e:
     pyg_sar.print(f'Refused, as expected: {e}')

@@ -210,7 +210,7 @@ def test_examples_on_two_ranks(two_ranks):
     check_floors(out, MULTI_RANK)
     got = dict(two_ranks["runs"][:len(MULTI_RANK)])
     # own_layer.py shows the refusal of a layer the static rule rejects, naming the reason.
-    assert any("Refused, as expected" in x and "SoftmaxConv" in x and "index" in x
+    assert any("Refused, as expected" in x and "DegreeConv.forward uses degree" in x
                for x in got["own_layer.py"])
     # compression.py: VARCO's ratio falls to 1 (lossless) and the bytes sent are counted.
     ratios = [float(m) for x in got["compression.py"] for m in re.findall(r"Ratio: +(\S+),", x)]
