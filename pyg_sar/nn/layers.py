@@ -30,7 +30,8 @@ _AGGREGATIONS = {
 CUSTOM = "custom"
 # LayerSpec.aggr of a layer run by destination chunks (pyg_sar.core.dst_chunks), whose every
 # chunk has all the in-edges of its nodes: an aggregation module that per-node statistics
-# cannot rebuild (LSTM, power mean, ...) or a user's own ``aggregate()``, run as written.
+# cannot rebuild but whose value does not depend on the order of a node's messages (median,
+# power mean, ...) or a trusted class's own ``aggregate()``, run as written.
 PER_DESTINATION = "per_destination"
 
 

@@ -6,8 +6,9 @@ A PyG class runs over a :class:`~pyg_sar.graph.DistGraph` only if it is listed i
 every mode, and checks that every other class exported by ``torch_geometric.nn.conv`` is
 refused. An adapter names the *family* of the class's graph preprocessing
 (:mod:`pyg_sar.nn.adapters.families`), how its messages run (the layer's own ``message`` per block,
-or one of the attention programs with an online softmax), and the options of the class that
-are not exact (refused with the reason). Classes known to be inexact carry their reason in
+one of the attention programs with an online softmax, or its own ``message`` and ``aggregate``
+by destination chunks), and the options of the class that are not exact (refused with the
+reason). Classes known to be inexact carry their reason in
 :data:`REFUSED`.
 
 User classes (defined outside ``torch_geometric``) that subclass ``MessagePassing`` directly
