@@ -62,8 +62,8 @@ class Chunk:
     chunk's source rows ``[local rows read; fetched rows]``. ``edges`` are the view edge ids
     of the block's edges; ``local_src`` the rank's own source rows the chunk reads;
     ``recv_counts`` how many rows it fetches from each rank (in rank order, as they follow
-    the local rows); ``send_rows[q]`` the rank's rows that rank ``q``'s chunk of the same
-    index fetches."""
+    the local rows); ``send_index`` the rank's rows that the other ranks' chunks of the same
+    index fetch, ``send_counts[q]`` of them for rank ``q``, in rank order."""
 
     start: int
     stop: int
@@ -71,24 +71,18 @@ class Chunk:
     edges: Tensor
     local_src: Tensor
     recv_counts: list[int]
-    send_rows: list[Tensor]
-
-    @property
-    def send_counts(self) -> list[int]:
-        return [int(t.numel()) for t in self.send_rows]
-
-    def send_index(self) -> Tensor:
-        return torch.cat(self.send_rows)
+    send_index: Tensor
+    send_counts: list[int]
 
 
-def _bounds(dst: Tensor, num_nodes: int, count_: int) -> list[int]:
-    """``count_ + 1`` boundaries of contiguous destination ranges of about equal in-edges."""
-    deg = torch.bincount(dst, minlength=num_nodes)
+def _bounds(deg: Tensor, count_: int) -> list[int]:
+    """``count_ + 1`` boundaries of contiguous destination ranges of about equal in-edges
+    (``deg``: every destination's in-edges)."""
     before = torch.cumsum(deg, 0) - deg  # in-edges of the nodes before each node
-    total = max(int(dst.numel()), 1)
+    total = max(int(deg.sum()), 1)
     which = torch.clamp(before * count_ // total, max=count_ - 1)
-    starts = torch.searchsorted(which, torch.arange(count_, device=dst.device))
-    return [*(int(s) for s in starts.cpu()), num_nodes]
+    starts = torch.searchsorted(which, torch.arange(count_, device=deg.device))
+    return [*(int(s) for s in starts.cpu()), int(deg.numel())]
 
 
 def _requests(graph: DistGraph, uniq: Tensor, offsets: list[int]) -> tuple[Tensor, list[Tensor]]:
@@ -114,8 +108,8 @@ def _build(view: GraphView, num_chunks: int) -> list[Chunk]:
     edge_index = view.edge_index(offsets)
     src, dst = edge_index[0], edge_index[1]
     order = torch.argsort(dst, stable=True)
-    bounds = _bounds(dst, graph.num_nodes, num_chunks)
     deg = torch.bincount(dst, minlength=graph.num_nodes)
+    bounds = _bounds(deg, num_chunks)
     edge_at = [0, *torch.cumsum(deg, 0).tolist()]  # first sorted edge of every node
     parts = []
     for c in range(num_chunks):
@@ -145,16 +139,14 @@ def _build(view: GraphView, num_chunks: int) -> list[Chunk]:
         got = send.new_empty(int(got_counts.sum()))
         comm.all_to_all_single(got, send, got_counts.sum(1).tolist(),
                                asked_counts.sum(1).tolist())
-    per_peer = got.split(got_counts.sum(1).tolist())
-    chunks = []
-    for c, (a, b, block, edges, local, asked) in enumerate(parts):
-        send_rows = []
-        for q in range(world):
-            positions = per_peer[q].split(got_counts[q].tolist())[c]
-            send_rows.append(graph.send_idx[q].to(device).index_select(0, positions))
-        chunks.append(Chunk(a, b, block, edges, local,
-                            [int(t.numel()) for t in asked], send_rows))
-    return chunks
+    # positions[q][c]: what rank q's chunk c asks of this rank, as rows of this rank
+    positions = [[graph.send_idx[q].to(device).index_select(0, p)
+                  for p in part.split(got_counts[q].tolist())]
+                 for q, part in enumerate(got.split(got_counts.sum(1).tolist()))]
+    return [Chunk(a, b, block, edges, local, [int(t.numel()) for t in asked],
+                  torch.cat([positions[q][c] for q in range(world)]),
+                  got_counts[:, c].tolist())
+            for c, (a, b, block, edges, local, asked) in enumerate(parts)]
 
 
 def chunk_plan(view: GraphView) -> list[Chunk]:
@@ -185,7 +177,7 @@ def _fetch(graph: DistGraph, wire: Wire, chunk: Chunk, c: int, tensor: int, x: T
     other ranks, as received (decode with :func:`_decode_fetched`)."""
     me, codec = graph.rank, wire.codec_of(tensor, "rows")
     key = _key_tensor(tensor, c)
-    rows = x.index_select(0, chunk.send_index())
+    rows = x.index_select(0, chunk.send_index)
     send = _encode(codec, rows, chunk.send_counts, key, lambda q: (me, q, "rows"))
     out = _buffer(codec, x, sum(chunk.recv_counts))
     counted_all_to_all(graph, out, send, chunk.recv_counts, chunk.send_counts,
@@ -211,7 +203,7 @@ def _give_back(graph: DistGraph, wire: Wire, chunk: Chunk, c: int, tensor: int, 
     counted_all_to_all(graph, back, send, chunk.send_counts, chunk.recv_counts,
                        (wire.label, "grads"))
     back = _decode(codec, back, chunk.send_counts, grad, key, lambda q: (me, q, "grads"))
-    into.index_add_(0, chunk.send_index(), back.to(into.dtype))
+    into.index_add_(0, chunk.send_index, back.to(into.dtype))
 
 
 def _chunk_rows(graph: DistGraph, wire: Wire, chunk: Chunk, c: int, src: Sequence[Tensor],
