@@ -36,8 +36,6 @@ also a rank without rows.
 """
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Optional
 
 import torch
@@ -50,7 +48,7 @@ from pyg_sar.core.exchange import Wire
 from pyg_sar.core.global_attention import ring_attention
 from pyg_sar.graph import DistGraph
 from pyg_sar.nn.adapters.linear_attention import _rows
-from pyg_sar.nn.conversion.call_graph import GRAPH, graph_of
+from pyg_sar.nn.conversion.call_graph import GRAPH, for_this_call, graph_of
 from pyg_sar.nn.norm import DistributedBatchNorm
 
 ATTN_TYPES = ("multihead", "performer")
@@ -177,24 +175,6 @@ def _ring_attention_forward(mha: torch.nn.MultiheadAttention, graph: DistGraph, 
     return forward
 
 
-@contextlib.contextmanager
-def _for_this_call(module: torch.nn.Module, key: str, value) -> Iterator[None]:
-    """``module.__dict__[key] = value`` for the duration of one call (its ``forward``, or the
-    graph a converted module finds, :data:`~pyg_sar.nn.conversion.call_graph.GRAPH`)."""
-    before = module.__dict__.get(key, _UNSET)
-    module.__dict__[key] = value
-    try:
-        yield
-    finally:
-        if before is _UNSET:
-            module.__dict__.pop(key, None)
-        else:
-            module.__dict__[key] = before
-
-
-_UNSET = object()
-
-
 def gps_forward(self: torch.nn.Module, x: Tensor, edge_index: DistGraph,
                 batch: Optional[Tensor] = None, **kwargs) -> Tensor:
     """``GPSConv.forward`` on this rank's rows ``x`` ``[n_r, C]`` of one graph: PyG's forward.
@@ -220,9 +200,9 @@ def gps_forward(self: torch.nn.Module, x: Tensor, edge_index: DistGraph,
         name = getattr(self, "_sar_name", None) or "GPSConv"
         attention = _ring_attention_forward(self.attn, graph, _config_mode(self),
                                             f"{name}.attn")
-        with _for_this_call(self.attn, "forward", attention):
+        with for_this_call(self.attn, "forward", attention):
             return pyg_forward(self, x, graph, None, **kwargs)
-    with _for_this_call(self.attn, GRAPH, graph):
+    with for_this_call(self.attn, GRAPH, graph):
         return pyg_forward(self, x, graph, None, **kwargs)
 
 

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import torch
 
 from pyg_sar.graph import DistGraph
-from pyg_sar.nn.conversion.call_graph import GRAPH, graph_of
+from pyg_sar.nn.conversion.call_graph import GRAPH, for_this_call, graph_of
 from pyg_sar.nn.grad_sync import graph_candidates
 
 if TYPE_CHECKING:
@@ -92,12 +92,8 @@ def _forward(self: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
                 f"{context.world_size} ranks: its forward spans every node of the graph; call "
                 f"the converted model with the rank's DistGraph as its edge_index")
         return type(self)._sar_base.forward(self, *args, **kwargs)
-    before = self.__dict__.get(GRAPH)
-    self.__dict__[GRAPH] = graph
-    try:
+    with for_this_call(self, GRAPH, graph):
         return type(self)._sar_module_forward(self, *args, **kwargs)
-    finally:
-        self.__dict__[GRAPH] = before
 
 
 def _reduce_ex(self: torch.nn.Module, protocol: int) -> tuple:

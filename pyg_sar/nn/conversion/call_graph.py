@@ -3,6 +3,10 @@
 :mod:`pyg_sar.nn.adapters.attention_modules` and :mod:`pyg_sar.nn.global_attention` read it)."""
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
 import torch
 
 from pyg_sar.graph import DistGraph
@@ -19,3 +23,21 @@ def graph_of(module: torch.nn.Module) -> DistGraph:
                            f"call the converted model with the rank's DistGraph as its "
                            f"edge_index")
     return graph
+
+
+_UNSET = object()
+
+
+@contextlib.contextmanager
+def for_this_call(module: torch.nn.Module, key: str, value: Any) -> Iterator[None]:
+    """``module.__dict__[key] = value`` for the duration of one call (the :data:`GRAPH` a
+    converted module finds, or a module's ``forward``), then what was there before."""
+    before = module.__dict__.get(key, _UNSET)
+    module.__dict__[key] = value
+    try:
+        yield
+    finally:
+        if before is _UNSET:
+            module.__dict__.pop(key, None)
+        else:
+            module.__dict__[key] = before

@@ -233,7 +233,7 @@ def dist_propagate(layer: MessagePassing, graph: DistGraph, size, kwargs: dict) 
         return _halo_propagate(layer, view, kwargs) if out is None else out
     if spec.aggr == PER_DESTINATION or (spec.adapter is not None
                                         and option(layer, spec.adapter.per_destination)):
-        return _by_destination(layer, view, kwargs)
+        return _updated(layer, _by_destination(layer, view, kwargs, config))
     plan, src, dst, edge = _plan(layer, view, kwargs)
     linear = None
     if spec.linear and config.use_kernels:
@@ -248,10 +248,12 @@ def dist_propagate(layer: MessagePassing, graph: DistGraph, size, kwargs: dict) 
                        custom)
     prop = Propagation(view, combine.program, combine.rule, config.mode, config.pipeline_depth,
                        replay_rng=layer.training, wire=layer_wire(layer))
-    out = combine.finish(sar_propagate(prop, src, dst, combine.edge, params))
-    if type(layer).update is not MessagePassing.update:
-        out = layer.update(out)
-    return out
+    return _updated(layer, combine.finish(sar_propagate(prop, src, dst, combine.edge, params)))
+
+
+def _updated(layer: MessagePassing, out: Tensor) -> Tensor:
+    """The layer's own ``update`` of the aggregate, where the class defines one."""
+    return layer.update(out) if type(layer).update is not MessagePassing.update else out
 
 
 class DestinationProgram:
@@ -267,19 +269,16 @@ class DestinationProgram:
                                     dim_size=block.rowptr.numel() - 1)
 
 
-def _by_destination(layer: MessagePassing, view: GraphView, kwargs: dict) -> Tensor:
+def _by_destination(layer: MessagePassing, view: GraphView, kwargs: dict,
+                    config: SARConfig) -> Tensor:
     """Propagate of a layer that normalises over each node's in-edges inside ``message``
     (PyG's ``softmax`` over ``index``): destination chunks, each with all its in-edges
     (:mod:`pyg_sar.core.dst_chunks`), so PyG's ``message`` and ``aggregate`` run unchanged."""
-    config: SARConfig = layer._sar_config
     plan, src, dst, edge = _plan(layer, view, kwargs)
     params = [p for p in layer.parameters() if p.requires_grad]
     prop = ChunkedPropagation(view, DestinationProgram(layer, LayerProgram(layer, plan, None)),
                               config.mode, replay_rng=layer.training, wire=layer_wire(layer))
-    out = dst_chunk_propagate(prop, src, dst, edge, params)
-    if type(layer).update is not MessagePassing.update:
-        out = layer.update(out)
-    return out
+    return dst_chunk_propagate(prop, src, dst, edge, params)
 
 
 @dataclass

@@ -465,12 +465,12 @@ STRUCTURE_ARGS = frozenset({"index", "ptr", "size_i", "size_j", "dim_size", "edg
 # The destination side of it: exact when the layer runs by destination chunks, which give
 # ``message`` every in-edge of a chunk's nodes at once (pyg_sar.core.dst_chunks).
 DESTINATION_ARGS = frozenset({"index", "ptr", "size_i", "dim_size", "edge_index_i"})
-# Graph utilities that reduce over ``index`` (a node's in-edges): exact inside ``message`` and
-# ``aggregate`` of a layer run by destination chunks.
+# Graph utilities that reduce over ``index`` (a node's in-edges): exact inside ``message`` of a
+# layer run by destination chunks. (A class's own ``aggregate`` is refused by the static rule;
+# a trusted one runs by destination chunks through its LayerSpec.aggr.)
 PER_DESTINATION_UTILITIES = frozenset({"softmax", "scatter", "scatter_add", "scatter_mean",
                                        "scatter_max", "segment", "segment_csr", "degree",
                                        "maybe_num_nodes"})
-_PER_DESTINATION_METHODS = ("message", "aggregate")
 
 
 def _names(code: types.CodeType) -> set[str]:
@@ -498,14 +498,13 @@ def _own_methods(cls: type):
 
 def runs_per_destination(cls: type, layer: MessagePassing) -> bool:
     """Whether a user's layer reads the destination structure in ``message`` (``index``,
-    ``size_i``, ...), reduces over it there (``softmax``, ``scatter``, ...), or has an
-    ``aggregate`` of its own (a trusted class): it then runs by destination chunks, each with
-    every in-edge of its nodes (:mod:`pyg_sar.core.dst_chunks`), which makes those exact."""
+    ``size_i``, ...) or reduces over it there (``softmax``, ``scatter``, ...): it then runs by
+    destination chunks, each with every in-edge of its nodes (:mod:`pyg_sar.core.dst_chunks`),
+    which makes those exact. (A trusted class's own ``aggregate`` runs so through
+    :data:`pyg_sar.nn.layers.PER_DESTINATION`.)"""
     if set(layer.inspector.get_param_names("message")) & DESTINATION_ARGS:
         return True
-    if cls.aggregate is not MessagePassing.aggregate:
-        return True
-    return any(name in _PER_DESTINATION_METHODS and _names(code) & PER_DESTINATION_UTILITIES
+    return any(name == "message" and _names(code) & PER_DESTINATION_UTILITIES
                for _, name, code in _own_methods(cls))
 
 
@@ -517,8 +516,8 @@ def static_rule_violation(cls: type, layer: MessagePassing) -> Optional[str]:
     ``aggregate`` of its own (``trusted_layers`` runs one), and no method of the class
     (its own code, not PyG's) calls a graph utility (``add_self_loops``, ``gcn_norm``,
     ``degree``, ``softmax``, ``scatter``, ...), except the ones reducing over a node's in-edges
-    (``softmax``, ``scatter``, ``degree``, ...) inside ``message`` and ``aggregate``: such
-    layers run by destination chunks (:func:`runs_per_destination`).
+    (``softmax``, ``scatter``, ``degree``, ...) inside ``message``: such layers run by
+    destination chunks (:func:`runs_per_destination`).
     """
     message = set(layer.inspector.get_param_names("message"))
     structure = sorted((message & STRUCTURE_ARGS) - DESTINATION_ARGS)
@@ -531,7 +530,7 @@ def static_rule_violation(cls: type, layer: MessagePassing) -> Optional[str]:
                 "the partition's order, not the graph's (exact only if the aggregation does "
                 "not depend on the order of a node's messages)")
     for klass, name, code in _own_methods(cls):
-        allowed = PER_DESTINATION_UTILITIES if name in _PER_DESTINATION_METHODS else frozenset()
+        allowed = PER_DESTINATION_UTILITIES if name == "message" else frozenset()
         used = sorted((_names(code) & GRAPH_UTILITIES) - allowed)
         if used:
             return (f"{klass.__name__}.{name} uses {', '.join(used)}, graph preprocessing "
